@@ -1,0 +1,639 @@
+/* allocator.c - the caching allocator core (policy in allocator.h).
+ *
+ * Data structures:
+ *   - a segment is one piece of memory obtained from the backend; its blocks
+ *     tile it without gaps and form a doubly linked list in address order
+ *     (prev/next), so a freed block finds its neighbours in O(1);
+ *   - every free block sits in the free tree of its pool (small or large):
+ *     a treap ordered by (stream, size, address), so the best fit for a
+ *     request is one descent, and insertion and removal are O(log n);
+ *   - block structs are recycled through a spare list, so a cached
+ *     malloc/free pair calls neither the backend nor the C library.
+ *
+ * Statistics follow PyTorch's definitions.  The inactive-split figures move
+ * by the net change of each operation (as PyTorch applies them), so their
+ * accumulated "allocated"/"freed" totals match too.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "allocator.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROUND 512                      /* every block is a multiple */
+#define SMALL_SIZE ((size_t)1 << 20)   /* largest small-pool request */
+#define SMALL_SEGMENT ((size_t)2 << 20) /* segment size of the small pool */
+#define LARGE_SEGMENT ((size_t)20 << 20) /* segment for requests < 10 MiB */
+#define MIN_LARGE_ALLOC ((size_t)10 << 20)
+#define ROUND_LARGE ((size_t)2 << 20)  /* larger segments: multiple of 2 MiB */
+/* Requests above this cannot be satisfied anywhere; they are clamped (to a
+ * size no backend grants) so the rounding arithmetic never overflows. */
+#define MAX_REQUEST ((SIZE_MAX / 4) & ~(size_t)(ROUND - 1))
+
+enum { POOL_SMALL = 0, POOL_LARGE = 1 };
+
+typedef struct segment {
+    char *ptr;
+    size_t size;
+    int pool;
+    pygpu_block *head;            /* block at the segment's start */
+    struct segment *prev, *next;  /* the allocator's list of segments */
+} segment;
+
+struct pygpu_block {
+    char *ptr;
+    size_t size;                  /* multiple of ROUND */
+    size_t requested;             /* caller's size while allocated */
+    void *stream;
+    segment *seg;
+    int allocated;
+    pygpu_block *prev, *next;     /* address neighbours in seg (or spare) */
+    pygpu_block *left, *right;    /* free-tree children */
+    uint32_t prio;                /* free-tree heap priority */
+};
+
+struct pygpu_allocator {
+    pthread_mutex_t lock;
+    pygpu_alloc_backend backend;
+    int device;
+    int caching;
+    size_t limit;                 /* 0: none */
+    pygpu_block *pools[2];        /* free-tree roots */
+    segment *segments;
+    pygpu_block *spare;           /* recycled block structs, via next */
+    uint32_t rng;
+    /* net inactive-split change of the operation in progress */
+    int64_t pending_split, pending_split_bytes;
+    pygpu_alloc_stats stats;
+};
+
+/* ------------------------------------------------------------ statistics */
+static void stat_add(pygpu_stat *s, int64_t delta)
+{
+    s->current += delta;
+    if (delta > 0) {
+        s->allocated += delta;
+    } else {
+        s->freed -= delta;
+    }
+    if (s->current > s->peak) {
+        s->peak = s->current;
+    }
+}
+
+static void apply_pending(pygpu_allocator *a)
+{
+    if (a->pending_split != 0) {
+        stat_add(&a->stats.inactive_split, a->pending_split);
+    }
+    if (a->pending_split_bytes != 0) {
+        stat_add(&a->stats.inactive_split_bytes, a->pending_split_bytes);
+    }
+    a->pending_split = 0;
+    a->pending_split_bytes = 0;
+}
+
+/* ------------------------------------------------------------- free tree */
+static uint32_t next_prio(pygpu_allocator *a)
+{
+    /* xorshift32: good enough to keep the treap balanced on average */
+    uint32_t x = a->rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    a->rng = x;
+    return x;
+}
+
+/* Order of the free tree: stream, then size, then address. */
+static int key_less(const pygpu_block *x, const pygpu_block *y)
+{
+    uintptr_t sx = (uintptr_t)x->stream, sy = (uintptr_t)y->stream;
+    if (sx != sy) {
+        return sx < sy;
+    }
+    if (x->size != y->size) {
+        return x->size < y->size;
+    }
+    return (uintptr_t)x->ptr < (uintptr_t)y->ptr;
+}
+
+/* Split tree t into the keys less than k (*lo) and the rest (*hi). */
+static void tree_split(pygpu_block *t, const pygpu_block *k,
+                       pygpu_block **lo, pygpu_block **hi)
+{
+    if (t == NULL) {
+        *lo = NULL;
+        *hi = NULL;
+    } else if (key_less(t, k)) {
+        tree_split(t->right, k, &t->right, hi);
+        *lo = t;
+    } else {
+        tree_split(t->left, k, lo, &t->left);
+        *hi = t;
+    }
+}
+
+/* Join two trees where every key of lo is less than every key of hi. */
+static pygpu_block *tree_join(pygpu_block *lo, pygpu_block *hi)
+{
+    if (lo == NULL) {
+        return hi;
+    }
+    if (hi == NULL) {
+        return lo;
+    }
+    if (lo->prio > hi->prio) {
+        lo->right = tree_join(lo->right, hi);
+        return lo;
+    }
+    hi->left = tree_join(lo, hi->left);
+    return hi;
+}
+
+static int is_split(const pygpu_block *b)
+{
+    return b->prev != NULL || b->next != NULL;
+}
+
+/* Put a free block into its pool's tree.  Its neighbours must be final:
+ * whether it counts as an inactive split depends on them, and does not
+ * change while it stays in the tree (a neighbour that changes merges with
+ * it, which removes it first). */
+static void free_insert(pygpu_allocator *a, pygpu_block *b)
+{
+    pygpu_block **p = &a->pools[b->seg->pool];
+
+    /* Descend to where b's priority belongs, then b takes that place with
+     * the subtree found there split around it. */
+    b->prio = next_prio(a);
+    while (*p != NULL && (*p)->prio > b->prio) {
+        p = key_less(b, *p) ? &(*p)->left : &(*p)->right;
+    }
+    tree_split(*p, b, &b->left, &b->right);
+    *p = b;
+    if (is_split(b)) {
+        a->pending_split += 1;
+        a->pending_split_bytes += (int64_t)b->size;
+    }
+}
+
+static void free_remove(pygpu_allocator *a, pygpu_block *b)
+{
+    pygpu_block **p = &a->pools[b->seg->pool];
+
+    while (*p != b) {
+        p = key_less(b, *p) ? &(*p)->left : &(*p)->right;
+    }
+    *p = tree_join(b->left, b->right);
+    if (is_split(b)) {
+        a->pending_split -= 1;
+        a->pending_split_bytes -= (int64_t)b->size;
+    }
+}
+
+/* Smallest free block of the pool on `stream` with at least `size` bytes
+ * (lowest address among equals), or NULL. */
+static pygpu_block *best_fit(pygpu_allocator *a, int pool, void *stream,
+                             size_t size)
+{
+    pygpu_block *t = a->pools[pool], *best = NULL;
+    pygpu_block key;
+
+    key.stream = stream;
+    key.size = size;
+    key.ptr = NULL;
+    while (t != NULL) {
+        if (key_less(t, &key)) {
+            t = t->right;
+        } else {
+            best = t;
+            t = t->left;
+        }
+    }
+    if (best != NULL && best->stream != stream) {
+        return NULL;
+    }
+    return best;
+}
+
+/* ---------------------------------------------------- block structs, segs */
+static pygpu_block *block_get(pygpu_allocator *a)
+{
+    pygpu_block *b = a->spare;
+
+    if (b != NULL) {
+        a->spare = b->next;
+    } else {
+        b = malloc(sizeof(*b));
+        if (b == NULL) {
+            return NULL;
+        }
+    }
+    memset(b, 0, sizeof(*b));
+    return b;
+}
+
+static void block_put(pygpu_allocator *a, pygpu_block *b)
+{
+    b->next = a->spare;
+    a->spare = b;
+}
+
+static size_t segment_size(size_t rounded)
+{
+    if (rounded <= SMALL_SIZE) {
+        return SMALL_SEGMENT;
+    }
+    if (rounded < MIN_LARGE_ALLOC) {
+        return LARGE_SEGMENT;
+    }
+    return (rounded + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
+}
+
+/* One attempt at `size` bytes from the backend, honouring the limit. */
+static int raw_alloc(pygpu_allocator *a, size_t size, void **ptr)
+{
+    if (a->limit != 0 &&
+        (uint64_t)a->stats.reserved_bytes.current + size > a->limit) {
+        return PYGPU_ALLOC_OOM;
+    }
+    return a->backend.raw_alloc(a->backend.ctx, a->device, size, ptr);
+}
+
+static void release_segment(pygpu_allocator *a, segment *s)
+{
+    pygpu_block *b = s->head, *next;
+
+    a->backend.raw_free(a->backend.ctx, a->device, s->ptr);
+    a->stats.num_raw_frees++;
+    stat_add(&a->stats.reserved_bytes, -(int64_t)s->size);
+    stat_add(&a->stats.segment, -1);
+    if (s->prev != NULL) {
+        s->prev->next = s->next;
+    } else {
+        a->segments = s->next;
+    }
+    if (s->next != NULL) {
+        s->next->prev = s->prev;
+    }
+    while (b != NULL) {
+        next = b->next;
+        block_put(a, b);
+        b = next;
+    }
+    free(s);
+}
+
+/* Return every wholly free segment to the backend. */
+static void release_cached(pygpu_allocator *a)
+{
+    segment *s = a->segments, *next;
+
+    while (s != NULL) {
+        next = s->next;
+        if (!s->head->allocated && s->head->next == NULL) {
+            free_remove(a, s->head);
+            release_segment(a, s);
+        }
+        s = next;
+    }
+}
+
+/* A new segment of `size` bytes on `stream`, as one block (not in the free
+ * tree).  Empties the cache and retries once when the backend is out of
+ * memory or the limit is reached. */
+static int new_segment(pygpu_allocator *a, size_t size, int pool,
+                       void *stream, pygpu_block **out)
+{
+    segment *s = malloc(sizeof(*s));
+    pygpu_block *b = block_get(a);
+    void *ptr = NULL;
+    int rc;
+
+    if (s == NULL || b == NULL) {
+        rc = PYGPU_ALLOC_OOM; /* out of host memory for the bookkeeping */
+        goto fail;
+    }
+    rc = raw_alloc(a, size, &ptr);
+    if (rc == PYGPU_ALLOC_OOM) {
+        release_cached(a);
+        a->stats.num_alloc_retries++;
+        rc = raw_alloc(a, size, &ptr);
+    }
+    if (rc != PYGPU_ALLOC_OK) {
+        goto fail;
+    }
+    a->stats.num_raw_allocs++;
+    stat_add(&a->stats.reserved_bytes, (int64_t)size);
+    stat_add(&a->stats.segment, 1);
+    s->ptr = ptr;
+    s->size = size;
+    s->pool = pool;
+    s->head = b;
+    s->prev = NULL;
+    s->next = a->segments;
+    if (a->segments != NULL) {
+        a->segments->prev = s;
+    }
+    a->segments = s;
+    b->ptr = ptr;
+    b->size = size;
+    b->stream = stream;
+    b->seg = s;
+    *out = b;
+    return PYGPU_ALLOC_OK;
+
+fail:
+    if (rc == PYGPU_ALLOC_OOM) {
+        a->stats.num_ooms++;
+    }
+    free(s);
+    if (b != NULL) {
+        block_put(a, b);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------- interface */
+pygpu_allocator *pygpu_allocator_new(const pygpu_alloc_backend *backend,
+                                     int device, int caching)
+{
+    pygpu_allocator *a = calloc(1, sizeof(*a));
+
+    if (a == NULL) {
+        return NULL;
+    }
+    if (pthread_mutex_init(&a->lock, NULL) != 0) {
+        free(a);
+        return NULL;
+    }
+    a->backend = *backend;
+    a->device = device;
+    a->caching = caching != 0;
+    a->rng = 0x9e3779b9u;
+    return a;
+}
+
+void pygpu_allocator_destroy(pygpu_allocator *a)
+{
+    pygpu_block *b, *next;
+
+    if (a == NULL) {
+        return;
+    }
+    while (a->segments != NULL) {
+        release_segment(a, a->segments);
+    }
+    for (b = a->spare; b != NULL; b = next) {
+        next = b->next;
+        free(b);
+    }
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+}
+
+int pygpu_allocator_malloc(pygpu_allocator *a, size_t size, void *stream,
+                           pygpu_block **out)
+{
+    size_t rounded, rest;
+    pygpu_block *b, *r;
+    int pool, rc;
+
+    *out = NULL;
+    if (size == 0) {
+        return PYGPU_ALLOC_OK;
+    }
+    rounded = size > MAX_REQUEST ? MAX_REQUEST
+                                 : (size + ROUND - 1) / ROUND * ROUND;
+    pool = rounded <= SMALL_SIZE ? POOL_SMALL : POOL_LARGE;
+
+    pthread_mutex_lock(&a->lock);
+    if (!a->caching) {
+        rc = new_segment(a, rounded, pool, stream, &b);
+        if (rc != PYGPU_ALLOC_OK) {
+            goto done;
+        }
+    } else {
+        b = best_fit(a, pool, stream, rounded);
+        if (b != NULL) {
+            free_remove(a, b);
+            a->stats.num_cache_hits++;
+        } else {
+            rc = new_segment(a, segment_size(rounded), pool, stream, &b);
+            if (rc != PYGPU_ALLOC_OK) {
+                goto done;
+            }
+        }
+        /* Split off the tail when it is worth keeping as its own block. */
+        rest = b->size - rounded;
+        if (pool == POOL_SMALL ? rest >= ROUND : rest > SMALL_SIZE) {
+            r = block_get(a);
+            if (r != NULL) { /* else: hand out the whole block */
+                r->ptr = b->ptr + rounded;
+                r->size = rest;
+                r->stream = b->stream;
+                r->seg = b->seg;
+                r->prev = b;
+                r->next = b->next;
+                if (b->next != NULL) {
+                    b->next->prev = r;
+                }
+                b->next = r;
+                b->size = rounded;
+                free_insert(a, r);
+            }
+        }
+    }
+    b->allocated = 1;
+    b->requested = size;
+    stat_add(&a->stats.allocated_bytes, (int64_t)b->size);
+    stat_add(&a->stats.active_bytes, (int64_t)b->size);
+    stat_add(&a->stats.requested_bytes, (int64_t)size);
+    stat_add(&a->stats.allocation, 1);
+    stat_add(&a->stats.active, 1);
+    *out = b;
+    rc = PYGPU_ALLOC_OK;
+
+done:
+    apply_pending(a);
+    pthread_mutex_unlock(&a->lock);
+    return rc;
+}
+
+/* Absorb free neighbour n (prev or next of b) into b. */
+static void merge(pygpu_allocator *a, pygpu_block *b, pygpu_block *n)
+{
+    free_remove(a, n);
+    if (n == b->prev) {
+        b->ptr = n->ptr;
+        b->prev = n->prev;
+        if (n->prev != NULL) {
+            n->prev->next = b;
+        } else {
+            b->seg->head = b;
+        }
+    } else {
+        b->next = n->next;
+        if (n->next != NULL) {
+            n->next->prev = b;
+        }
+    }
+    b->size += n->size;
+    block_put(a, n);
+}
+
+void pygpu_allocator_free(pygpu_allocator *a, pygpu_block *b)
+{
+    if (b == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&a->lock);
+    stat_add(&a->stats.allocated_bytes, -(int64_t)b->size);
+    stat_add(&a->stats.active_bytes, -(int64_t)b->size);
+    stat_add(&a->stats.requested_bytes, -(int64_t)b->requested);
+    stat_add(&a->stats.allocation, -1);
+    stat_add(&a->stats.active, -1);
+    b->allocated = 0;
+    b->requested = 0;
+    if (!a->caching) {
+        release_segment(a, b->seg);
+    } else {
+        if (b->prev != NULL && !b->prev->allocated) {
+            merge(a, b, b->prev);
+        }
+        if (b->next != NULL && !b->next->allocated) {
+            merge(a, b, b->next);
+        }
+        free_insert(a, b);
+        apply_pending(a);
+    }
+    pthread_mutex_unlock(&a->lock);
+}
+
+void *pygpu_block_ptr(const pygpu_block *b)
+{
+    return b != NULL ? b->ptr : NULL;
+}
+
+size_t pygpu_block_size(const pygpu_block *b)
+{
+    return b != NULL ? b->size : 0;
+}
+
+void *pygpu_block_stream(const pygpu_block *b)
+{
+    return b != NULL ? b->stream : NULL;
+}
+
+void pygpu_allocator_empty_cache(pygpu_allocator *a)
+{
+    pthread_mutex_lock(&a->lock);
+    release_cached(a);
+    apply_pending(a);
+    pthread_mutex_unlock(&a->lock);
+}
+
+void pygpu_allocator_get_stats(pygpu_allocator *a, pygpu_alloc_stats *out)
+{
+    pthread_mutex_lock(&a->lock);
+    *out = a->stats;
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* The stat counters of a pygpu_alloc_stats, for the resets. */
+static pygpu_stat *stat_at(pygpu_alloc_stats *s, int i)
+{
+    pygpu_stat *all[] = {
+        &s->allocated_bytes, &s->reserved_bytes, &s->active_bytes,
+        &s->requested_bytes, &s->segment, &s->allocation, &s->active,
+        &s->inactive_split, &s->inactive_split_bytes};
+    return i < (int)(sizeof(all) / sizeof(all[0])) ? all[i] : NULL;
+}
+
+void pygpu_allocator_reset_peak(pygpu_allocator *a)
+{
+    pygpu_stat *s;
+    int i;
+
+    pthread_mutex_lock(&a->lock);
+    for (i = 0; (s = stat_at(&a->stats, i)) != NULL; i++) {
+        s->peak = s->current;
+    }
+    pthread_mutex_unlock(&a->lock);
+}
+
+void pygpu_allocator_reset_accumulated(pygpu_allocator *a)
+{
+    pygpu_stat *s;
+    int i;
+
+    pthread_mutex_lock(&a->lock);
+    for (i = 0; (s = stat_at(&a->stats, i)) != NULL; i++) {
+        s->allocated = 0;
+        s->freed = 0;
+    }
+    a->stats.num_alloc_retries = 0;
+    a->stats.num_ooms = 0;
+    a->stats.num_cache_hits = 0;
+    a->stats.num_raw_allocs = 0;
+    a->stats.num_raw_frees = 0;
+    pthread_mutex_unlock(&a->lock);
+}
+
+void pygpu_allocator_set_limit(pygpu_allocator *a, size_t limit)
+{
+    pthread_mutex_lock(&a->lock);
+    a->limit = limit;
+    pthread_mutex_unlock(&a->lock);
+}
+
+size_t pygpu_allocator_get_limit(pygpu_allocator *a)
+{
+    size_t limit;
+
+    pthread_mutex_lock(&a->lock);
+    limit = a->limit;
+    pthread_mutex_unlock(&a->lock);
+    return limit;
+}
+
+int pygpu_allocator_device(const pygpu_allocator *a)
+{
+    return a->device;
+}
+
+const pygpu_alloc_backend *pygpu_allocator_backend(const pygpu_allocator *a)
+{
+    return &a->backend;
+}
+
+size_t pygpu_allocator_segments(pygpu_allocator *a, pygpu_segment_info *out,
+                                size_t max)
+{
+    const segment *s;
+    const pygpu_block *b;
+    size_t n = 0;
+
+    pthread_mutex_lock(&a->lock);
+    for (s = a->segments; s != NULL; s = s->next, n++) {
+        if (n >= max) {
+            continue; /* still counted */
+        }
+        out[n].ptr = s->ptr;
+        out[n].size = s->size;
+        out[n].allocated = 0;
+        out[n].is_small = s->pool == POOL_SMALL;
+        out[n].nblocks = 0;
+        for (b = s->head; b != NULL; b = b->next) {
+            out[n].nblocks++;
+            if (b->allocated) {
+                out[n].allocated += b->size;
+            }
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return n;
+}

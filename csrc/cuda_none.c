@@ -1,0 +1,105 @@
+/* cuda_none.c - the CUDA entry points of a CPU-only build: no devices, and
+ * every request for one says that pygpu was built without CUDA. */
+#include "pygpu.h"
+
+static const char no_cuda[] = "pygpu was built without CUDA support";
+
+int
+pygpu_cuda_built(void)
+{
+    return 0;
+}
+
+int
+pygpu_cuda_device_count(void)
+{
+    return 0;
+}
+
+const char *
+pygpu_cuda_unavailable_reason(void)
+{
+    return no_cuda;
+}
+
+static int
+refuse(void)
+{
+    PyErr_SetString(PyExc_RuntimeError, no_cuda);
+    return -1;
+}
+
+int
+pygpu_cuda_current_device(int *dev)
+{
+    (void)dev;
+    return refuse();
+}
+
+int
+pygpu_cuda_set_device(int dev)
+{
+    (void)dev;
+    return refuse();
+}
+
+int
+pygpu_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind,
+                  int device)
+{
+    (void)dst, (void)src, (void)nbytes, (void)kind, (void)device;
+    return refuse();
+}
+
+int
+pygpu_cuda_check_launch(int err, const char *what)
+{
+    (void)err, (void)what;
+    return refuse();
+}
+
+PyObject *
+pygpu_cuda_raise(int err, const char *call, const char *file, int line)
+{
+    (void)err, (void)call, (void)file, (void)line;
+    refuse();
+    return NULL;
+}
+
+void *
+pygpu_cuda_current_stream(int device)
+{
+    (void)device;
+    return NULL;
+}
+
+static PyObject *
+refuse_o(PyObject *m, PyObject *arg)
+{
+    refuse();
+    return NULL;
+}
+
+static PyObject *
+refuse_noargs(PyObject *m, PyObject *noargs)
+{
+    refuse();
+    return NULL;
+}
+
+static PyObject *
+versions_py(PyObject *m, PyObject *noargs)
+{
+    return Py_BuildValue("{s:i,s:i,s:i}", "built", 0, "runtime", 0,
+                         "driver", 0);
+}
+
+PyMethodDef pygpu_cuda_functions[] = {
+    {"_cuda_get_device_properties", refuse_o, METH_O, NULL},
+    {"_cuda_set_device", refuse_o, METH_O, NULL},
+    {"_cuda_current_device", refuse_noargs, METH_NOARGS, NULL},
+    {"_cuda_synchronize", refuse_o, METH_O, NULL},
+    {"_cuda_mem_get_info", refuse_o, METH_O, NULL},
+    {"_cuda_versions", versions_py, METH_NOARGS, NULL},
+    {NULL},
+};

@@ -1,0 +1,307 @@
+/* cuda_runtime.c - CUDA runtime glue for the CUDA build: whether CUDA can
+ * be used (and why not), device selection and queries, copies between
+ * host and device, error translation, launch checking.
+ *
+ * cudart is linked statically, so importing pygpu never needs a driver:
+ * without one every query answers "0 devices" with the reason kept. */
+#include "pygpu.h"
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static int probed_count = 0;
+static char probed_reason[256];
+static int launch_blocking = 0;
+
+/* Runs once: counts devices and remembers why there are none. */
+static void
+probe(void)
+{
+    const char *lb = getenv("PYGPU_LAUNCH_BLOCKING");
+    launch_blocking = lb != NULL && lb[0] == '1';
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err == cudaSuccess && count > 0) {
+        probed_count = count;
+        return;
+    }
+    (void)cudaGetLastError();
+    if (err == cudaErrorInsufficientDriver) {
+        snprintf(probed_reason, sizeof(probed_reason),
+                 "Found no NVIDIA driver on your system (or it is older "
+                 "than this CUDA %d.%d runtime needs): CUDA is not available",
+                 CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
+    }
+    else if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
+        snprintf(probed_reason, sizeof(probed_reason),
+                 "No CUDA GPUs are available");
+    }
+    else {
+        snprintf(probed_reason, sizeof(probed_reason),
+                 "CUDA is not available: cudaGetDeviceCount failed: %s (%s)",
+                 cudaGetErrorString(err), cudaGetErrorName(err));
+    }
+}
+
+int
+pygpu_cuda_built(void)
+{
+    return 1;
+}
+
+int
+pygpu_cuda_device_count(void)
+{
+    pthread_once(&probe_once, probe);
+    return probed_count;
+}
+
+const char *
+pygpu_cuda_unavailable_reason(void)
+{
+    pthread_once(&probe_once, probe);
+    return probed_count > 0 ? NULL : probed_reason;
+}
+
+PyObject *
+pygpu_cuda_raise(int err, const char *call, const char *file, int line)
+{
+    cudaError_t e = (cudaError_t)err;
+    (void)cudaGetLastError(); /* clear it where it is not sticky */
+    PyErr_Format(pygpu_state->CudaError, "CUDA error: %s (%s) in %s at %s:%d",
+                 cudaGetErrorString(e), cudaGetErrorName(e), call, file,
+                 line);
+    return NULL;
+}
+
+#define CHECK(call)                                                          \
+    do {                                                                     \
+        cudaError_t err_ = (call);                                           \
+        if (err_ != cudaSuccess) {                                           \
+            pygpu_cuda_raise((int)err_, #call, __FILE__, __LINE__);          \
+            goto fail;                                                       \
+        }                                                                    \
+    } while (0)
+
+static int
+require_cuda(void)
+{
+    if (pygpu_cuda_device_count() == 0) {
+        PyErr_SetString(PyExc_RuntimeError, pygpu_cuda_unavailable_reason());
+        return -1;
+    }
+    return 0;
+}
+
+int
+pygpu_cuda_current_device(int *dev)
+{
+    if (require_cuda() < 0) {
+        return -1;
+    }
+    CHECK(cudaGetDevice(dev));
+    return 0;
+fail:
+    return -1;
+}
+
+int
+pygpu_cuda_set_device(int dev)
+{
+    int cur;
+    CHECK(cudaGetDevice(&cur));
+    if (cur != dev) {
+        CHECK(cudaSetDevice(dev));
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+void *
+pygpu_cuda_current_stream(int device)
+{
+    (void)device;
+    return NULL; /* the legacy default stream */
+}
+
+int
+pygpu_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind,
+                  int device)
+{
+    cudaError_t err;
+    enum cudaMemcpyKind k = kind == PYGPU_H2D   ? cudaMemcpyHostToDevice
+                            : kind == PYGPU_D2H ? cudaMemcpyDeviceToHost
+                                                : cudaMemcpyDefault;
+    if (pygpu_cuda_set_device(device) < 0) {
+        return -1;
+    }
+    /* The copy waits for earlier work on the device: let other Python
+     * threads run meanwhile. */
+    Py_BEGIN_ALLOW_THREADS
+    err = cudaMemcpy(dst, src, nbytes, k);
+    Py_END_ALLOW_THREADS
+    if (err != cudaSuccess) {
+        pygpu_cuda_raise((int)err, "cudaMemcpy", __FILE__, __LINE__);
+        return -1;
+    }
+    return 0;
+}
+
+int
+pygpu_cuda_check_launch(int err, const char *what)
+{
+    cudaError_t e = (cudaError_t)err;
+    if (e == cudaSuccess && launch_blocking) {
+        Py_BEGIN_ALLOW_THREADS
+        e = cudaDeviceSynchronize();
+        Py_END_ALLOW_THREADS
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        PyErr_Format(pygpu_state->CudaError,
+                     "CUDA error: %s (%s) in the %s kernel%s",
+                     cudaGetErrorString(e), cudaGetErrorName(e), what,
+                     launch_blocking ? ""
+                                     : " (errors may be reported late: set "
+                                       "PYGPU_LAUNCH_BLOCKING=1 to find the "
+                                       "op that caused it)");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------ Python functions */
+
+static int
+device_arg(PyObject *arg, int *dev)
+{
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (require_cuda() < 0) {
+        return -1;
+    }
+    if (v < 0 || v >= pygpu_cuda_device_count()) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "CUDA error: invalid device ordinal (device %ld, %d "
+                     "available)", v, pygpu_cuda_device_count());
+        return -1;
+    }
+    *dev = (int)v;
+    return 0;
+}
+
+static PyObject *
+get_properties(PyObject *m, PyObject *arg)
+{
+    int dev;
+    struct cudaDeviceProp p;
+    if (device_arg(arg, &dev) < 0) {
+        return NULL;
+    }
+    CHECK(cudaGetDeviceProperties(&p, dev));
+    return Py_BuildValue(
+        "{s:s,s:K,s:i,s:i,s:i,s:i,s:i,s:i}", "name", p.name, "total_memory",
+        (unsigned long long)p.totalGlobalMem, "major", p.major, "minor",
+        p.minor, "multi_processor_count", p.multiProcessorCount,
+        "L2_cache_size", p.l2CacheSize, "max_threads_per_multi_processor",
+        p.maxThreadsPerMultiProcessor, "warp_size", p.warpSize);
+fail:
+    return NULL;
+}
+
+static PyObject *
+set_device_py(PyObject *m, PyObject *arg)
+{
+    int dev;
+    if (device_arg(arg, &dev) < 0 || pygpu_cuda_set_device(dev) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+current_device_py(PyObject *m, PyObject *noargs)
+{
+    int dev;
+    if (pygpu_cuda_current_device(&dev) < 0) {
+        return NULL;
+    }
+    return PyLong_FromLong(dev);
+}
+
+static PyObject *
+synchronize_py(PyObject *m, PyObject *arg)
+{
+    int dev, cur;
+    cudaError_t err;
+    if (device_arg(arg, &dev) < 0) {
+        return NULL;
+    }
+    CHECK(cudaGetDevice(&cur));
+    CHECK(cudaSetDevice(dev));
+    Py_BEGIN_ALLOW_THREADS
+    err = cudaDeviceSynchronize();
+    Py_END_ALLOW_THREADS
+    CHECK(err);
+    CHECK(cudaSetDevice(cur));
+    Py_RETURN_NONE;
+fail:
+    return NULL;
+}
+
+static PyObject *
+mem_get_info_py(PyObject *m, PyObject *arg)
+{
+    int dev, cur;
+    size_t free_b, total_b;
+    if (device_arg(arg, &dev) < 0) {
+        return NULL;
+    }
+    CHECK(cudaGetDevice(&cur));
+    CHECK(cudaSetDevice(dev));
+    CHECK(cudaMemGetInfo(&free_b, &total_b));
+    CHECK(cudaSetDevice(cur));
+    return Py_BuildValue("(KK)", (unsigned long long)free_b,
+                         (unsigned long long)total_b);
+fail:
+    return NULL;
+}
+
+static PyObject *
+versions_py(PyObject *m, PyObject *noargs)
+{
+    int driver = 0, runtime = 0;
+    /* Either may fail without a driver: report 0 then. */
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) {
+        driver = 0;
+    }
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) {
+        runtime = 0;
+    }
+    (void)cudaGetLastError();
+    return Py_BuildValue("{s:i,s:i,s:i}", "built", CUDART_VERSION,
+                         "runtime", runtime, "driver", driver);
+}
+
+PyMethodDef pygpu_cuda_functions[] = {
+    {"_cuda_get_device_properties", get_properties, METH_O,
+     "_cuda_get_device_properties(device, /)\n--\n\n"},
+    {"_cuda_set_device", set_device_py, METH_O,
+     "_cuda_set_device(device, /)\n--\n\n"},
+    {"_cuda_current_device", current_device_py, METH_NOARGS,
+     "_cuda_current_device()\n--\n\n"},
+    {"_cuda_synchronize", synchronize_py, METH_O,
+     "_cuda_synchronize(device, /)\n--\n\n"},
+    {"_cuda_mem_get_info", mem_get_info_py, METH_O,
+     "_cuda_mem_get_info(device, /)\n--\n\n(free, total) bytes."},
+    {"_cuda_versions", versions_py, METH_NOARGS,
+     "_cuda_versions()\n--\n\n"
+     "{'built', 'runtime', 'driver'} CUDA versions (1000*major+10*minor)."},
+    {NULL},
+};

@@ -1,0 +1,144 @@
+/* half.h - IEEE 754 binary16 (float16) <-> float / double in portable C.
+ *
+ * A float16 is stored as its bit pattern in a uint16_t:
+ *     sign (1) | exponent (5, bias 15) | mantissa (10).
+ * Everything here works on integer bit patterns, so the results do not
+ * depend on the FPU's flush-to-zero / denormals-are-zero flags (which a
+ * library built with -ffast-math may switch on for the whole process), and
+ * conversions to float16 round to nearest, ties to even, like the hardware
+ * instructions (F16C, CUDA's __float2half_rn) and NumPy.
+ *
+ * NaN stays NaN in both directions: narrowing keeps the top mantissa bits
+ * and sets the quiet bit, as the hardware does.
+ */
+#ifndef PYGPU_HALF_H
+#define PYGPU_HALF_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* Bit casts through memcpy: defined behaviour, and compiled to nothing. */
+static inline uint32_t pygpu_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float pygpu_f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint64_t pygpu_f64_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+/* float16 -> float: exact (every float16 is a float). */
+static inline float pygpu_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t em = h & 0x7fffu;      /* exponent and mantissa */
+    uint32_t bits;
+    if (em >= 0x7c00u) {
+        /* Inf or NaN: all-ones exponent, mantissa (payload) moved up. */
+        bits = 0x7f800000u | ((em & 0x3ffu) << 13);
+    } else if (em >= 0x0400u) {
+        /* Normal: move the fields up and rebias the exponent 15 -> 127. */
+        bits = (em << 13) + ((127u - 15u) << 23);
+    } else {
+        /* Zero or subnormal: the value is em * 2^-24.  em is an integer
+         * below 2^10, so the conversion and the scaling are both exact and
+         * the result is a normal float (no denormal arithmetic). */
+        bits = pygpu_f32_bits((float)(int32_t)em * 0x1p-24f);
+    }
+    return pygpu_f32_from_bits(sign | bits);
+}
+
+/* float -> float16, round to nearest even. */
+static inline uint16_t pygpu_float_to_half(float f)
+{
+    uint32_t x = pygpu_f32_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t a = x & 0x7fffffffu;   /* |f| */
+    if (a >= 0x7f800000u) {
+        if (a == 0x7f800000u) {
+            return (uint16_t)(sign | 0x7c00u);
+        }
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    }
+    if (a >= 0x477ff000u) {
+        /* |f| >= 65520, halfway between 65504 (the largest float16) and
+         * 65536: rounds to Inf (the tie goes to the even pattern, Inf). */
+        return (uint16_t)(sign | 0x7c00u);
+    }
+    if (a >= 0x38800000u) {
+        /* Normal result (|f| >= 2^-14).  Rebias the exponent 127 -> 15,
+         * then round away the low 13 mantissa bits: adding 0xfff plus the
+         * lowest kept bit rounds to nearest with ties to even, and a carry
+         * out of the mantissa correctly bumps the exponent. */
+        a -= (127u - 15u) << 23;
+        a += 0xfffu + ((a >> 13) & 1u);
+        return (uint16_t)(sign | (a >> 13));
+    }
+    /* Subnormal result or zero: the result is round(|f| / 2^-24).  With
+     * |f| = m * 2^(e - 150) (m the 24-bit significand) that is
+     * round(m >> (126 - e)).  Below 2^-25 (e < 102) everything rounds to
+     * zero, ties included. */
+    uint32_t e = a >> 23;
+    if (e < 102u) {
+        return sign;
+    }
+    uint32_t m = (a & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126u - e;                      /* 14 .. 24 */
+    uint32_t q = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1u);
+    uint32_t halfway = 1u << (shift - 1u);
+    q += (rem > halfway) | ((rem == halfway) & q);  /* ties to even */
+    return (uint16_t)(sign | q);    /* q == 0x400 is the smallest normal */
+}
+
+/* double -> float16, rounded once from the double (going through float
+ * would round twice and could be off by one unit on ties). */
+static inline uint16_t pygpu_double_to_half(double d)
+{
+    uint64_t x = pygpu_f64_bits(d);
+    uint16_t sign = (uint16_t)((x >> 48) & 0x8000u);
+    uint64_t a = x & 0x7fffffffffffffffull;
+    if (a >= 0x7ff0000000000000ull) {
+        if (a == 0x7ff0000000000000ull) {
+            return (uint16_t)(sign | 0x7c00u);
+        }
+        return (uint16_t)(sign | 0x7e00u | ((a >> 42) & 0x3ffu));
+    }
+    if (a >= 0x40effe0000000000ull) {
+        /* |d| >= 65520: Inf, as in pygpu_float_to_half. */
+        return (uint16_t)(sign | 0x7c00u);
+    }
+    if (a >= 0x3f10000000000000ull) {
+        /* Normal: rebias 1023 -> 15, round away the low 42 bits. */
+        a -= (uint64_t)(1023 - 15) << 52;
+        a += ((1ull << 41) - 1u) + ((a >> 42) & 1u);
+        return (uint16_t)(sign | (uint16_t)(a >> 42));
+    }
+    /* Subnormal or zero: round(m >> (1051 - e)), m the 53-bit significand;
+     * below 2^-25 (e < 998) the result is zero. */
+    uint64_t e = a >> 52;
+    if (e < 998u) {
+        return sign;
+    }
+    uint64_t m = (a & 0xfffffffffffffull) | (1ull << 52);
+    uint64_t shift = 1051u - e;                     /* 43 .. 53 */
+    uint64_t q = m >> shift;
+    uint64_t rem = m & ((1ull << shift) - 1u);
+    uint64_t halfway = 1ull << (shift - 1u);
+    q += (uint64_t)(rem > halfway) | ((uint64_t)(rem == halfway) & q);
+    return (uint16_t)(sign | (uint16_t)q);
+}
+
+#endif /* PYGPU_HALF_H */

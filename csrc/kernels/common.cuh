@@ -1,0 +1,250 @@
+/* common.cuh - what the CUDA kernel files share: dtype and operator
+ * dispatch, the compute type of each dtype and the conversions between
+ * dtypes, element offsets from a pygpu_geom, and launch sizing.
+ *
+ * float16 is stored as __half and computed in float; float32, float64 and
+ * int64 are computed in their own type.
+ */
+#ifndef PYGPU_KERNELS_COMMON_CUH
+#define PYGPU_KERNELS_COMMON_CUH
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include <atomic>
+#include <type_traits>
+
+#include "kernels.h"
+
+/* Threads per block for every kernel: 8 warps, small enough that a
+ * multiprocessor holds several blocks, large enough to hide latency. */
+constexpr int BLOCK = 256;
+constexpr int WARP = 32;
+constexpr unsigned FULL_MASK = 0xffffffffu;
+
+/* ------------------------------------------------------ compute types */
+
+template <typename T> struct acc_of { using type = T; };
+template <> struct acc_of<__half> { using type = float; };
+/* The type a dtype is computed (and accumulated) in. */
+template <typename T> using acc_t = typename acc_of<T>::type;
+
+/* Conversion between any two of float, double, int64 and __half.  Among the
+ * first three it is the C++ cast (float to int64 truncates toward zero);
+ * __half goes through the rounding intrinsics (round to nearest even). */
+template <typename To, typename From>
+__host__ __device__ __forceinline__ To convert(From x)
+{
+    return static_cast<To>(x);
+}
+template <> __host__ __device__ __forceinline__ __half convert(__half x)
+{
+    return x;
+}
+template <> __host__ __device__ __forceinline__ __half convert(float x)
+{
+    return __float2half_rn(x);
+}
+template <> __host__ __device__ __forceinline__ __half convert(double x)
+{
+    return __double2half(x);
+}
+template <> __host__ __device__ __forceinline__ __half convert(int64_t x)
+{
+    return __ll2half_rn(static_cast<long long>(x));
+}
+template <> __host__ __device__ __forceinline__ float convert(__half x)
+{
+    return __half2float(x);
+}
+template <> __host__ __device__ __forceinline__ double convert(__half x)
+{
+    return static_cast<double>(__half2float(x));
+}
+template <> __host__ __device__ __forceinline__ int64_t convert(__half x)
+{
+    return static_cast<int64_t>(__half2float(x));
+}
+
+/* A scalar as type T: int64 takes the exact integer, the floating types
+ * the double, rounded once to T. */
+template <typename T>
+__host__ __device__ __forceinline__ T scalar_as(pygpu_scalar_value s)
+{
+    if constexpr (std::is_integral<T>::value) {
+        return static_cast<T>(s.i);
+    } else {
+        return convert<T>(s.f);
+    }
+}
+
+template <typename A> __device__ __forceinline__ bool is_nan(A x)
+{
+    if constexpr (std::is_integral<A>::value) {
+        return false;
+    } else {
+        return isnan(x);
+    }
+}
+
+/* relu as torch has it: NaN stays NaN (fmax(x, 0) would drop it).  Every
+ * comparison with NaN is false, so NaN takes the `x` branch. */
+template <typename A> __device__ __forceinline__ A relu(A x)
+{
+    return x <= A(0) ? A(0) : x;
+}
+
+/* ----------------------------------------------------------- dispatch */
+
+/* Calls f with a value of the C++ type of `dtype`; the generic lambda
+ * recovers the type with decltype.  An unknown code is invalid. */
+template <typename F> cudaError_t dispatch_dtype(int dtype, F &&f)
+{
+    switch (dtype) {
+    case PYGPU_FLOAT32:
+        return f(float());
+    case PYGPU_FLOAT16:
+        return f(__half());
+    case PYGPU_FLOAT64:
+        return f(double());
+    case PYGPU_INT64:
+        return f(int64_t());
+    default:
+        return cudaErrorInvalidValue;
+    }
+}
+
+/* Calls f with std::integral_constant<int, code> for an operator code in
+ * [0, count), so the operator is a compile-time constant in the kernel. */
+template <int COUNT, int CODE = 0, typename F>
+cudaError_t dispatch_op(int code, F &&f)
+{
+    if constexpr (CODE < COUNT) {
+        if (code == CODE) {
+            return f(std::integral_constant<int, CODE>());
+        }
+        return dispatch_op<COUNT, CODE + 1>(code, f);
+    } else {
+        return cudaErrorInvalidValue;
+    }
+}
+
+/* ----------------------------------------------------------- geometry */
+
+/* Number of output elements; -1 when ndim is out of range. */
+inline int64_t geom_numel(const pygpu_geom *g)
+{
+    if (g->ndim < 0 || g->ndim > PYGPU_MAX_DIMS) {
+        return -1;
+    }
+    int64_t n = 1;
+    for (int d = 0; d < g->ndim; d++) {
+        n *= g->shape[d];
+    }
+    return n;
+}
+
+/* One dim with unit strides for the first `nops` operands: offsets are i. */
+inline bool geom_is_contiguous(const pygpu_geom *g, int nops)
+{
+    if (g->ndim != 1) {
+        return false;
+    }
+    for (int k = 0; k < nops; k++) {
+        if (g->stride[k][0] != 1) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Offsets of flat output element i in the first NOPS operands: peel the
+ * indices off from the last dim; the first dim takes what is left, so
+ * ndim == 1 needs no division.  (ndim == 0 has the single element 0.) */
+template <int NOPS>
+__device__ __forceinline__ void geom_offsets(const pygpu_geom &g, int64_t i,
+                                             int64_t off[3])
+{
+    for (int k = 0; k < 3; k++) {
+        off[k] = 0;
+    }
+    if (g.ndim == 0) {
+        return;
+    }
+    for (int d = g.ndim - 1; d > 0; d--) {
+        int64_t size = g.shape[d];
+        int64_t idx = i % size;
+        i /= size;
+        for (int k = 0; k < NOPS; k++) {
+            off[k] += idx * g.stride[k][d];
+        }
+    }
+    for (int k = 0; k < NOPS; k++) {
+        off[k] += i * g.stride[k][0];
+    }
+}
+
+/* ------------------------------------------------------ launch sizing */
+
+inline int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* Blocks of BLOCK threads the current device holds at once (one full
+ * wave), the cap for grid-stride kernels.  Asked once per device and kept
+ * in a static table: each entry starts at 0 and every thread that races to
+ * fill it writes the same value, with relaxed atomics so the race is
+ * well defined. */
+inline int resident_blocks()
+{
+    constexpr int MAX_DEVICES = 64;
+    constexpr int FALLBACK = 1024;
+    static std::atomic<int> cache[MAX_DEVICES];
+
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= MAX_DEVICES) {
+        return FALLBACK;
+    }
+    int blocks = cache[dev].load(std::memory_order_relaxed);
+    if (blocks == 0) {
+        int sms = 0, threads = 0;
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount,
+                                   dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&threads,
+                                   cudaDevAttrMaxThreadsPerMultiProcessor,
+                                   dev) != cudaSuccess ||
+            sms <= 0 || threads < BLOCK) {
+            return FALLBACK;
+        }
+        blocks = sms * (threads / BLOCK);
+        cache[dev].store(blocks, std::memory_order_relaxed);
+    }
+    return blocks;
+}
+
+/* Grid for a grid-stride kernel over `work` items of BLOCK per block:
+ * ceil-division, capped at one full wave; at least one block. */
+inline unsigned grid_for(int64_t work)
+{
+    int64_t blocks = ceil_div(work, BLOCK);
+    int64_t cap = resident_blocks();
+    if (blocks > cap) {
+        blocks = cap;
+    }
+    return blocks < 1 ? 1u : (unsigned)blocks;
+}
+
+/* Returns the launch error from the enclosing launcher, if any: used
+ * between the launches of a launcher that makes more than one. */
+#define PYGPU_RETURN_IF_LAUNCH_FAILED()                                      \
+    do {                                                                     \
+        cudaError_t err_ = cudaGetLastError();                               \
+        if (err_ != cudaSuccess) {                                           \
+            return err_;                                                     \
+        }                                                                    \
+    } while (0)
+
+#endif /* PYGPU_KERNELS_COMMON_CUH */

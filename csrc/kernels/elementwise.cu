@@ -1,0 +1,201 @@
+/* elementwise.cu - binary, binary with a scalar, unary, copy (with dtype
+ * conversion) and fill.
+ *
+ * Each op is a small functor called with the offsets of its operands for
+ * one element.  Two kernels walk the elements: a contiguous one (one dim
+ * with unit strides: every offset is the flat index) and a general one that
+ * turns the flat output index into per-operand offsets through the geometry
+ * (broadcast dims have stride 0, so they cost nothing special).
+ */
+#include "common.cuh"
+
+// ------------------------------------------------------------------ ops
+
+template <int OP, typename A> __device__ __forceinline__ A binop(A a, A b)
+{
+    if constexpr (OP == PYGPU_ADD) {
+        return a + b;
+    } else if constexpr (OP == PYGPU_SUB) {
+        return a - b;
+    } else if constexpr (OP == PYGPU_MUL) {
+        return a * b;
+    } else if constexpr (std::is_integral<A>::value) {
+        /* Integer division truncates; x / 0 gives 0 instead of garbage. */
+        return b == 0 ? A(0) : a / b;
+    } else {
+        return a / b;
+    }
+}
+
+template <typename T, int OP> struct BinaryFn {
+    T *out;
+    const T *a;
+    const T *b;
+    __device__ void operator()(int64_t o, int64_t ia, int64_t ib) const
+    {
+        using A = acc_t<T>;
+        out[o] = convert<T>(binop<OP>(convert<A>(a[ia]), convert<A>(b[ib])));
+    }
+};
+
+template <typename T, int OP> struct ScalarFn {
+    T *out;
+    const T *a;
+    acc_t<T> s;
+    int scalar_first;
+    __device__ void operator()(int64_t o, int64_t ia, int64_t) const
+    {
+        acc_t<T> x = convert<acc_t<T>>(a[ia]);
+        out[o] = convert<T>(scalar_first ? binop<OP>(s, x) : binop<OP>(x, s));
+    }
+};
+
+template <typename T, int OP> struct UnaryFn {
+    T *out;
+    const T *a;
+    __device__ void operator()(int64_t o, int64_t ia, int64_t) const
+    {
+        acc_t<T> x = convert<acc_t<T>>(a[ia]);
+        out[o] = convert<T>(OP == PYGPU_NEG ? -x : relu(x));
+    }
+};
+
+template <typename To, typename From> struct CopyFn {
+    To *out;
+    const From *a;
+    __device__ void operator()(int64_t o, int64_t ia, int64_t) const
+    {
+        out[o] = convert<To>(a[ia]);
+    }
+};
+
+// -------------------------------------------------------------- kernels
+
+template <typename F> __global__ void ew_contig_kernel(F f, int64_t n)
+{
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+        f(i, i, i);
+    }
+}
+
+/* The geometry is a __grid_constant__ parameter: the dims loop indexes it
+ * at run time straight from the constant bank, with no local copy. */
+template <int NOPS, typename F>
+__global__ void ew_strided_kernel(F f, const __grid_constant__ pygpu_geom g,
+                                  int64_t n)
+{
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+        int64_t off[3];
+        geom_offsets<NOPS>(g, i, off);
+        f(off[0], off[1], off[2]);
+    }
+}
+
+template <typename T> __global__ void fill_kernel(T *out, T v, int64_t n)
+{
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+        out[i] = v;
+    }
+}
+
+// ------------------------------------------------------------ launchers
+
+/* Runs functor f over the geometry g of its NOPS operands. */
+template <int NOPS, typename F>
+static cudaError_t launch_elementwise(const F &f, const pygpu_geom *g,
+                                      cudaStream_t stream)
+{
+    int64_t n = geom_numel(g);
+    if (n < 0) {
+        return cudaErrorInvalidValue;
+    }
+    if (n == 0) {
+        return cudaSuccess;
+    }
+    if (geom_is_contiguous(g, NOPS)) {
+        ew_contig_kernel<<<grid_for(n), BLOCK, 0, stream>>>(f, n);
+    } else {
+        ew_strided_kernel<NOPS><<<grid_for(n), BLOCK, 0, stream>>>(f, *g, n);
+    }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pygpu_cuda_binary(int op, int dtype, void *out,
+                                         const void *a, const void *b,
+                                         const pygpu_geom *g,
+                                         cudaStream_t stream)
+{
+    return dispatch_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+            BinaryFn<T, decltype(code)::value> f{(T *)out, (const T *)a,
+                                                 (const T *)b};
+            return launch_elementwise<3>(f, g, stream);
+        });
+    });
+}
+
+extern "C" cudaError_t pygpu_cuda_binary_scalar(int op, int dtype, void *out,
+                                                const void *a,
+                                                pygpu_scalar_value s,
+                                                int scalar_first,
+                                                const pygpu_geom *g,
+                                                cudaStream_t stream)
+{
+    return dispatch_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+            ScalarFn<T, decltype(code)::value> f{
+                (T *)out, (const T *)a, scalar_as<acc_t<T>>(s), scalar_first};
+            return launch_elementwise<2>(f, g, stream);
+        });
+    });
+}
+
+extern "C" cudaError_t pygpu_cuda_unary(int op, int dtype, void *out,
+                                        const void *a, const pygpu_geom *g,
+                                        cudaStream_t stream)
+{
+    return dispatch_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        return dispatch_op<PYGPU_NUNOPS>(op, [&](auto code) {
+            UnaryFn<T, decltype(code)::value> f{(T *)out, (const T *)a};
+            return launch_elementwise<2>(f, g, stream);
+        });
+    });
+}
+
+extern "C" cudaError_t pygpu_cuda_copy(int out_dtype, void *out, int in_dtype,
+                                       const void *a, const pygpu_geom *g,
+                                       cudaStream_t stream)
+{
+    return dispatch_dtype(out_dtype, [&](auto to_tag) {
+        using To = decltype(to_tag);
+        return dispatch_dtype(in_dtype, [&](auto from_tag) {
+            using From = decltype(from_tag);
+            CopyFn<To, From> f{(To *)out, (const From *)a};
+            return launch_elementwise<2>(f, g, stream);
+        });
+    });
+}
+
+extern "C" cudaError_t pygpu_cuda_fill(int dtype, void *out,
+                                       pygpu_scalar_value value, int64_t n,
+                                       cudaStream_t stream)
+{
+    return dispatch_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        if (n <= 0) {
+            return cudaSuccess;
+        }
+        fill_kernel<<<grid_for(n), BLOCK, 0, stream>>>((T *)out,
+                                                     scalar_as<T>(value), n);
+        return cudaGetLastError();
+    });
+}

@@ -1,0 +1,96 @@
+/* philox.h - the Philox4x32-10 counter-based generator (Salmon et al.,
+ * "Parallel random numbers: as easy as 1, 2, 3", SC 2011), shared by the CPU
+ * loops and the CUDA kernels so that both make the same numbers.
+ *
+ * Element e of a call with state (seed, offset) takes word e % 4 of
+ * philox(counter = offset + e / 4, key = seed).  Normal numbers come from
+ * Box-Muller on the word pairs (0, 1) and (2, 3) of the same block.
+ */
+#ifndef PYGPU_PHILOX_H
+#define PYGPU_PHILOX_H
+
+#include <math.h>
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define PYGPU_HD __host__ __device__ __forceinline__
+#else
+#define PYGPU_HD static inline
+#endif
+
+typedef struct pygpu_u32x4 {
+    uint32_t v[4];
+} pygpu_u32x4;
+
+PYGPU_HD uint32_t pygpu_mulhilo32(uint32_t a, uint32_t b, uint32_t *hi)
+{
+    uint64_t p = (uint64_t)a * (uint64_t)b;
+    *hi = (uint32_t)(p >> 32);
+    return (uint32_t)p;
+}
+
+PYGPU_HD pygpu_u32x4 pygpu_philox(uint64_t counter, uint64_t seed)
+{
+    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32);
+    uint32_t c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        uint32_t hi0, hi1;
+        uint32_t lo0 = pygpu_mulhilo32(0xD2511F53u, c0, &hi0);
+        uint32_t lo1 = pygpu_mulhilo32(0xCD9E8D57u, c2, &hi1);
+        uint32_t n0 = hi1 ^ c1 ^ k0;
+        uint32_t n2 = hi0 ^ c3 ^ k1;
+        c0 = n0;
+        c1 = lo1;
+        c2 = n2;
+        c3 = lo0;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    pygpu_u32x4 out;
+    out.v[0] = c0;
+    out.v[1] = c1;
+    out.v[2] = c2;
+    out.v[3] = c3;
+    return out;
+}
+
+/* Uniform [0, 1) with 24 random bits (exact in float32). */
+PYGPU_HD float pygpu_u01_f32(uint32_t x)
+{
+    return (float)(x >> 8) * (1.0f / 16777216.0f);
+}
+
+/* Uniform [0, 1) with 11 random bits (exact in float16, never rounds to 1). */
+PYGPU_HD float pygpu_u01_f16(uint32_t x)
+{
+    return (float)(x >> 21) * (1.0f / 2048.0f);
+}
+
+/* Uniform [0, 1) with 32 random bits. */
+PYGPU_HD double pygpu_u01_f64(uint32_t x)
+{
+    return (double)x * (1.0 / 4294967296.0);
+}
+
+/* Standard normal from two words (Box-Muller); `second` picks the sine
+ * branch.  u1 is taken in (0, 1] so the logarithm is finite. */
+PYGPU_HD double pygpu_normal_f64(uint32_t w0, uint32_t w1, int second)
+{
+    double u1 = ((double)w0 + 1.0) * (1.0 / 4294967296.0);
+    double u2 = (double)w1 * (1.0 / 4294967296.0);
+    double r = sqrt(-2.0 * log(u1));
+    double t = 6.283185307179586 * u2;
+    return second ? r * sin(t) : r * cos(t);
+}
+
+PYGPU_HD float pygpu_normal_f32(uint32_t w0, uint32_t w1, int second)
+{
+    float u1 = ((float)(w0 >> 8) + 1.0f) * (1.0f / 16777216.0f);
+    float u2 = (float)(w1 >> 8) * (1.0f / 16777216.0f);
+    float r = sqrtf(-2.0f * logf(u1));
+    float t = 6.2831853f * u2;
+    return second ? r * sinf(t) : r * cosf(t);
+}
+
+#endif /* PYGPU_PHILOX_H */

@@ -1,0 +1,82 @@
+/* random.cu - uniform [0, 1) and standard normal numbers from Philox4x32-10.
+ *
+ * The numbering is philox.h's, so the CPU loops make the same numbers:
+ * element e takes word e % 4 of philox(offset + e / 4, seed).  One thread
+ * per counter computes one Philox block and writes its (up to) 4 elements;
+ * for normals, elements 4c+0 and 4c+1 are the cosine and sine of Box-Muller
+ * on words (0, 1), elements 4c+2 and 4c+3 the same on words (2, 3).
+ */
+#include "common.cuh"
+#include "philox.h"
+
+/* Element k (0..3) of a block of 4 as type T. */
+template <typename T>
+__device__ __forceinline__ T uniform_elem(const pygpu_u32x4 &w, int k)
+{
+    if constexpr (std::is_same<T, double>::value) {
+        return pygpu_u01_f64(w.v[k]);
+    } else if constexpr (std::is_same<T, __half>::value) {
+        return convert<__half>(pygpu_u01_f16(w.v[k])); /* exact */
+    } else {
+        return pygpu_u01_f32(w.v[k]);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ T normal_elem(const pygpu_u32x4 &w, int k)
+{
+    const uint32_t w0 = w.v[k & 2], w1 = w.v[(k & 2) + 1];
+    const int second = k & 1;
+    if constexpr (std::is_same<T, double>::value) {
+        return pygpu_normal_f64(w0, w1, second);
+    } else {
+        return convert<T>(pygpu_normal_f32(w0, w1, second));
+    }
+}
+
+// -------------------------------------------------------------- kernels
+
+template <typename T, bool NORMAL>
+__global__ void random_kernel(T *out, int64_t n, pygpu_philox_state st)
+{
+    const int64_t blocks = (n + 3) / 4;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+         c < blocks; c += stride) {
+        const pygpu_u32x4 w = pygpu_philox(st.offset + (uint64_t)c, st.seed);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int64_t e = 4 * c + k;
+            if (e < n) {
+                out[e] = NORMAL ? normal_elem<T>(w, k) : uniform_elem<T>(w, k);
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------ launchers
+
+extern "C" cudaError_t pygpu_cuda_random(int dtype, void *out, int64_t n,
+                                         int normal, pygpu_philox_state st,
+                                         cudaStream_t stream)
+{
+    return dispatch_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (std::is_integral<T>::value) {
+            return cudaErrorInvalidValue; /* random numbers are floating */
+        } else {
+            if (n <= 0) {
+                return cudaSuccess;
+            }
+            const unsigned grid = grid_for((n + 3) / 4);
+            if (normal) {
+                random_kernel<T, true><<<grid, BLOCK, 0, stream>>>((T *)out,
+                                                                   n, st);
+            } else {
+                random_kernel<T, false><<<grid, BLOCK, 0, stream>>>((T *)out,
+                                                                    n, st);
+            }
+            return cudaGetLastError();
+        }
+    });
+}

@@ -1,0 +1,337 @@
+/* reduce.cu - sum, mean and max (with the index of the max) over the middle
+ * dim of a contiguous input seen as [outer, n, inner].
+ *
+ * Two kernels, by where the reduced elements lie:
+ *   rows    (inner == 1): a row is contiguous; a group of threads (a warp
+ *           for short rows, a block for long ones) strides along it with
+ *           coalesced reads, then combines through warp shuffles (and, for
+ *           a block, shared memory).
+ *   columns (inner > 1):  one thread per output; neighbouring threads read
+ *           neighbouring columns, so every read of a warp is coalesced.
+ * When there are too few outputs to fill the GPU and n is long (the full
+ * reduction of a big tensor, say), n is cut into `chunks`.  Pass 1 writes one
+ * partial (value in the compute type and, for max, index) per output and
+ * chunk into the workspace, laid out [outer * inner, chunks]; pass 2 is the
+ * rows kernel over those partials.  The cut depends on the shape alone, so
+ * pygpu_cuda_reduce_workspace and the launcher always agree.
+ */
+#include "common.cuh"
+
+/* Blocks (and threads) that fill an H100-class GPU about once; a fixed
+ * number, not the current device's, because the workspace size must not
+ * depend on which device is current. */
+constexpr int64_t TARGET_BLOCKS = 1024;
+constexpr int64_t TARGET_THREADS = TARGET_BLOCKS * BLOCK;
+/* Rows up to this long get a warp, longer ones a block. */
+constexpr int64_t WARP_ROW_MAX = 1024;
+/* Least elements a chunk gives each thread, so a cut pays for pass 2. */
+constexpr int64_t MIN_ROW_CHUNK = 8 * BLOCK;
+constexpr int64_t MIN_COL_CHUNK = 32;
+
+/* A running result: value and, for max, the index j it came from. */
+template <typename A> struct Acc {
+    A v;
+    int64_t i;
+};
+
+template <int OP, typename A> __device__ __forceinline__ Acc<A> identity()
+{
+    if constexpr (OP == PYGPU_MAX) {
+        /* Loses every comparison: below any value, index after any index. */
+        if constexpr (std::is_integral<A>::value) {
+            return {A(INT64_MIN), INT64_MAX};
+        } else {
+            return {A(-INFINITY), INT64_MAX};
+        }
+    } else {
+        return {A(0), 0};
+    }
+}
+
+/* Max is a total order: NaN above everything, then the value, then the
+ * smaller index; so any combining order gives the first NaN or else the
+ * first maximum, as torch does. */
+template <int OP, typename A>
+__device__ __forceinline__ Acc<A> combine(Acc<A> x, Acc<A> y)
+{
+    if constexpr (OP == PYGPU_MAX) {
+        bool xn = is_nan(x.v), yn = is_nan(y.v);
+        if (xn != yn) {
+            return xn ? x : y;
+        }
+        if (!xn && x.v != y.v) {
+            return x.v > y.v ? x : y;
+        }
+        return x.i <= y.i ? x : y;
+    } else {
+        return {x.v + y.v, 0};
+    }
+}
+
+/* Lane 0 gets the result of the 32 lanes. */
+template <int OP, typename A> __device__ Acc<A> warp_reduce(Acc<A> x)
+{
+    for (int off = WARP / 2; off > 0; off /= 2) {
+        Acc<A> y;
+        y.v = __shfl_down_sync(FULL_MASK, x.v, off);
+        y.i = OP == PYGPU_MAX ? __shfl_down_sync(FULL_MASK, x.i, off) : 0;
+        x = combine<OP>(x, y);
+    }
+    return x;
+}
+
+/* Thread 0 of the block gets the result of the block.  Every thread of the
+ * block must call it. */
+template <int OP, typename A> __device__ Acc<A> block_reduce(Acc<A> x)
+{
+    constexpr int WARPS = BLOCK / WARP;
+    __shared__ Acc<A> part[WARPS];
+    const int lane = threadIdx.x % WARP, warp = threadIdx.x / WARP;
+    x = warp_reduce<OP>(x);
+    if (lane == 0) {
+        part[warp] = x;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        x = warp_reduce<OP>(lane < WARPS ? part[lane] : identity<OP, A>());
+    }
+    __syncthreads(); /* part is reused by the caller's next trip */
+    return x;
+}
+
+/* The final pass divides a mean by mean_n (0: no division) and rounds to
+ * the output dtype; pass 1 stores the compute type as it is. */
+template <typename Out, typename A>
+__device__ __forceinline__ void store(Out *out, int64_t *out_idx, int64_t pos,
+                                      Acc<A> r, int64_t mean_n)
+{
+    A v = r.v;
+    if (mean_n > 0) {
+        v = v / static_cast<A>(mean_n);
+    }
+    out[pos] = convert<Out>(v);
+    if (out_idx != nullptr) {
+        out_idx[pos] = r.i;
+    }
+}
+
+// -------------------------------------------------------------- kernels
+
+/* `rows` contiguous rows of length n, each cut in `chunks` pieces of
+ * chunk_len; one group of GROUP_WARPS warps per (row, chunk) unit, whose
+ * result goes to out[unit].  An element's index is in_idx[...] when given
+ * (pass 2 over partials), else its position j in the row. */
+template <int OP, int GROUP_WARPS, typename Out, typename In>
+__global__ void reduce_rows_kernel(Out *out, int64_t *out_idx, const In *in,
+                                   const int64_t *in_idx, int64_t rows,
+                                   int64_t n, int64_t chunks,
+                                   int64_t chunk_len, int64_t mean_n)
+{
+    using A = acc_t<In>;
+    constexpr int GROUP = GROUP_WARPS * WARP;
+    constexpr int GROUPS = BLOCK / GROUP;
+    const int lane = threadIdx.x % GROUP;
+    const int64_t units = rows * chunks;
+    for (int64_t u = (int64_t)blockIdx.x * GROUPS + threadIdx.x / GROUP;
+         u < units; u += (int64_t)gridDim.x * GROUPS) {
+        const int64_t row = u / chunks;
+        const int64_t begin = (u % chunks) * chunk_len;
+        const int64_t end = begin + chunk_len < n ? begin + chunk_len : n;
+        const In *src = in + row * n;
+        Acc<A> x = identity<OP, A>();
+#pragma unroll 4
+        for (int64_t j = begin + lane; j < end; j += GROUP) {
+            Acc<A> y = {convert<A>(src[j]), in_idx ? in_idx[row * n + j] : j};
+            x = combine<OP>(x, y);
+        }
+        if constexpr (GROUP_WARPS == 1) {
+            x = warp_reduce<OP>(x);
+        } else {
+            x = block_reduce<OP>(x);
+        }
+        if (lane == 0) {
+            store(out, out_idx, u, x, mean_n);
+        }
+    }
+}
+
+/* One thread per (o, chunk, i): reads in[(o * n + j) * inner + i] for the
+ * j of its chunk and writes out[(o * inner + i) * chunks + chunk]. */
+template <int OP, typename Out, typename T>
+__global__ void reduce_cols_kernel(Out *out, int64_t *out_idx, const T *in,
+                                   int64_t outer, int64_t n, int64_t inner,
+                                   int64_t chunks, int64_t chunk_len,
+                                   int64_t mean_n)
+{
+    using A = acc_t<T>;
+    const int64_t units = outer * chunks * inner;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t u = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+         u < units; u += stride) {
+        const int64_t i = u % inner;
+        const int64_t c = u / inner % chunks;
+        const int64_t o = u / inner / chunks;
+        const int64_t begin = c * chunk_len;
+        const int64_t end = begin + chunk_len < n ? begin + chunk_len : n;
+        const T *src = in + o * n * inner + i;
+        Acc<A> x = identity<OP, A>();
+#pragma unroll 4
+        for (int64_t j = begin; j < end; j++) {
+            x = combine<OP>(x, Acc<A>{convert<A>(src[j * inner]), j});
+        }
+        store(out, out_idx, (o * inner + i) * chunks + c, x, mean_n);
+    }
+}
+
+// ------------------------------------------------------------ launchers
+
+/* Pieces the middle dim is cut into: 1 means a single pass.  Every piece
+ * is non-empty: chunks == ceil(n / ceil(n / chunks)). */
+static int64_t reduce_chunks(int64_t outer, int64_t n, int64_t inner)
+{
+    int64_t chunks;
+    if (inner == 1) {
+        if (n <= WARP_ROW_MAX) {
+            return 1;
+        }
+        chunks = ceil_div(TARGET_BLOCKS, outer);
+        int64_t most = ceil_div(n, MIN_ROW_CHUNK);
+        chunks = chunks < most ? chunks : most;
+    } else {
+        chunks = ceil_div(TARGET_THREADS, outer * inner);
+        int64_t most = ceil_div(n, MIN_COL_CHUNK);
+        chunks = chunks < most ? chunks : most;
+    }
+    if (chunks <= 1) {
+        return 1;
+    }
+    return ceil_div(n, ceil_div(n, chunks));
+}
+
+template <int OP, typename Out, typename In>
+static cudaError_t launch_rows(Out *out, int64_t *out_idx, const In *in,
+                               const int64_t *in_idx, int64_t rows, int64_t n,
+                               int64_t chunks, int64_t mean_n,
+                               cudaStream_t stream)
+{
+    const int64_t chunk_len = ceil_div(n, chunks);
+    const int64_t units = rows * chunks;
+    if (chunk_len <= WARP_ROW_MAX) {
+        reduce_rows_kernel<OP, 1>
+            <<<grid_for(units * WARP), BLOCK, 0, stream>>>(
+                out, out_idx, in, in_idx, rows, n, chunks, chunk_len, mean_n);
+    } else {
+        reduce_rows_kernel<OP, BLOCK / WARP>
+            <<<grid_for(units * BLOCK), BLOCK, 0, stream>>>(
+                out, out_idx, in, in_idx, rows, n, chunks, chunk_len, mean_n);
+    }
+    return cudaGetLastError();
+}
+
+/* The first (or only) pass over the input. */
+template <int OP, typename Out, typename T>
+static cudaError_t launch_pass1(Out *out, int64_t *out_idx, const T *in,
+                                int64_t outer, int64_t n, int64_t inner,
+                                int64_t chunks, int64_t mean_n,
+                                cudaStream_t stream)
+{
+    if (inner == 1) {
+        return launch_rows<OP>(out, out_idx, in, (const int64_t *)nullptr,
+                               outer, n, chunks, mean_n, stream);
+    }
+    reduce_cols_kernel<OP><<<grid_for(outer * chunks * inner), BLOCK, 0,
+                             stream>>>(out, out_idx, in, outer, n, inner,
+                                       chunks, ceil_div(n, chunks), mean_n);
+    return cudaGetLastError();
+}
+
+template <int OP, typename T>
+static cudaError_t reduce_launch(T *out, int64_t *indices, const T *in,
+                          int64_t outer, int64_t n, int64_t inner,
+                          void *workspace, cudaStream_t stream)
+{
+    using A = acc_t<T>;
+    const int64_t mean_n = OP == PYGPU_MEAN ? n : 0;
+    int64_t *out_idx = OP == PYGPU_MAX ? indices : nullptr;
+    const int64_t chunks = reduce_chunks(outer, n, inner);
+    if (chunks == 1) {
+        return launch_pass1<OP>(out, out_idx, in, outer, n, inner, 1, mean_n,
+                                stream);
+    }
+    if (workspace == nullptr) {
+        return cudaErrorInvalidValue;
+    }
+    /* Workspace: the int64 indices first (max only), so they are 8-byte
+     * aligned whatever the value size, then the values. */
+    const int64_t parts = outer * inner * chunks;
+    int64_t *part_idx = OP == PYGPU_MAX ? (int64_t *)workspace : nullptr;
+    A *part = (A *)((char *)workspace +
+                    (OP == PYGPU_MAX ? parts * sizeof(int64_t) : 0));
+    cudaError_t err = launch_pass1<OP>(part, part_idx, in, outer, n, inner,
+                                       chunks, 0, stream);
+    if (err != cudaSuccess) {
+        return err;
+    }
+    return launch_rows<OP>(out, out_idx, (const A *)part,
+                           (const int64_t *)part_idx, outer * inner, chunks, 1,
+                           mean_n, stream);
+}
+
+static bool reduce_args_valid(int op, int dtype)
+{
+    return op >= 0 && op < PYGPU_NREDOPS && dtype >= 0 &&
+           dtype < PYGPU_NDTYPES && !(op == PYGPU_MEAN && dtype == PYGPU_INT64);
+}
+
+extern "C" size_t pygpu_cuda_reduce_workspace(int op, int dtype,
+                                              int64_t outer, int64_t n,
+                                              int64_t inner)
+{
+    if (!reduce_args_valid(op, dtype) || outer <= 0 || n <= 0 ||
+        inner <= 0) {
+        return 0;
+    }
+    const int64_t chunks = reduce_chunks(outer, n, inner);
+    if (chunks == 1) {
+        return 0;
+    }
+    const size_t acc_size = dtype == PYGPU_FLOAT64 || dtype == PYGPU_INT64
+                                ? 8
+                                : sizeof(float);
+    const size_t idx_size = op == PYGPU_MAX ? sizeof(int64_t) : 0;
+    return (size_t)(outer * inner * chunks) * (acc_size + idx_size);
+}
+
+extern "C" cudaError_t pygpu_cuda_reduce(int op, int dtype, void *out,
+                                         int64_t *indices, const void *in,
+                                         int64_t outer, int64_t n,
+                                         int64_t inner, void *workspace,
+                                         cudaStream_t stream)
+{
+    if (!reduce_args_valid(op, dtype) || outer < 0 || n < 0 || inner < 0) {
+        return cudaErrorInvalidValue;
+    }
+    if (outer == 0 || inner == 0) {
+        return cudaSuccess;
+    }
+    if (n == 0) {
+        /* Empty sum is 0, empty mean NaN; an empty max has no value. */
+        if (op == PYGPU_MAX) {
+            return cudaErrorInvalidValue;
+        }
+        pygpu_scalar_value v = {op == PYGPU_MEAN ? (double)NAN : 0.0, 0};
+        return pygpu_cuda_fill(dtype, out, v, outer * inner, stream);
+    }
+    return dispatch_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        return dispatch_op<PYGPU_NREDOPS>(op, [&](auto code) {
+            constexpr int OP = decltype(code)::value;
+            if constexpr (OP == PYGPU_MEAN && std::is_integral<T>::value) {
+                return cudaErrorInvalidValue; /* refused above */
+            } else {
+                return reduce_launch<OP>((T *)out, indices, (const T *)in,
+                                         outer, n, inner, workspace, stream);
+            }
+        });
+    });
+}

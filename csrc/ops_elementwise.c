@@ -1,0 +1,560 @@
+/* ops_elementwise.c - add, sub, mul, div, neg, relu, copy and fill:
+ * argument checking (devices, dtypes, shapes, in torch's words),
+ * broadcasting, type promotion, output allocation, then dispatch to the
+ * CPU loops or the CUDA kernels. */
+#include "pygpu.h"
+
+#include <string.h>
+
+static const char *const binop_names[] = {"add", "sub", "mul", "div"};
+
+/* CPU loops over many elements run without the GIL. */
+#define CPU_NOGIL_THRESHOLD (1 << 16)
+
+int
+pygpu_check_same_device(const TensorObject *a, const TensorObject *b)
+{
+    if (pygpu_device_equal(&a->device, &b->device)) {
+        return 0;
+    }
+    char da[32], db[32];
+    pygpu_device_str(&a->device, da, sizeof(da));
+    pygpu_device_str(&b->device, db, sizeof(db));
+    PyErr_Format(PyExc_RuntimeError,
+                 "Expected all tensors to be on the same device, but found "
+                 "at least two devices, %s and %s!", da, db);
+    return -1;
+}
+
+int
+pygpu_broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *sb,
+                       int *nout, int64_t *out)
+{
+    int n = na > nb ? na : nb;
+    for (int i = 0; i < n; i++) {
+        int64_t x = i < na ? sa[na - 1 - i] : 1;
+        int64_t y = i < nb ? sb[nb - 1 - i] : 1;
+        if (x != y && x != 1 && y != 1) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "The size of tensor a (%lld) must match the size of "
+                         "tensor b (%lld) at non-singleton dimension %d",
+                         (long long)x, (long long)y, n - 1 - i);
+            return -1;
+        }
+        out[n - 1 - i] = x == 1 ? y : x;
+    }
+    *nout = n;
+    return 0;
+}
+
+int
+pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
+                TensorObject *out, TensorObject *a, TensorObject *b)
+{
+    TensorObject *ops[3] = {out, a, b};
+    int64_t st[3][PYGPU_MAX_DIMS];
+    /* Right-align each operand against the output shape; broadcast dims
+     * (missing or of size 1 where the output is larger) get stride 0. */
+    for (int k = 0; k < 3; k++) {
+        TensorObject *t = ops[k];
+        for (int d = 0; d < ndim; d++) {
+            int sd = t ? d - (ndim - t->ndim) : -1;
+            st[k][d] = (sd >= 0 && t->shape[sd] == shape[d]) ? t->strides[sd]
+                                                             : 0;
+        }
+    }
+    /* Coalesce: drop size-1 dims, merge d into the previous kept dim when
+     * every operand steps through them as one. */
+    int n = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 1) {
+            continue;
+        }
+        if (n > 0) {
+            int merge = 1;
+            for (int k = 0; k < 3; k++) {
+                if (g->stride[k][n - 1] != st[k][d] * shape[d]) {
+                    merge = 0;
+                }
+            }
+            if (merge) {
+                g->shape[n - 1] *= shape[d];
+                for (int k = 0; k < 3; k++) {
+                    g->stride[k][n - 1] = st[k][d];
+                }
+                continue;
+            }
+        }
+        g->shape[n] = shape[d];
+        for (int k = 0; k < 3; k++) {
+            g->stride[k][n] = st[k][d];
+        }
+        n++;
+    }
+    g->ndim = n;
+    return 0;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+#ifdef PYGPU_WITH_CUDA
+#define CUDA_RUN(dev, what, launch)                                          \
+    do {                                                                     \
+        if (pygpu_cuda_set_device((dev).index) < 0) {                        \
+            return -1;                                                       \
+        }                                                                    \
+        cudaStream_t stream = pygpu_cuda_current_stream((dev).index);        \
+        return pygpu_cuda_check_launch((int)(launch), what);                 \
+    } while (0)
+#else
+#define CUDA_RUN(dev, what, launch)                                          \
+    do {                                                                     \
+        (void)(what);                                                        \
+        PyErr_SetString(PyExc_RuntimeError,                                  \
+                        "pygpu was built without CUDA support");             \
+        return -1;                                                           \
+    } while (0)
+#endif
+
+/* Run a CPU loop, without the GIL when it is long. */
+#define CPU_RUN(numel, call)                                                 \
+    do {                                                                     \
+        if ((numel) >= CPU_NOGIL_THRESHOLD) {                                \
+            Py_BEGIN_ALLOW_THREADS call;                                     \
+            Py_END_ALLOW_THREADS                                             \
+        }                                                                    \
+        else {                                                               \
+            call;                                                            \
+        }                                                                    \
+        return 0;                                                            \
+    } while (0)
+
+static int
+run_binary(int op, TensorObject *out, TensorObject *a, TensorObject *b,
+           const pygpu_geom *g, int64_t numel)
+{
+    if (out->device.type == PYGPU_CPU) {
+        CPU_RUN(numel, pygpu_cpu_binary(op, out->dtype, out->data, a->data,
+                                        b->data, g));
+    }
+    CUDA_RUN(out->device, binop_names[op],
+             pygpu_cuda_binary(op, out->dtype, out->data, a->data, b->data,
+                               g, stream));
+}
+
+static int
+run_binary_scalar(int op, TensorObject *out, TensorObject *a,
+                  pygpu_scalar_value s, int scalar_first, const pygpu_geom *g,
+                  int64_t numel)
+{
+    if (out->device.type == PYGPU_CPU) {
+        CPU_RUN(numel, pygpu_cpu_binary_scalar(op, out->dtype, out->data,
+                                               a->data, s, scalar_first, g));
+    }
+    CUDA_RUN(out->device, binop_names[op],
+             pygpu_cuda_binary_scalar(op, out->dtype, out->data, a->data, s,
+                                      scalar_first, g, stream));
+}
+
+static int
+run_unary(int op, TensorObject *out, TensorObject *a, const pygpu_geom *g,
+          int64_t numel)
+{
+    const char *what = op == PYGPU_RELU ? "relu" : "neg";
+    int contiguous = g->ndim <= 1 && (g->ndim == 0 ||
+                                      (g->stride[0][0] == 1 &&
+                                       g->stride[1][0] == 1));
+    if (out->device.type == PYGPU_CPU) {
+        if (op == PYGPU_RELU && contiguous) {
+            CPU_RUN(numel, pygpu_cpu_relu_contig(out->dtype, out->data,
+                                                 a->data, numel));
+        }
+        CPU_RUN(numel, pygpu_cpu_unary(op, out->dtype, out->data, a->data,
+                                       g));
+    }
+    if (op == PYGPU_RELU && contiguous) {
+        CUDA_RUN(out->device, what,
+                 pygpu_cuda_relu_contig(out->dtype, out->data, a->data,
+                                        numel, stream));
+    }
+    CUDA_RUN(out->device, what,
+             pygpu_cuda_unary(op, out->dtype, out->data, a->data, g,
+                              stream));
+}
+
+int
+pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src)
+{
+    pygpu_geom g;
+    int64_t numel = pygpu_numel(dst->ndim, dst->shape);
+    if (numel == 0) {
+        return 0;
+    }
+    pygpu_make_geom(&g, dst->ndim, dst->shape, dst, src, NULL);
+    if (dst->device.type == PYGPU_CPU) {
+        CPU_RUN(numel, pygpu_cpu_copy(dst->dtype, dst->data, src->dtype,
+                                      src->data, &g));
+    }
+    CUDA_RUN(dst->device, "copy",
+             pygpu_cuda_copy(dst->dtype, dst->data, src->dtype, src->data,
+                             &g, stream));
+}
+
+int
+pygpu_op_fill(TensorObject *t, double value)
+{
+    int64_t n = pygpu_numel(t->ndim, t->shape);
+    pygpu_scalar_value v = {value, (int64_t)value};
+    if (n == 0) {
+        return 0;
+    }
+    if (t->device.type == PYGPU_CPU) {
+        CPU_RUN(n, pygpu_cpu_fill(t->dtype, t->data, v, n));
+    }
+    CUDA_RUN(t->device, "fill", pygpu_cuda_fill(t->dtype, t->data, v, n,
+                                               stream));
+}
+
+/* ----------------------------------------------------- type promotion */
+
+enum { CAT_INT = 0, CAT_FLOAT = 1 };
+
+static int
+category(int dtype)
+{
+    return pygpu_dtype_table[dtype].is_floating_point ? CAT_FLOAT : CAT_INT;
+}
+
+/* torch's result type of tensor a with tensor b: a zero-dim tensor only
+ * decides the type when it is of a higher category (int < float). */
+static int
+result_type_tt(const TensorObject *a, const TensorObject *b)
+{
+    int za = a->ndim == 0, zb = b->ndim == 0;
+    if (za == zb) {
+        return pygpu_promote(a->dtype, b->dtype);
+    }
+    const TensorObject *dim = za ? b : a, *zero = za ? a : b;
+    return category(zero->dtype) > category(dim->dtype) ? zero->dtype
+                                                        : dim->dtype;
+}
+
+/* A Python number as an operand: its value and category; 0 if obj is not
+ * a number we take, -1 with an exception. */
+static int
+scalar_operand(PyObject *obj, pygpu_scalar_value *v, int *cat)
+{
+    if (PyFloat_Check(obj)) {
+        v->f = PyFloat_AS_DOUBLE(obj);
+        v->i = (int64_t)v->f;
+        *cat = CAT_FLOAT;
+        return 1;
+    }
+    if (PyLong_Check(obj)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (overflow) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "Overflow when unpacking long");
+            return -1;
+        }
+        if (x == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        v->i = x;
+        v->f = (double)x;
+        *cat = CAT_INT;
+        return 1;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- binary */
+
+static PyObject *
+binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
+              int scalar_first, TensorObject *out)
+{
+    TensorObject *in = NULL, *res = NULL;
+    pygpu_geom g;
+    int dtype = scat > category(t->dtype) ? PYGPU_FLOAT32 : t->dtype;
+    if (op == PYGPU_DIV && dtype == PYGPU_INT64) {
+        dtype = PYGPU_FLOAT32; /* true division */
+    }
+    if (out != NULL) {
+        if (category(dtype) > category(out->dtype)) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "result type Float can't be cast to the desired "
+                         "output type %s",
+                         out->dtype == PYGPU_INT64 ? "Long" : "Float");
+            return NULL;
+        }
+        dtype = out->dtype;
+    }
+    if (t->dtype == dtype) {
+        in = (TensorObject *)Py_NewRef(t);
+    }
+    else {
+        in = pygpu_tensor_to(t, t->device, dtype);
+        if (in == NULL) {
+            goto fail;
+        }
+    }
+    res = out ? (TensorObject *)Py_NewRef(out)
+              : pygpu_tensor_empty(t->ndim, t->shape, dtype, t->device);
+    if (res == NULL) {
+        goto fail;
+    }
+    int64_t numel = pygpu_numel(res->ndim, res->shape);
+    if (numel > 0) {
+        pygpu_make_geom(&g, res->ndim, res->shape, res, in, NULL);
+        if (run_binary_scalar(op, res, in, s, scalar_first, &g, numel) < 0) {
+            Py_CLEAR(res);
+        }
+    }
+fail:
+    Py_XDECREF(in);
+    return (PyObject *)res;
+}
+
+static PyObject *
+binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
+{
+    TensorObject *ca = NULL, *cb = NULL, *res = NULL;
+    int ndim;
+    int64_t shape[PYGPU_MAX_DIMS];
+    pygpu_geom g;
+    if (pygpu_check_same_device(a, b) < 0 ||
+        pygpu_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &ndim,
+                               shape) < 0) {
+        return NULL;
+    }
+    int dtype = result_type_tt(a, b);
+    if (op == PYGPU_DIV && dtype == PYGPU_INT64) {
+        dtype = PYGPU_FLOAT32;
+    }
+    if (out != NULL) {
+        if (ndim != out->ndim ||
+            memcmp(shape, out->shape, sizeof(int64_t) * (size_t)ndim) != 0) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "output with the shape of the in-place operand "
+                            "doesn't match the broadcast shape");
+            return NULL;
+        }
+        if (category(dtype) > category(out->dtype)) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "result type Float can't be cast to the desired "
+                            "output type Long");
+            return NULL;
+        }
+        dtype = out->dtype;
+    }
+    ca = a->dtype == dtype ? (TensorObject *)Py_NewRef(a)
+                           : pygpu_tensor_to(a, a->device, dtype);
+    cb = b->dtype == dtype ? (TensorObject *)Py_NewRef(b)
+                           : pygpu_tensor_to(b, b->device, dtype);
+    if (ca == NULL || cb == NULL) {
+        goto fail;
+    }
+    res = out ? (TensorObject *)Py_NewRef(out)
+              : pygpu_tensor_empty(ndim, shape, dtype, a->device);
+    if (res == NULL) {
+        goto fail;
+    }
+    int64_t numel = pygpu_numel(ndim, shape);
+    if (numel > 0) {
+        pygpu_make_geom(&g, ndim, shape, res, ca, cb);
+        if (run_binary(op, res, ca, cb, &g, numel) < 0) {
+            Py_CLEAR(res);
+        }
+    }
+fail:
+    Py_XDECREF(ca);
+    Py_XDECREF(cb);
+    return (PyObject *)res;
+}
+
+/* A 0-d CPU tensor next to a CUDA tensor acts as a scalar, as in torch. */
+static int
+is_cpu_scalar_tensor(PyObject *x, PyObject *other)
+{
+    return Tensor_Check(x) && Tensor_Check(other) &&
+           ((TensorObject *)x)->ndim == 0 &&
+           ((TensorObject *)x)->device.type == PYGPU_CPU &&
+           ((TensorObject *)other)->device.type == PYGPU_CUDA;
+}
+
+PyObject *
+pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
+{
+    pygpu_scalar_value s;
+    int cat, r;
+    PyObject *item = NULL, *res;
+    if (is_cpu_scalar_tensor(b, a) || is_cpu_scalar_tensor(a, b)) {
+        PyObject **which = is_cpu_scalar_tensor(b, a) ? &b : &a;
+        item = PyObject_CallMethod(*which, "item", NULL);
+        if (item == NULL) {
+            return NULL;
+        }
+        *which = item;
+    }
+    if (Tensor_Check(a) && Tensor_Check(b)) {
+        res = binary_tensors(op, (TensorObject *)a, (TensorObject *)b, out);
+    }
+    else if (Tensor_Check(a) && (r = scalar_operand(b, &s, &cat)) != 0) {
+        res = r < 0 ? NULL
+                    : binary_scalar(op, (TensorObject *)a, s, cat, 0, out);
+    }
+    else if (Tensor_Check(b) && out == NULL &&
+             (r = scalar_operand(a, &s, &cat)) != 0) {
+        res = r < 0 ? NULL
+                    : binary_scalar(op, (TensorObject *)b, s, cat, 1, NULL);
+    }
+    else if (PyErr_Occurred()) {
+        res = NULL;
+    }
+    else {
+        res = Py_NewRef(Py_NotImplemented);
+    }
+    Py_XDECREF(item);
+    return res;
+}
+
+/* ---------------------------------------------------------------- unary */
+
+PyObject *
+pygpu_op_unary(int op, TensorObject *a, int inplace)
+{
+    pygpu_geom g;
+    TensorObject *res = inplace ? (TensorObject *)Py_NewRef(a)
+                                : pygpu_tensor_empty(a->ndim, a->shape,
+                                                     a->dtype, a->device);
+    if (res == NULL) {
+        return NULL;
+    }
+    int64_t numel = pygpu_numel(a->ndim, a->shape);
+    if (numel > 0) {
+        pygpu_make_geom(&g, a->ndim, a->shape, res, a, NULL);
+        if (run_unary(op, res, a, &g, numel) < 0) {
+            Py_CLEAR(res);
+        }
+    }
+    return (PyObject *)res;
+}
+
+/* ------------------------------------------------------ module functions */
+
+static PyObject *
+binary_fn(int op, const char *name, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "other", "alpha", "out"};
+    PyObject *a[4], *scaled = NULL, *r;
+    if (pygpu_parse_args(name, args, nargs, kwnames, names, 4, 2, 2, a) < 0) {
+        return NULL;
+    }
+    if (a[3] != NULL && a[3] != Py_None) {
+        PyErr_Format(PyExc_TypeError, "%s(): out= is not supported", name);
+        return NULL;
+    }
+    PyObject *other = a[1];
+    if (a[2] != NULL) {
+        if (op != PYGPU_ADD && op != PYGPU_SUB) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got an unexpected keyword argument 'alpha'",
+                         name);
+            return NULL;
+        }
+        other = scaled = PyNumber_Multiply(a[1], a[2]);
+        if (scaled == NULL) {
+            return NULL;
+        }
+    }
+    r = pygpu_op_binary(op, a[0], other, NULL);
+    Py_XDECREF(scaled);
+    if (r == Py_NotImplemented) {
+        Py_DECREF(r);
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): expected Tensor or Number arguments, got %.100s "
+                     "and %.100s", name, Py_TYPE(a[0])->tp_name,
+                     Py_TYPE(other)->tp_name);
+        return NULL;
+    }
+    return r;
+}
+
+#define BINARY_FN(name, op)                                                  \
+    static PyObject *name##_fn(PyObject *self, PyObject *const *args,        \
+                               Py_ssize_t nargs, PyObject *kwnames)          \
+    {                                                                        \
+        return binary_fn(op, #name, args, nargs, kwnames);                   \
+    }
+
+BINARY_FN(add, PYGPU_ADD)
+BINARY_FN(sub, PYGPU_SUB)
+BINARY_FN(mul, PYGPU_MUL)
+BINARY_FN(div, PYGPU_DIV)
+
+static int
+check_tensor(PyObject *x, const char *fname)
+{
+    if (!Tensor_Check(x)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'input' must be Tensor, not %.100s",
+                     fname, Py_TYPE(x)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+relu_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+        PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "inplace"};
+    PyObject *a[2];
+    int inplace;
+    if (pygpu_parse_args("relu", args, nargs, kwnames, names, 2, 2, 1, a) < 0 ||
+        check_tensor(a[0], "relu") < 0 ||
+        pygpu_parse_bool(a[1], 0, &inplace) < 0) {
+        return NULL;
+    }
+    return pygpu_op_unary(PYGPU_RELU, (TensorObject *)a[0], inplace);
+}
+
+static PyObject *
+relu__fn(PyObject *self, PyObject *arg)
+{
+    if (check_tensor(arg, "relu_") < 0) {
+        return NULL;
+    }
+    return pygpu_op_unary(PYGPU_RELU, (TensorObject *)arg, 1);
+}
+
+static PyObject *
+neg_fn(PyObject *self, PyObject *arg)
+{
+    if (check_tensor(arg, "neg") < 0) {
+        return NULL;
+    }
+    return pygpu_op_unary(PYGPU_NEG, (TensorObject *)arg, 0);
+}
+
+#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+
+PyMethodDef pygpu_ops_functions[] = {
+    {"add", FASTKW(add_fn),
+     "add(input, other, *, alpha=1)\n--\n\ninput + alpha * other, "
+     "broadcast."},
+    {"sub", FASTKW(sub_fn),
+     "sub(input, other, *, alpha=1)\n--\n\ninput - alpha * other, "
+     "broadcast."},
+    {"mul", FASTKW(mul_fn), "mul(input, other)\n--\n\nBroadcast product."},
+    {"div", FASTKW(div_fn),
+     "div(input, other)\n--\n\nTrue division (int64 gives float32)."},
+    {"relu", FASTKW(relu_fn),
+     "relu(input, inplace=False)\n--\n\nmax(input, 0); NaN stays NaN."},
+    {"relu_", relu__fn, METH_O, "relu_(input, /)\n--\n\nIn-place relu."},
+    {"neg", neg_fn, METH_O, "neg(input, /)\n--\n\n-input."},
+    {NULL},
+};

@@ -1,0 +1,590 @@
+/* ops_matmul.c - matmul (torch's semantics for 1-D, 2-D and batched
+ * operands), mm, bmm and linear: shape/device/dtype checks in torch's
+ * words, then NumPy's matmul on the CPU or cuBLAS/cuBLASLt on CUDA. */
+#include "pygpu.h"
+#include "blas.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+static atomic_int allow_tf32 = 0;
+
+void
+pygpu_set_allow_tf32(int allow)
+{
+    atomic_store(&allow_tf32, allow ? 1 : 0);
+}
+
+int
+pygpu_get_allow_tf32(void)
+{
+    return atomic_load(&allow_tf32);
+}
+
+/* torch's C++ names of the scalar types, for its dtype messages. */
+static const char *
+cname(int dtype)
+{
+    static const char *const names[] = {"float", "c10::Half", "double",
+                                        "long int"};
+    return names[dtype];
+}
+
+static int
+check_pair(const TensorObject *a, const TensorObject *b)
+{
+    if (pygpu_check_same_device(a, b) < 0) {
+        return -1;
+    }
+    if (a->dtype != b->dtype) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "expected m1 and m2 to have the same dtype, but got: %s "
+                     "!= %s", cname(a->dtype), cname(b->dtype));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- CPU */
+
+/* out = numpy.matmul(a, b, out=out) over views of the tensors' memory.
+ * float16 goes through float32 (NumPy has no BLAS for it). */
+static int
+cpu_matmul(TensorObject *out, TensorObject *a, TensorObject *b)
+{
+    PyObject *aa = NULL, *ba = NULL, *oa = NULL, *r = NULL;
+    TensorObject *a32 = NULL, *b32 = NULL, *o32 = NULL;
+    int rc = -1;
+    if (out->dtype == PYGPU_FLOAT16) {
+        a32 = pygpu_tensor_to(a, a->device, PYGPU_FLOAT32);
+        b32 = a32 ? pygpu_tensor_to(b, b->device, PYGPU_FLOAT32) : NULL;
+        o32 = b32 ? pygpu_tensor_empty(out->ndim, out->shape, PYGPU_FLOAT32,
+                                       out->device)
+                  : NULL;
+        if (o32 == NULL) {
+            goto fail;
+        }
+        rc = cpu_matmul(o32, a32, b32);
+        if (rc == 0) {
+            rc = pygpu_op_copy_same_device(out, o32);
+        }
+        goto fail;
+    }
+    aa = pygpu_tensor_to_ndarray(a);
+    ba = pygpu_tensor_to_ndarray(b);
+    oa = pygpu_tensor_to_ndarray(out);
+    if (aa == NULL || ba == NULL || oa == NULL) {
+        goto fail;
+    }
+    PyObject *args[3] = {aa, ba, oa};
+    r = PyObject_Vectorcall(pygpu_state->np_matmul, args, 2,
+                            pygpu_state->out_kwnames);
+    rc = r ? 0 : -1;
+fail:
+    Py_XDECREF(aa);
+    Py_XDECREF(ba);
+    Py_XDECREF(oa);
+    Py_XDECREF(r);
+    Py_XDECREF(a32);
+    Py_XDECREF(b32);
+    Py_XDECREF(o32);
+    return rc;
+}
+
+/* --------------------------------------------------------------- CUDA */
+
+/* Can cuBLAS read this rows x cols matrix (strides rs, cs) in place? */
+static int
+blas_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs)
+{
+    if (cs == 1 && (rows <= 1 || rs >= cols) && rs >= 1) {
+        return 1;
+    }
+    if (rs == 1 && (cols <= 1 || cs >= rows) && cs >= 1) {
+        return 1;
+    }
+    return rows <= 1 && cols <= 1;
+}
+
+/* The single batch stride of the batch dims [0, nb) of t expanded to
+ * bshape, or -1 when they cannot be walked with one stride. */
+static int64_t
+batch_stride(const TensorObject *t, int nb, const int64_t *bshape)
+{
+    int64_t st[PYGPU_MAX_DIMS];
+    int off = nb - (t->ndim - 2);
+    for (int d = 0; d < nb; d++) {
+        int sd = d - off;
+        st[d] = (sd >= 0 && t->shape[sd] == bshape[d]) ? t->strides[sd] : 0;
+    }
+    int64_t stride = -1, expected = -1;
+    for (int d = nb - 1; d >= 0; d--) {
+        if (bshape[d] == 1) {
+            continue;
+        }
+        if (stride < 0) {
+            stride = st[d];
+            expected = st[d] * bshape[d];
+            continue;
+        }
+        if (st[d] != expected) {
+            return -1;
+        }
+        expected = st[d] * bshape[d];
+    }
+    return stride < 0 ? 0 : stride;
+}
+
+/* Make a matrix operand usable by cuBLAS: itself, or a contiguous copy of
+ * it expanded to the batch shape.  *mat describes it. */
+static TensorObject *
+prepare_operand(TensorObject *t, int nb, const int64_t *bshape,
+                pygpu_mat *mat)
+{
+    int64_t rows = t->shape[t->ndim - 2], cols = t->shape[t->ndim - 1];
+    int64_t rs = t->strides[t->ndim - 2], cs = t->strides[t->ndim - 1];
+    int64_t bs = batch_stride(t, nb, bshape);
+    TensorObject *use;
+    if (bs >= 0 && blas_ok(rows, cols, rs, cs)) {
+        use = (TensorObject *)Py_NewRef(t);
+    }
+    else {
+        /* expand to (batch..., rows, cols) and copy contiguously */
+        int64_t shape[PYGPU_MAX_DIMS];
+        memcpy(shape, bshape, sizeof(int64_t) * (size_t)nb);
+        shape[nb] = rows;
+        shape[nb + 1] = cols;
+        use = pygpu_tensor_empty(nb + 2, shape, t->dtype, t->device);
+        if (use == NULL || pygpu_op_copy_same_device(use, t) < 0) {
+            Py_XDECREF(use);
+            return NULL;
+        }
+        rs = cols;
+        cs = 1;
+        bs = rows * cols;
+    }
+    mat->ptr = use->data;
+    mat->rows = rows;
+    mat->cols = cols;
+    mat->row_stride = rs;
+    mat->col_stride = cs;
+    mat->batch_stride = bs;
+    return use;
+}
+
+static int
+cuda_matmul(TensorObject *out, TensorObject *a, TensorObject *b, int nb,
+            const int64_t *bshape, int64_t batch)
+{
+#ifdef PYGPU_WITH_CUDA
+    pygpu_mat ma, mb;
+    TensorObject *ua = prepare_operand(a, nb, bshape, &ma);
+    TensorObject *ub = ua ? prepare_operand(b, nb, bshape, &mb) : NULL;
+    int rc = -1;
+    if (ub != NULL) {
+        rc = pygpu_cuda_matmul(out->dtype, out->device.index, out->data, &ma,
+                               &mb, batch);
+    }
+    Py_XDECREF(ua);
+    Py_XDECREF(ub);
+    return rc;
+#else
+    PyErr_SetString(PyExc_RuntimeError,
+                    "pygpu was built without CUDA support");
+    return -1;
+#endif
+}
+
+/* ------------------------------------------------------------- matmul */
+
+static PyObject *
+shape_error_2d(const TensorObject *a, const TensorObject *b)
+{
+    int64_t am = a->ndim == 2 ? a->shape[0] : 1;
+    int64_t bn = b->ndim == 2 ? b->shape[1] : 1;
+    PyErr_Format(PyExc_RuntimeError,
+                 "mat1 and mat2 shapes cannot be multiplied (%lldx%lld and "
+                 "%lldx%lld)", (long long)am,
+                 (long long)a->shape[a->ndim - 1], (long long)b->shape[0],
+                 (long long)bn);
+    return NULL;
+}
+
+PyObject *
+pygpu_op_matmul(PyObject *ao, PyObject *bo)
+{
+    TensorObject *a = (TensorObject *)ao, *b = (TensorObject *)bo;
+    TensorObject *a2 = NULL, *b2 = NULL, *out = NULL;
+    PyObject *result = NULL;
+    if (check_pair(a, b) < 0) {
+        return NULL;
+    }
+    if (a->ndim == 0 || b->ndim == 0) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "both arguments to matmul need to be at least 1D, but "
+                     "they are %dD and %dD", a->ndim, b->ndim);
+        return NULL;
+    }
+    if (a->ndim == 1 && b->ndim == 1 && a->shape[0] != b->shape[0]) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "inconsistent tensor size, expected tensor [%lld] and "
+                     "src [%lld] to have the same number of elements, but "
+                     "got %lld and %lld elements respectively",
+                     (long long)a->shape[0], (long long)b->shape[0],
+                     (long long)a->shape[0], (long long)b->shape[0]);
+        return NULL;
+    }
+    int64_t k = a->shape[a->ndim - 1];
+    int64_t kb = b->shape[b->ndim == 1 ? 0 : b->ndim - 2];
+    if (k != kb) {
+        if (a->ndim <= 2 && b->ndim <= 2) {
+            return shape_error_2d(a, b);
+        }
+        PyErr_Format(PyExc_RuntimeError,
+                     "Expected size for first two dimensions of batch2 "
+                     "tensor to be: [*, %lld] but got: [*, %lld].",
+                     (long long)k, (long long)kb);
+        return NULL;
+    }
+    /* Promote 1-D operands to matrices: a as a row, b as a column. */
+    int64_t s1[2], st1[2];
+    if (a->ndim == 1) {
+        s1[0] = 1;
+        s1[1] = a->shape[0];
+        st1[0] = a->shape[0] * a->strides[0];
+        st1[1] = a->strides[0];
+        a2 = pygpu_tensor_view(a, 2, s1, st1, 0);
+    }
+    else {
+        a2 = (TensorObject *)Py_NewRef(a);
+    }
+    if (b->ndim == 1) {
+        s1[0] = b->shape[0];
+        s1[1] = 1;
+        st1[0] = b->strides[0];
+        st1[1] = 1;
+        b2 = pygpu_tensor_view(b, 2, s1, st1, 0);
+    }
+    else {
+        b2 = (TensorObject *)Py_NewRef(b);
+    }
+    if (a2 == NULL || b2 == NULL) {
+        goto fail;
+    }
+    /* Batch shape: broadcast of the leading dims. */
+    int nb;
+    int64_t bshape[PYGPU_MAX_DIMS], oshape[PYGPU_MAX_DIMS];
+    if (pygpu_broadcast_shapes(a2->ndim - 2, a2->shape, b2->ndim - 2,
+                               b2->shape, &nb, bshape) < 0) {
+        goto fail;
+    }
+    if (nb + 2 > PYGPU_MAX_DIMS) {
+        PyErr_SetString(PyExc_RuntimeError, "too many dimensions");
+        goto fail;
+    }
+    int64_t m = a2->shape[a2->ndim - 2], n = b2->shape[b2->ndim - 1];
+    int64_t batch = pygpu_numel(nb, bshape);
+    /* The result's shape drops the dims that 1-D operands added. */
+    int on = 0;
+    for (int d = 0; d < nb; d++) {
+        oshape[on++] = bshape[d];
+    }
+    if (a->ndim > 1) {
+        oshape[on++] = m;
+    }
+    if (b->ndim > 1) {
+        oshape[on++] = n;
+    }
+    out = pygpu_tensor_empty(on, oshape, a->dtype, a->device);
+    if (out == NULL) {
+        goto fail;
+    }
+    if (pygpu_numel(on, oshape) > 0) {
+        int rc;
+        if (a->device.type == PYGPU_CPU) {
+            /* NumPy's matmul has the same semantics on the originals. */
+            rc = cpu_matmul(out, a, b);
+        }
+        else {
+            rc = cuda_matmul(out, a2, b2, nb, bshape, batch);
+        }
+        if (rc < 0) {
+            goto fail;
+        }
+    }
+    result = (PyObject *)out;
+    out = NULL;
+fail:
+    Py_XDECREF(a2);
+    Py_XDECREF(b2);
+    Py_XDECREF(out);
+    return result;
+}
+
+/* ------------------------------------------------------------- linear */
+
+PyObject *
+pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
+                int relu)
+{
+    TensorObject *x2 = NULL, *out = NULL, *bc = NULL;
+    PyObject *result = NULL;
+    if (check_pair(x, w) < 0 || (bias && check_pair(x, bias) < 0)) {
+        return NULL;
+    }
+    if (w->ndim != 2 || x->ndim < 1) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "linear: expected a 2-D weight and an input of at least "
+                     "1 dim, got %dD and %dD", w->ndim, x->ndim);
+        return NULL;
+    }
+    int64_t in_f = x->shape[x->ndim - 1], out_f = w->shape[0];
+    int64_t rows = pygpu_numel(x->ndim - 1, x->shape);
+    if (in_f != w->shape[1]) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "mat1 and mat2 shapes cannot be multiplied (%lldx%lld "
+                     "and %lldx%lld)", (long long)rows, (long long)in_f,
+                     (long long)w->shape[1], (long long)out_f);
+        return NULL;
+    }
+    if (bias && (bias->ndim != 1 || bias->shape[0] != out_f)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "linear: bias must have shape [%lld], got %d dims",
+                     (long long)out_f, bias->ndim);
+        return NULL;
+    }
+    /* x as a rows x in_f matrix: a view when its leading dims collapse. */
+    int64_t shape2[2] = {rows, in_f}, strides2[2];
+    x2 = pygpu_tensor_contiguous(x);
+    if (x2 == NULL) {
+        return NULL;
+    }
+    strides2[0] = in_f;
+    strides2[1] = 1;
+    Py_SETREF(x2, pygpu_tensor_view(x2, 2, shape2, strides2, 0));
+    if (x2 == NULL) {
+        return NULL;
+    }
+    int64_t oshape[PYGPU_MAX_DIMS];
+    memcpy(oshape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    oshape[x->ndim - 1] = out_f;
+    out = pygpu_tensor_empty(x->ndim, oshape, x->dtype, x->device);
+    if (out == NULL) {
+        goto fail;
+    }
+    if (rows * out_f == 0) {
+        result = (PyObject *)out;
+        out = NULL;
+        goto fail;
+    }
+    if (bias) {
+        bc = pygpu_tensor_contiguous(bias);
+        if (bc == NULL) {
+            goto fail;
+        }
+    }
+    if (x->device.type == PYGPU_CPU) {
+        PyObject *wt = pygpu_t_get_T((PyObject *)w, NULL);
+        int64_t o2[2] = {rows, out_f}, os2[2] = {out_f, 1};
+        TensorObject *out2 = pygpu_tensor_view(out, 2, o2, os2, 0);
+        int rc = (wt && out2) ? cpu_matmul(out2, x2, (TensorObject *)wt) : -1;
+        Py_XDECREF(wt);
+        Py_XDECREF(out2);
+        if (rc < 0) {
+            goto fail;
+        }
+        if (bc != NULL || relu) {
+            Py_BEGIN_ALLOW_THREADS
+            pygpu_cpu_bias_act(out->dtype, out->data, bc ? bc->data : NULL,
+                               rows, out_f, relu);
+            Py_END_ALLOW_THREADS
+        }
+    }
+    else {
+#ifdef PYGPU_WITH_CUDA
+        pygpu_mat mx = {x2->data, rows, in_f, in_f, 1, 0};
+        pygpu_mat mw;
+        TensorObject *uw = prepare_operand(w, 0, NULL, &mw);
+        if (uw == NULL) {
+            goto fail;
+        }
+        int rc = pygpu_cuda_linear(out->dtype, out->device.index, out->data,
+                                   &mx, &mw, bc ? bc->data : NULL, relu);
+        Py_DECREF(uw);
+        if (rc < 0) {
+            goto fail;
+        }
+#else
+        PyErr_SetString(PyExc_RuntimeError,
+                        "pygpu was built without CUDA support");
+        goto fail;
+#endif
+    }
+    result = (PyObject *)out;
+    out = NULL;
+fail:
+    Py_XDECREF(x2);
+    Py_XDECREF(out);
+    Py_XDECREF(bc);
+    return result;
+}
+
+/* ------------------------------------------------------ module functions */
+
+static int
+tensor_arg(PyObject *x, const char *fname, const char *arg)
+{
+    if (!Tensor_Check(x)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument '%s' must be Tensor, not %.100s", fname,
+                     arg, Py_TYPE(x)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+matmul_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "other"};
+    PyObject *a[2];
+    if (pygpu_parse_args("matmul", args, nargs, kwnames, names, 2, 2, 2,
+                         a) < 0 ||
+        tensor_arg(a[0], "matmul", "input") < 0 ||
+        tensor_arg(a[1], "matmul", "other") < 0) {
+        return NULL;
+    }
+    return pygpu_op_matmul(a[0], a[1]);
+}
+
+/* mm / bmm: matmul restricted to 2-D / 3-D operands, as torch. */
+static PyObject *
+fixed_rank_matmul(const char *fname, int rank, PyObject *const *args,
+                  Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "mat2"};
+    PyObject *a[2];
+    if (pygpu_parse_args(fname, args, nargs, kwnames, names, 2, 2, 2, a) < 0 ||
+        tensor_arg(a[0], fname, "input") < 0 ||
+        tensor_arg(a[1], fname, "mat2") < 0) {
+        return NULL;
+    }
+    TensorObject *x = (TensorObject *)a[0], *y = (TensorObject *)a[1];
+    if (x->ndim != rank || y->ndim != rank) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s: expected %dD tensors, got %dD and %dD", fname, rank,
+                     x->ndim, y->ndim);
+        return NULL;
+    }
+    if (rank == 3 && x->shape[0] != y->shape[0]) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "batch1 and batch2 must have same number of batches, "
+                     "got %lld and %lld", (long long)x->shape[0],
+                     (long long)y->shape[0]);
+        return NULL;
+    }
+    return pygpu_op_matmul(a[0], a[1]);
+}
+
+static PyObject *
+mm_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
+{
+    return fixed_rank_matmul("mm", 2, args, nargs, kw);
+}
+
+static PyObject *
+bmm_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
+{
+    return fixed_rank_matmul("bmm", 3, args, nargs, kw);
+}
+
+static PyObject *
+linear_common(const char *fname, int relu, PyObject *const *args,
+              Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "weight", "bias"};
+    PyObject *a[3];
+    if (pygpu_parse_args(fname, args, nargs, kwnames, names, 3, 3, 2, a) < 0 ||
+        tensor_arg(a[0], fname, "input") < 0 ||
+        tensor_arg(a[1], fname, "weight") < 0) {
+        return NULL;
+    }
+    if (a[2] == Py_None) {
+        a[2] = NULL;
+    }
+    if (a[2] != NULL && tensor_arg(a[2], fname, "bias") < 0) {
+        return NULL;
+    }
+    return pygpu_op_linear((TensorObject *)a[0], (TensorObject *)a[1],
+                           (TensorObject *)a[2], relu);
+}
+
+static PyObject *
+linear_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
+{
+    return linear_common("linear", 0, args, nargs, kw);
+}
+
+static PyObject *
+linear_relu_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+               PyObject *kw)
+{
+    return linear_common("linear_relu", 1, args, nargs, kw);
+}
+
+static PyObject *
+set_allow_tf32(PyObject *m, PyObject *arg)
+{
+    int v = PyObject_IsTrue(arg);
+    if (v < 0) {
+        return NULL;
+    }
+    pygpu_set_allow_tf32(v);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+get_allow_tf32(PyObject *m, PyObject *noargs)
+{
+    return PyBool_FromLong(pygpu_get_allow_tf32());
+}
+
+#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+
+PyMethodDef pygpu_matmul_functions[] = {
+    {"matmul", FASTKW(matmul_fn),
+     "matmul(input, other)\n--\n\n"
+     "Matrix product with torch's rules for 1-D, 2-D and batched\n"
+     "(broadcast) operands."},
+    {"mm", FASTKW(mm_fn), "mm(input, mat2)\n--\n\n2-D matrix product."},
+    {"bmm", FASTKW(bmm_fn),
+     "bmm(input, mat2)\n--\n\nBatched 3-D matrix product."},
+    {"_linear", FASTKW(linear_fn),
+     "_linear(input, weight, bias=None)\n--\n\n"
+     "input @ weight.T + bias (one cuBLASLt call with the bias epilogue)."},
+    {"_linear_relu", FASTKW(linear_relu_fn),
+     "_linear_relu(input, weight, bias=None)\n--\n\n"
+     "relu(input @ weight.T + bias) (cuBLASLt's RELU_BIAS epilogue)."},
+    {"_set_allow_tf32", set_allow_tf32, METH_O,
+     "_set_allow_tf32(flag, /)\n--\n\nAllow TF32 for float32 products."},
+    {"_get_allow_tf32", get_allow_tf32, METH_NOARGS,
+     "_get_allow_tf32()\n--\n\n"},
+    {NULL},
+};
+
+int
+pygpu_matmul_register(PyObject *m)
+{
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (np == NULL) {
+        return -1;
+    }
+    pygpu_state->np_matmul = PyObject_GetAttrString(np, "matmul");
+    Py_DECREF(np);
+    pygpu_state->out_kwnames = Py_BuildValue("(s)", "out");
+    if (pygpu_state->np_matmul == NULL || pygpu_state->out_kwnames == NULL) {
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,214 @@
+/* tensor_number.c - the Tensor's operator slots: arithmetic, @, in-place
+ * forms, conversions to Python numbers, len, indexing, iteration, repr. */
+#include "pygpu.h"
+
+static PyObject *
+t_add(PyObject *a, PyObject *b)
+{
+    return pygpu_op_binary(PYGPU_ADD, a, b, NULL);
+}
+
+static PyObject *
+t_sub(PyObject *a, PyObject *b)
+{
+    return pygpu_op_binary(PYGPU_SUB, a, b, NULL);
+}
+
+static PyObject *
+t_mul(PyObject *a, PyObject *b)
+{
+    return pygpu_op_binary(PYGPU_MUL, a, b, NULL);
+}
+
+static PyObject *
+t_div(PyObject *a, PyObject *b)
+{
+    return pygpu_op_binary(PYGPU_DIV, a, b, NULL);
+}
+
+/* In place: a is always the tensor here (Python calls nb_inplace_* on the
+ * left operand's type). */
+static PyObject *
+t_iadd(PyObject *a, PyObject *b)
+{
+    return pygpu_op_binary(PYGPU_ADD, a, b, (TensorObject *)a);
+}
+
+static PyObject *
+t_isub(PyObject *a, PyObject *b)
+{
+    return pygpu_op_binary(PYGPU_SUB, a, b, (TensorObject *)a);
+}
+
+static PyObject *
+t_imul(PyObject *a, PyObject *b)
+{
+    return pygpu_op_binary(PYGPU_MUL, a, b, (TensorObject *)a);
+}
+
+static PyObject *
+t_idiv(PyObject *a, PyObject *b)
+{
+    return pygpu_op_binary(PYGPU_DIV, a, b, (TensorObject *)a);
+}
+
+static PyObject *
+t_matmul(PyObject *a, PyObject *b)
+{
+    if (!Tensor_Check(a) || !Tensor_Check(b)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return pygpu_op_matmul(a, b);
+}
+
+static PyObject *
+t_neg(PyObject *a)
+{
+    return pygpu_op_unary(PYGPU_NEG, (TensorObject *)a, 0);
+}
+
+static PyObject *
+t_pos(PyObject *a)
+{
+    return Py_NewRef(a);
+}
+
+/* The single element as a Python number, or RuntimeError. */
+static PyObject *
+single_item(PyObject *a)
+{
+    extern PyObject *pygpu_t_item(PyObject *op, PyObject *noargs);
+    return pygpu_t_item(a, NULL);
+}
+
+static int
+t_bool(PyObject *a)
+{
+    TensorObject *t = (TensorObject *)a;
+    if (pygpu_numel(t->ndim, t->shape) != 1) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Boolean value of Tensor with more than one value is "
+                        "ambiguous");
+        return -1;
+    }
+    PyObject *v = single_item(a);
+    if (v == NULL) {
+        return -1;
+    }
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyObject *
+t_float(PyObject *a)
+{
+    PyObject *v = single_item(a);
+    if (v == NULL) {
+        return NULL;
+    }
+    Py_SETREF(v, PyNumber_Float(v));
+    return v;
+}
+
+static PyObject *
+t_int(PyObject *a)
+{
+    PyObject *v = single_item(a);
+    if (v == NULL) {
+        return NULL;
+    }
+    Py_SETREF(v, PyNumber_Long(v));
+    return v;
+}
+
+static PyObject *
+t_index(PyObject *a)
+{
+    TensorObject *t = (TensorObject *)a;
+    if (t->dtype != PYGPU_INT64 || pygpu_numel(t->ndim, t->shape) != 1) {
+        PyErr_SetString(PyExc_TypeError,
+                        "only integer tensors of a single element can be "
+                        "converted to an index");
+        return NULL;
+    }
+    return single_item(a);
+}
+
+static Py_ssize_t
+t_len(PyObject *a)
+{
+    TensorObject *t = (TensorObject *)a;
+    if (t->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor");
+        return -1;
+    }
+    return (Py_ssize_t)t->shape[0];
+}
+
+/* iter(t): the views t[0], t[1], ... */
+static PyObject *
+t_iter(PyObject *a)
+{
+    TensorObject *t = (TensorObject *)a;
+    if (t->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d tensor");
+        return NULL;
+    }
+    PyObject *list = PyList_New((Py_ssize_t)t->shape[0]);
+    if (list == NULL) {
+        return NULL;
+    }
+    for (int64_t i = 0; i < t->shape[0]; i++) {
+        PyObject *v = (PyObject *)pygpu_tensor_view(
+            t, t->ndim - 1, t->shape + 1, t->strides + 1, i * t->strides[0]);
+        if (v == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    PyObject *it = PyObject_GetIter(list);
+    Py_DECREF(list);
+    return it;
+}
+
+/* repr is presentation, not a hot path: pygpu._tensor_str does it. */
+static PyObject *
+t_repr(PyObject *a)
+{
+    PyObject *mod = PyImport_ImportModule("pygpu._tensor_str");
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallMethod(mod, "tensor_repr", "O", a);
+    Py_DECREF(mod);
+    return r;
+}
+
+extern PyObject *pygpu_t_getitem(PyObject *op, PyObject *key);
+extern int pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value);
+
+PyType_Slot pygpu_tensor_number_slots[] = {
+    {Py_nb_add, t_add},
+    {Py_nb_subtract, t_sub},
+    {Py_nb_multiply, t_mul},
+    {Py_nb_true_divide, t_div},
+    {Py_nb_inplace_add, t_iadd},
+    {Py_nb_inplace_subtract, t_isub},
+    {Py_nb_inplace_multiply, t_imul},
+    {Py_nb_inplace_true_divide, t_idiv},
+    {Py_nb_matrix_multiply, t_matmul},
+    {Py_nb_negative, t_neg},
+    {Py_nb_positive, t_pos},
+    {Py_nb_bool, t_bool},
+    {Py_nb_float, t_float},
+    {Py_nb_int, t_int},
+    {Py_nb_index, t_index},
+    {Py_mp_length, t_len},
+    {Py_mp_subscript, pygpu_t_getitem},
+    {Py_mp_ass_subscript, pygpu_t_setitem},
+    {Py_tp_iter, t_iter},
+    {Py_tp_repr, t_repr},
+    {0, NULL},
+};

@@ -1,0 +1,610 @@
+/* tensor_views.c - views that share memory: T, t, transpose, permute,
+ * view/reshape, flatten, unsqueeze, squeeze, expand, and basic indexing
+ * (ints, slices, None, Ellipsis). */
+#include "pygpu.h"
+
+#include <string.h>
+
+/* Parse a shape given as *args or one sequence; resolve one -1 against
+ * numel.  -1 with an exception. */
+static int
+infer_shape(PyObject *const *args, Py_ssize_t nargs, int64_t numel,
+            int *ndim, int64_t *shape)
+{
+    int neg = -1;
+    int64_t known = 1;
+    PyObject *seq = NULL;
+    PyObject *const *items = args;
+    Py_ssize_t n = nargs;
+    int rc = -1;
+    if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
+        seq = PySequence_Fast(args[0], "shape must be a sequence");
+        if (seq == NULL) {
+            return -1;
+        }
+        items = PySequence_Fast_ITEMS(seq);
+        n = PySequence_Fast_GET_SIZE(seq);
+    }
+    if (n > PYGPU_MAX_DIMS) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "pygpu tensors have at most %d dimensions",
+                     PYGPU_MAX_DIMS);
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyLong_Check(items[i]) || PyBool_Check(items[i])) {
+            PyErr_Format(PyExc_TypeError,
+                         "shape must be ints, got %.100s",
+                         Py_TYPE(items[i])->tp_name);
+            goto fail;
+        }
+        shape[i] = PyLong_AsLongLong(items[i]);
+        if (shape[i] == -1 && PyErr_Occurred()) {
+            goto fail;
+        }
+        if (shape[i] == -1) {
+            if (neg >= 0) {
+                PyErr_SetString(PyExc_RuntimeError,
+                                "only one dimension can be inferred");
+                goto fail;
+            }
+            neg = (int)i;
+        }
+        else if (shape[i] < 0) {
+            PyErr_Format(PyExc_RuntimeError, "invalid shape dimension %lld",
+                         (long long)shape[i]);
+            goto fail;
+        }
+        else {
+            known *= shape[i];
+        }
+    }
+    if (neg >= 0) {
+        if (known == 0 || numel % known != 0) {
+            goto bad;
+        }
+        shape[neg] = numel / known;
+    }
+    else if (known != numel) {
+        goto bad;
+    }
+    *ndim = (int)n;
+    rc = 0;
+    goto fail;
+bad:
+    {
+        char buf[256];
+        size_t used = 0;
+        buf[0] = '\0';
+        for (Py_ssize_t i = 0; i < n && used < sizeof(buf) - 32; i++) {
+            used += (size_t)PyOS_snprintf(buf + used, sizeof(buf) - used,
+                                          i ? ", %lld" : "%lld",
+                                          (long long)(i == neg ? -1
+                                                               : shape[i]));
+        }
+        PyErr_Format(PyExc_RuntimeError,
+                     "shape '[%s]' is invalid for input of size %lld", buf,
+                     (long long)numel);
+    }
+fail:
+    Py_XDECREF(seq);
+    return rc;
+}
+
+/* Strides for viewing t with a new shape without copying, or -1 (no
+ * exception) when the memory layout does not allow it: old dims are
+ * grouped into runs that are contiguous among themselves, and each run
+ * must be covered exactly by consecutive new dims. */
+static int
+view_strides(const TensorObject *t, int ndim, const int64_t *shape,
+             int64_t *strides)
+{
+    int64_t numel = pygpu_numel(t->ndim, t->shape);
+    if (numel == 0 || pygpu_is_contiguous(t)) {
+        int64_t s = 1;
+        for (int d = ndim - 1; d >= 0; d--) {
+            strides[d] = s;
+            s *= shape[d] > 0 ? shape[d] : 1;
+        }
+        return 0;
+    }
+    int nd = ndim - 1;
+    int64_t chunk_base_stride = t->ndim ? t->strides[t->ndim - 1] : 1;
+    int64_t tensor_numel = 1, view_numel = 1;
+    for (int od = t->ndim - 1; od >= 0; od--) {
+        tensor_numel *= t->shape[od];
+        /* a run ends where the next-outer dim is not contiguous with it */
+        if (od == 0 || (t->shape[od - 1] != 1 &&
+                        t->strides[od - 1] != tensor_numel * chunk_base_stride)) {
+            while (nd >= 0 && (view_numel < tensor_numel || shape[nd] == 1)) {
+                strides[nd] = view_numel * chunk_base_stride;
+                view_numel *= shape[nd];
+                nd--;
+            }
+            if (view_numel != tensor_numel) {
+                return -1;
+            }
+            if (od > 0) {
+                chunk_base_stride = t->strides[od - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    return nd == -1 ? 0 : -1;
+}
+
+static PyObject *
+reshape_to(TensorObject *self, int ndim, const int64_t *shape, int allow_copy)
+{
+    int64_t strides[PYGPU_MAX_DIMS];
+    if (view_strides(self, ndim, shape, strides) == 0) {
+        return (PyObject *)pygpu_tensor_view(self, ndim, shape, strides, 0);
+    }
+    if (!allow_copy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "view size is not compatible with input tensor's "
+                        "size and stride (at least one dimension spans "
+                        "across two contiguous subspaces). Use .reshape(...) "
+                        "instead.");
+        return NULL;
+    }
+    TensorObject *c = pygpu_tensor_contiguous(self);
+    if (c == NULL) {
+        return NULL;
+    }
+    view_strides(c, ndim, shape, strides);
+    PyObject *r = (PyObject *)pygpu_tensor_view(c, ndim, shape, strides, 0);
+    Py_DECREF(c);
+    return r;
+}
+
+static PyObject *
+reshape_impl(TensorObject *self, PyObject *const *args, Py_ssize_t nargs,
+             int allow_copy)
+{
+    int ndim;
+    int64_t shape[PYGPU_MAX_DIMS];
+    int64_t numel = pygpu_numel(self->ndim, self->shape);
+    if (infer_shape(args, nargs, numel, &ndim, shape) < 0) {
+        return NULL;
+    }
+    return reshape_to(self, ndim, shape, allow_copy);
+}
+
+PyObject *
+pygpu_t_view(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs == 1 && DType_Check(args[0])) {
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "view(dtype) is not supported by pygpu");
+        return NULL;
+    }
+    return reshape_impl((TensorObject *)op, args, nargs, 0);
+}
+
+PyObject *
+pygpu_t_reshape(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
+{
+    return reshape_impl((TensorObject *)op, args, nargs, 1);
+}
+
+static PyObject *
+permuted(TensorObject *t, const int *perm)
+{
+    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++) {
+        shape[d] = t->shape[perm[d]];
+        strides[d] = t->strides[perm[d]];
+    }
+    return (PyObject *)pygpu_tensor_view(t, t->ndim, shape, strides, 0);
+}
+
+static PyObject *
+transpose_dims(TensorObject *t, int d0, int d1)
+{
+    int perm[PYGPU_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++) {
+        perm[d] = d;
+    }
+    if (t->ndim > 0) {
+        perm[d0] = d1;
+        perm[d1] = d0;
+    }
+    return permuted(t, perm);
+}
+
+PyObject *
+pygpu_t_transpose(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
+{
+    TensorObject *t = (TensorObject *)op;
+    int d0, d1;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "transpose() takes 2 arguments (dim0, dim1), %zd given",
+                     nargs);
+        return NULL;
+    }
+    if (pygpu_parse_dim(args[0], t->ndim, &d0) < 0 ||
+        pygpu_parse_dim(args[1], t->ndim, &d1) < 0) {
+        return NULL;
+    }
+    return transpose_dims(t, d0, d1);
+}
+
+/* t(): 0-D and 1-D unchanged, 2-D transposed, as torch. */
+PyObject *
+pygpu_t_t(PyObject *op, PyObject *noargs)
+{
+    TensorObject *t = (TensorObject *)op;
+    if (t->ndim > 2) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "t() expects a tensor with <= 2 dimensions, but self is "
+                     "%dD", t->ndim);
+        return NULL;
+    }
+    return transpose_dims(t, 0, t->ndim == 2 ? 1 : 0);
+}
+
+/* .T: all dims reversed (torch deprecates it for ndim != 2 but allows). */
+PyObject *
+pygpu_t_get_T(PyObject *op, void *closure)
+{
+    TensorObject *t = (TensorObject *)op;
+    int perm[PYGPU_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++) {
+        perm[d] = t->ndim - 1 - d;
+    }
+    return permuted(t, perm);
+}
+
+/* .mT: the last two dims swapped. */
+PyObject *
+pygpu_t_get_mT(PyObject *op, void *closure)
+{
+    TensorObject *t = (TensorObject *)op;
+    if (t->ndim < 2) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "tensor.mT is only supported on matrices or batches "
+                        "of matrices. Got 1-D tensor.");
+        return NULL;
+    }
+    return transpose_dims(t, t->ndim - 2, t->ndim - 1);
+}
+
+PyObject *
+pygpu_t_permute(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
+{
+    TensorObject *t = (TensorObject *)op;
+    PyObject *seq = NULL, *r = NULL;
+    PyObject *const *items = args;
+    Py_ssize_t n = nargs;
+    int perm[PYGPU_MAX_DIMS], seen[PYGPU_MAX_DIMS] = {0};
+    if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
+        seq = PySequence_Fast(args[0], "dims must be a sequence");
+        if (seq == NULL) {
+            return NULL;
+        }
+        items = PySequence_Fast_ITEMS(seq);
+        n = PySequence_Fast_GET_SIZE(seq);
+    }
+    if (n != t->ndim) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "permute(sparse_coo): number of dimensions in the tensor "
+                     "input does not match the length of the desired "
+                     "ordering of dimensions i.e. input.dim() = %d is not "
+                     "equal to len(dims) = %zd", t->ndim, n);
+        goto fail;
+    }
+    for (int d = 0; d < t->ndim; d++) {
+        if (pygpu_parse_dim(items[d], t->ndim, &perm[d]) < 0) {
+            goto fail;
+        }
+        if (seen[perm[d]]++) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "permute(): duplicate dims are not allowed.");
+            goto fail;
+        }
+    }
+    r = permuted(t, perm);
+fail:
+    Py_XDECREF(seq);
+    return r;
+}
+
+PyObject *
+pygpu_t_flatten(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                PyObject *kwnames)
+{
+    static const char *const names[] = {"start_dim", "end_dim"};
+    TensorObject *t = (TensorObject *)op;
+    PyObject *a[2];
+    int start = 0, end = t->ndim ? t->ndim - 1 : 0;
+    if (pygpu_parse_args("flatten", args, nargs, kwnames, names, 2, 2, 0,
+                         a) < 0 ||
+        (a[0] && pygpu_parse_dim(a[0], t->ndim, &start) < 0) ||
+        (a[1] && pygpu_parse_dim(a[1], t->ndim, &end) < 0)) {
+        return NULL;
+    }
+    if (start > end) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "flatten() has invalid args: start_dim cannot come "
+                        "after end_dim");
+        return NULL;
+    }
+    if (t->ndim == 0) {
+        int64_t one = 1;
+        return reshape_to(t, 1, &one, 1);
+    }
+    int64_t shape[PYGPU_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (d > start && d <= end) {
+            shape[n - 1] *= t->shape[d];
+        }
+        else {
+            shape[n++] = t->shape[d];
+        }
+    }
+    return reshape_to(t, n, shape, 1);
+}
+
+PyObject *
+pygpu_t_unsqueeze(PyObject *op, PyObject *arg)
+{
+    TensorObject *t = (TensorObject *)op;
+    int dim;
+    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
+    if (t->ndim >= PYGPU_MAX_DIMS) {
+        PyErr_SetString(PyExc_RuntimeError, "too many dimensions");
+        return NULL;
+    }
+    if (pygpu_parse_dim(arg, t->ndim + 1, &dim) < 0) {
+        return NULL;
+    }
+    for (int d = 0, s = 0; d <= t->ndim; d++) {
+        if (d == dim) {
+            shape[d] = 1;
+            strides[d] = (d < t->ndim) ? t->shape[d] * t->strides[d] : 1;
+        }
+        else {
+            shape[d] = t->shape[s];
+            strides[d] = t->strides[s];
+            s++;
+        }
+    }
+    return (PyObject *)pygpu_tensor_view(t, t->ndim + 1, shape, strides, 0);
+}
+
+PyObject *
+pygpu_t_squeeze(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
+{
+    TensorObject *t = (TensorObject *)op;
+    int only = -1, n = 0;
+    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "squeeze() takes at most one dim");
+        return NULL;
+    }
+    if (nargs == 1 && pygpu_parse_dim(args[0], t->ndim, &only) < 0) {
+        return NULL;
+    }
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] == 1 && (only < 0 || only == d)) {
+            continue;
+        }
+        shape[n] = t->shape[d];
+        strides[n] = t->strides[d];
+        n++;
+    }
+    return (PyObject *)pygpu_tensor_view(t, n, shape, strides, 0);
+}
+
+/* expand(*sizes): broadcast size-1 dims (stride 0); -1 keeps a dim. */
+PyObject *
+pygpu_t_expand(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
+{
+    TensorObject *t = (TensorObject *)op;
+    int ndim;
+    int64_t want[PYGPU_MAX_DIMS], shape[PYGPU_MAX_DIMS],
+        strides[PYGPU_MAX_DIMS];
+    PyObject *seq = NULL;
+    PyObject *const *items = args;
+    Py_ssize_t n = nargs;
+    PyObject *r = NULL;
+    if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
+        seq = PySequence_Fast(args[0], "sizes must be a sequence");
+        if (seq == NULL) {
+            return NULL;
+        }
+        items = PySequence_Fast_ITEMS(seq);
+        n = PySequence_Fast_GET_SIZE(seq);
+    }
+    if (n < t->ndim || n > PYGPU_MAX_DIMS) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "expand: the number of sizes provided (%zd) must be "
+                     "greater or equal to the number of dimensions in the "
+                     "tensor (%d)", n, t->ndim);
+        goto fail;
+    }
+    ndim = (int)n;
+    for (int d = 0; d < ndim; d++) {
+        want[d] = PyLong_AsLongLong(items[d]);
+        if (want[d] == -1 && PyErr_Occurred()) {
+            goto fail;
+        }
+    }
+    for (int d = ndim - 1, s = t->ndim - 1; d >= 0; d--, s--) {
+        int64_t have = s >= 0 ? t->shape[s] : 1;
+        int64_t w = want[d] == -1 && s >= 0 ? have : want[d];
+        if (w < 0 || (have != 1 && have != w)) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "The expanded size of the tensor (%lld) must match "
+                         "the existing size (%lld) at non-singleton "
+                         "dimension %d", (long long)w, (long long)have, d);
+            goto fail;
+        }
+        shape[d] = w;
+        strides[d] = (s >= 0 && have == w) ? t->strides[s] : 0;
+    }
+    r = (PyObject *)pygpu_tensor_view(t, ndim, shape, strides, 0);
+fail:
+    Py_XDECREF(seq);
+    return r;
+}
+
+/* ------------------------------------------------------------ indexing */
+
+/* t[index] for ints, slices (positive steps), None and Ellipsis. */
+PyObject *
+pygpu_t_getitem(PyObject *op, PyObject *key)
+{
+    TensorObject *t = (TensorObject *)op;
+    PyObject *tuple = NULL, *r = NULL;
+    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS], offset = 0;
+    int n = 0, src = 0, nidx = 0;
+    if (PyTuple_Check(key)) {
+        tuple = Py_NewRef(key);
+    }
+    else {
+        tuple = PyTuple_Pack(1, key);
+        if (tuple == NULL) {
+            return NULL;
+        }
+    }
+    Py_ssize_t nkeys = PyTuple_GET_SIZE(tuple);
+    int has_ellipsis = 0;
+    for (Py_ssize_t i = 0; i < nkeys; i++) {
+        PyObject *k = PyTuple_GET_ITEM(tuple, i);
+        if (k == Py_Ellipsis) {
+            if (has_ellipsis++) {
+                PyErr_SetString(PyExc_IndexError,
+                                "an index can only have a single ellipsis "
+                                "('...')");
+                goto fail;
+            }
+        }
+        else if (k != Py_None) {
+            nidx++;
+        }
+    }
+    if (nidx > t->ndim) {
+        PyErr_Format(PyExc_IndexError,
+                     "too many indices for tensor of dimension %d", t->ndim);
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < nkeys; i++) {
+        PyObject *k = PyTuple_GET_ITEM(tuple, i);
+        if (n >= PYGPU_MAX_DIMS) {
+            PyErr_SetString(PyExc_IndexError, "too many dimensions");
+            goto fail;
+        }
+        if (k == Py_None) {
+            shape[n] = 1;
+            strides[n] = 1;
+            n++;
+        }
+        else if (k == Py_Ellipsis) {
+            int skip = t->ndim - nidx;
+            for (int j = 0; j < skip; j++, src++, n++) {
+                shape[n] = t->shape[src];
+                strides[n] = t->strides[src];
+            }
+        }
+        else if (PySlice_Check(k)) {
+            Py_ssize_t start, stop, step;
+            if (PySlice_Unpack(k, &start, &stop, &step) < 0) {
+                goto fail;
+            }
+            if (step <= 0) {
+                PyErr_SetString(PyExc_ValueError,
+                                "step must be greater than zero");
+                goto fail;
+            }
+            Py_ssize_t len = PySlice_AdjustIndices(
+                (Py_ssize_t)t->shape[src], &start, &stop, step);
+            offset += (int64_t)start * t->strides[src];
+            shape[n] = len;
+            strides[n] = t->strides[src] * step;
+            n++;
+            src++;
+        }
+        else if (PyIndex_Check(k) && !Tensor_Check(k)) {
+            Py_ssize_t v = PyNumber_AsSsize_t(k, PyExc_IndexError);
+            if (v == -1 && PyErr_Occurred()) {
+                goto fail;
+            }
+            int64_t size = t->shape[src];
+            if (v < -size || v >= size) {
+                PyErr_Format(PyExc_IndexError,
+                             "index %zd is out of bounds for dimension %d "
+                             "with size %lld", v, src, (long long)size);
+                goto fail;
+            }
+            offset += (v < 0 ? v + size : v) * t->strides[src];
+            src++;
+        }
+        else {
+            PyErr_Format(PyExc_IndexError,
+                         "only integers, slices (`:`), ellipsis (`...`) and "
+                         "None are valid indices (got %.100s)",
+                         Py_TYPE(k)->tp_name);
+            goto fail;
+        }
+    }
+    for (; src < t->ndim; src++, n++) {
+        if (n >= PYGPU_MAX_DIMS) {
+            PyErr_SetString(PyExc_IndexError, "too many dimensions");
+            goto fail;
+        }
+        shape[n] = t->shape[src];
+        strides[n] = t->strides[src];
+    }
+    r = (PyObject *)pygpu_tensor_view(t, n, shape, strides, offset);
+fail:
+    Py_XDECREF(tuple);
+    return r;
+}
+
+/* t[index] = value: a view, then an elementwise copy (broadcast). */
+int
+pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value)
+{
+    TensorObject *view = NULL, *src = NULL;
+    int rc = -1;
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "tensor items cannot be deleted");
+        return -1;
+    }
+    view = (TensorObject *)pygpu_t_getitem(op, key);
+    if (view == NULL) {
+        return -1;
+    }
+    if (Tensor_Check(value)) {
+        src = (TensorObject *)Py_NewRef(value);
+    }
+    else {
+        src = pygpu_tensor_from_data(value, view->dtype, view->device);
+        if (src == NULL) {
+            goto fail;
+        }
+    }
+    PyObject *expanded = NULL;
+    {
+        PyObject *shape = pygpu_size_new(view->ndim, view->shape);
+        if (shape == NULL) {
+            goto fail;
+        }
+        expanded = pygpu_t_expand((PyObject *)src, &shape, 1);
+        Py_DECREF(shape);
+    }
+    if (expanded == NULL) {
+        goto fail;
+    }
+    rc = pygpu_tensor_copy_into(view, (TensorObject *)expanded);
+    Py_DECREF(expanded);
+fail:
+    Py_XDECREF(view);
+    Py_XDECREF(src);
+    return rc;
+}

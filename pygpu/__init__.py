@@ -1,0 +1,78 @@
+"""pygpu: a small, fast GPU tensor library with PyTorch's names.
+
+Everyday torch code runs with ``import pygpu as torch``: devices, tensors,
+moving data, matrix products, relu/linear, GPU memory figures.  Everything
+also runs on the CPU.
+"""
+from . import _C
+from ._C import (
+    Size,
+    Tensor,
+    __version__,
+    add,
+    bmm,
+    device,
+    div,
+    dtype,
+    empty,
+    empty_like,
+    float16,
+    float32,
+    float64,
+    from_numpy,
+    full,
+    full_like,
+    initial_seed,
+    int64,
+    manual_seed,
+    matmul,
+    max,
+    mean,
+    mm,
+    mul,
+    neg,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randn,
+    randn_like,
+    relu,
+    relu_,
+    sub,
+    sum,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from ._C import OutOfMemoryError, CudaError
+from . import backends, cuda, nn
+from ._precision import (get_float32_matmul_precision,
+                         set_float32_matmul_precision)
+
+half = float16
+double = float64
+long = int64
+float = float32  # noqa: A001 - torch.float is float32
+
+__all__ = [
+    "Size", "Tensor", "device", "dtype", "float16", "float32", "float64",
+    "int64", "half", "double", "long", "float", "tensor", "from_numpy",
+    "empty", "zeros", "ones", "full", "rand", "randn", "empty_like",
+    "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+    "manual_seed", "initial_seed", "matmul", "mm", "bmm", "add", "sub",
+    "mul", "div", "neg", "relu", "relu_", "sum", "mean", "max", "cuda",
+    "nn", "backends", "set_float32_matmul_precision",
+    "get_float32_matmul_precision", "OutOfMemoryError", "CudaError",
+    "is_tensor", "numel",
+]
+
+
+def is_tensor(obj):
+    """True if obj is a pygpu Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    """The number of elements of a tensor."""
+    return input.numel()

@@ -1,0 +1,108 @@
+"""pygpu.cuda: devices, synchronization and memory, with torch's names.
+
+Without a driver or a device, is_available() is False, device_count() is 0,
+the memory figures are 0, and the rest raise RuntimeError saying why.
+"""
+from .. import _C
+from .._C import OutOfMemoryError
+from .memory import (
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    memory_summary,
+    reset_accumulated_memory_stats,
+    reset_max_memory_allocated,
+    reset_peak_memory_stats,
+    set_per_process_memory_fraction,
+)
+
+__all__ = [
+    "is_available", "device_count", "current_device", "set_device",
+    "get_device_name", "get_device_capability", "get_device_properties",
+    "synchronize", "mem_get_info", "manual_seed", "manual_seed_all",
+    "is_initialized", "OutOfMemoryError", "memory_allocated",
+    "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+    "reset_peak_memory_stats", "reset_accumulated_memory_stats",
+    "reset_max_memory_allocated", "empty_cache", "memory_stats",
+    "memory_summary", "set_per_process_memory_fraction",
+]
+
+
+def is_available():
+    """True when a CUDA device can be used."""
+    return _C._cuda_is_available()
+
+
+def device_count():
+    """The number of usable CUDA devices (0 without a driver or GPU)."""
+    return _C._cuda_device_count()
+
+
+def is_initialized():
+    return is_available()
+
+
+def _index(device):
+    return _C._cuda_device_index(device)
+
+
+def current_device():
+    """The index of the current CUDA device."""
+    return _C._cuda_current_device()
+
+
+def set_device(device):
+    """Make a device current: an int, 'cuda:N' or a device."""
+    _C._cuda_set_device(_index(device))
+
+
+class _CudaDeviceProperties:
+    """What get_device_properties returns (torch's attribute names)."""
+
+    def __init__(self, props):
+        self.__dict__.update(props)
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', "
+                f"major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory // (1024 * 1024)}MB, "
+                f"multi_processor_count={self.multi_processor_count})")
+
+
+def get_device_properties(device=None):
+    """Name, total_memory, major, minor, multi_processor_count, ..."""
+    return _CudaDeviceProperties(
+        _C._cuda_get_device_properties(_index(device)))
+
+
+def get_device_name(device=None):
+    return get_device_properties(device).name
+
+
+def get_device_capability(device=None):
+    p = get_device_properties(device)
+    return (p.major, p.minor)
+
+
+def synchronize(device=None):
+    """Wait for all work on a device to finish."""
+    _C._cuda_synchronize(_index(device))
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of a device, from the driver."""
+    return _C._cuda_mem_get_info(_index(device))
+
+
+def manual_seed(seed):
+    """Seed the generator of the current CUDA device."""
+    if is_available():
+        _C._cuda_manual_seed(seed, current_device())
+
+
+def manual_seed_all(seed):
+    """Seed the generators of all CUDA devices."""
+    _C._cuda_manual_seed(seed, -1)

@@ -1,0 +1,77 @@
+"""Test fixtures: a `device` fixture that runs a test body on the CPU and,
+when present, on CUDA; the `cuda` marker skips without a GPU, and
+--require-gpu turns those skips into failures (for runs on GPU machines)."""
+import zlib
+
+import numpy as np
+import pytest
+
+import pygpu
+
+HAS_CUDA = pygpu.cuda.is_available()
+NO_CUDA_REASON = None if HAS_CUDA else (
+    "no CUDA GPU: " + str(pygpu._C._cuda_unavailable_reason()))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--require-gpu", action="store_true", default=False,
+                     help="fail (instead of skip) tests that need a GPU")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "cuda: needs a CUDA GPU (skipped without one)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_CUDA:
+        return
+    if config.getoption("--require-gpu"):
+        return  # pytest_runtest_setup fails them instead
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=NO_CUDA_REASON))
+
+
+def pytest_runtest_setup(item):
+    if not HAS_CUDA and item.config.getoption("--require-gpu") and \
+            "cuda" in item.keywords:
+        pytest.fail("--require-gpu given but " + NO_CUDA_REASON)
+
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    """Each test body runs on 'cpu' and on 'cuda' (skipped without one)."""
+    return request.param
+
+
+@pytest.fixture
+def rng(request):
+    """A NumPy generator seeded from the test's name: fresh inputs for each
+    test, the same ones on every run."""
+    seed = zlib.crc32(request.node.nodeid.encode())
+    return np.random.default_rng(seed)
+
+
+# float32 through NumPy/cuBLAS FP32, float16 with FP32 accumulation.
+RTOL = {"float32": 1e-5, "float16": 1e-2, "float64": 1e-12, "int64": 0}
+
+
+def rel_err(got, ref):
+    """max |got - ref| / max |ref| (or the absolute error when ref is 0)."""
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if got.shape != ref.shape:
+        raise AssertionError(f"shape {got.shape} != {ref.shape}")
+    if ref.size == 0:
+        return 0.0
+    both_nan = np.isnan(got) & np.isnan(ref)
+    if np.any(np.isnan(got) != np.isnan(ref)):
+        return float("inf")
+    diff = np.where(both_nan, 0.0, np.abs(got - ref))
+    diff = np.where(np.isinf(ref) & (got == ref), 0.0, diff)
+    scale = np.max(np.abs(np.where(np.isfinite(ref), ref, 0.0)))
+    return float(np.max(diff) / (scale if scale > 0 else 1.0))

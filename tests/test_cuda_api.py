@@ -1,0 +1,101 @@
+"""pygpu.cuda and pygpu.backends: answers with and without a GPU."""
+import pytest
+
+import pygpu
+from pygpu import cuda
+
+from conftest import HAS_CUDA
+
+
+def test_is_available_is_bool():
+    assert isinstance(cuda.is_available(), bool)
+    assert cuda.device_count() >= (1 if cuda.is_available() else 0)
+    assert isinstance(pygpu.backends.cuda.is_built(), bool)
+    assert pygpu.backends.mps.is_available() is False
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="checks the behaviour without a GPU")
+class TestWithoutGPU:
+    def test_counts(self):
+        assert cuda.is_available() is False
+        assert cuda.device_count() == 0
+
+    @pytest.mark.parametrize("call", [
+        lambda: cuda.current_device(), lambda: cuda.set_device(0),
+        lambda: cuda.get_device_name(), lambda: cuda.get_device_capability(),
+        lambda: cuda.get_device_properties(0), lambda: cuda.synchronize(),
+        lambda: cuda.mem_get_info(),
+    ])
+    def test_queries_raise(self, call):
+        with pytest.raises(RuntimeError) as e:
+            call()
+        assert str(e.value)  # says why
+
+    def test_tensors_refuse_cuda(self):
+        t = pygpu.ones(3)
+        for make in (lambda: t.cuda(), lambda: t.to("cuda"),
+                     lambda: pygpu.zeros(2, device="cuda"),
+                     lambda: pygpu.tensor([1.0], device="cuda:0"),
+                     lambda: pygpu.rand(3, device="cuda")):
+            with pytest.raises(RuntimeError) as e:
+                make()
+            msg = str(e.value)
+            assert ("without CUDA" in msg or "driver" in msg
+                    or "No CUDA GPUs" in msg), msg
+
+    def test_memory_figures_are_zero(self):
+        assert cuda.memory_allocated() == 0
+        assert cuda.memory_reserved() == 0
+        assert cuda.max_memory_allocated() == 0
+        cuda.empty_cache()  # does nothing, does not raise
+
+
+def test_cpu_only_build_message():
+    if pygpu.backends.cuda.is_built():
+        pytest.skip("this build has CUDA")
+    with pytest.raises(RuntimeError, match="pygpu was built without CUDA"):
+        pygpu.ones(2).cuda()
+
+
+def test_tf32_switches():
+    flags = pygpu.backends.cuda.matmul
+    assert flags.allow_tf32 is False
+    try:
+        flags.allow_tf32 = True
+        assert pygpu.get_float32_matmul_precision() == "high"
+        pygpu.set_float32_matmul_precision("highest")
+        assert flags.allow_tf32 is False
+        pygpu.set_float32_matmul_precision("medium")
+        assert flags.allow_tf32 is True
+    finally:
+        pygpu.set_float32_matmul_precision("highest")
+    with pytest.raises(ValueError):
+        pygpu.set_float32_matmul_precision("fast")
+
+
+@pytest.mark.cuda
+class TestWithGPU:
+    def test_properties(self):
+        p = cuda.get_device_properties(0)
+        assert p.total_memory > 2**30 and p.multi_processor_count > 0
+        assert cuda.get_device_capability(0) == (p.major, p.minor)
+        assert isinstance(cuda.get_device_name(), str)
+        free, total = cuda.mem_get_info()
+        assert 0 < free <= total == p.total_memory
+
+    def test_set_and_current(self):
+        cuda.set_device(0)
+        assert cuda.current_device() == 0
+        cuda.set_device("cuda:0")
+        cuda.set_device(pygpu.device("cuda", 0))
+        cuda.synchronize()
+        cuda.synchronize(0)
+
+    def test_invalid_ordinal(self):
+        n = cuda.device_count()
+        with pytest.raises(RuntimeError, match="invalid device ordinal"):
+            pygpu.zeros(2, device=f"cuda:{n}")
+        with pytest.raises(RuntimeError):
+            cuda.set_device(n)
+        with pytest.raises(RuntimeError):
+            cuda.get_device_properties(n + 5)
