@@ -94,7 +94,8 @@ if CUDA_ROOT:
     library_dirs.append(lib)
     # cudart statically (import needs no driver); cuBLAS shared, found
     # through an rpath to the toolkit.
-    libraries += ["cublasLt", "cublas", "cudart_static", "rt", "dl", "pthread"]
+    libraries += ["cublasLt", "cublas", "cudart_static", "stdc++", "rt", "dl",
+                  "pthread"]
     extra_link_args += [f"-Wl,-rpath,{lib}"]
 else:
     sources += existing(NO_CUDA_C)

@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "half.h"
 #include "kernels/kernels.h"
@@ -26,13 +27,13 @@
 #define SUM_LEAF 128
 /* Rows summed directly into one row buffer before buffers are paired. */
 #define ROW_LEAF 16
-/* Bytes of stack for the row buffers of the pairwise row sum. */
-#define ROW_BUDGET 32768
 /* Row buffers: one per level of the pairing tree (at most 64 levels for a
  * 64-bit count of blocks) plus one being filled. */
 #define MAX_ROW_BUFS 66
-/* Columns per chunk for max over rows (value and index buffers). */
-#define MAX_CHUNK 512
+/* Bytes of row buffers kept on the stack, and the most taken from the
+ * heap (see row_pool). */
+#define ROW_STACK 16384
+#define ROW_HEAP (4 << 20)
 
 #define AS_IS(x) (x)
 #define F_ISNAN(x) ((x) != (x))
@@ -52,13 +53,31 @@ static int row_buffers(int64_t n)
     return digits + 1;
 }
 
-/* Columns per chunk when nbuf buffers of elem_size bytes share the budget:
- * a multiple of 8 (whole vectors), at most inner. */
-static int64_t row_chunk(int nbuf, size_t elem_size, int64_t inner)
+/* Memory for row buffers of col_bytes bytes per column; *w receives the
+ * number of columns they cover.  Whole rows (w == inner) whenever possible:
+ * column chunks make the reads skip part of every row, which measured up to
+ * 3x slower once the input is larger than the caches.  Small buffers live
+ * in the caller's stack array `stack` (ROW_STACK bytes), larger ones on the
+ * heap, capped at ROW_HEAP bytes (chunks that wide still stream well).  If
+ * malloc fails, the stack array serves in narrow chunks: slower, never
+ * wrong.  The caller frees the result when it is not `stack`. */
+static void *row_pool(size_t col_bytes, int64_t inner, void *stack,
+                      int64_t *w)
 {
-    int64_t w = (int64_t)(ROW_BUDGET / elem_size) / nbuf;
-    w &= ~(int64_t)7;
-    return w < inner ? w : inner;
+    int64_t fit = (int64_t)(ROW_STACK / col_bytes);
+    if (inner <= fit) {
+        *w = inner;
+        return stack;
+    }
+    int64_t cols = (int64_t)(ROW_HEAP / col_bytes);
+    cols = cols < inner ? cols & ~(int64_t)7 : inner;
+    void *heap = malloc((size_t)cols * col_bytes);
+    if (heap != NULL) {
+        *w = cols;
+        return heap;
+    }
+    *w = fit & ~(int64_t)7;     /* at least 8 for every caller */
+    return stack;
 }
 
 /* ------------------------------------------------------ contiguous sum */
@@ -96,29 +115,37 @@ static int64_t row_chunk(int nbuf, size_t elem_size, int64_t inner)
 /* ------------------------------------------------------ sum over rows */
 
 /* Sums n rows of w columns (row j at x + j * inner) pairwise and returns
- * the buffer holding the result.  buf[0 .. nbuf-2] are the levels of a
- * binary counter: while bit l of `count` is set, buf[l] holds the sum of
- * 2^l blocks of ROW_LEAF rows; buf[nbuf-1] is free.  A new block sum merges
- * with the full levels below its place, like a carry, so equal-sized sums
- * are always the ones added together.  The pointers are swapped, never the
- * data. */
+ * the buffer holding the result.  Rows are added one at a time into the
+ * buffer of the current block of ROW_LEAF rows: a single sequential stream
+ * through memory, which the hardware prefetchers follow best (walking
+ * several rows at once measured up to 3x slower once the input is larger
+ * than the caches; the if/else below also keeps the compiler from
+ * interleaving rows on its own).
+ *
+ * buf[0 .. nbuf-2] are the levels of a binary counter of finished blocks:
+ * while bit l of `count` is set, buf[l] holds the sum of 2^l blocks;
+ * buf[nbuf-1] is the block being filled.  A finished block merges with the
+ * full levels below its place, like a carry, so that sums of equal size are
+ * the ones added together.  The pointers are swapped, never the data. */
 #define SUM_ROWS(SFX, T, ACC, LD)                                            \
     static ACC *sum_rows_##SFX(ACC **buf, int nbuf, const T *x, int64_t n,   \
                                int64_t inner, int64_t w)                     \
     {                                                                        \
         uint64_t count = 0;                                                  \
-        for (int64_t j0 = 0; j0 < n; j0 += ROW_LEAF) {                       \
-            int64_t m = n - j0 < ROW_LEAF ? n - j0 : ROW_LEAF;               \
+        for (int64_t j = 0; j < n; j++) {                                    \
             ACC *restrict acc = buf[nbuf - 1];                               \
-            const T *restrict row = x + j0 * inner;                          \
-            for (int64_t c = 0; c < w; c++) {                                \
-                acc[c] = LD(row[c]);                                         \
-            }                                                                \
-            for (int64_t j = 1; j < m; j++) {                                \
-                row += inner;                                                \
+            const T *restrict row = x + j * inner;                           \
+            if (j % ROW_LEAF == 0) {                                         \
+                for (int64_t c = 0; c < w; c++) {                            \
+                    acc[c] = LD(row[c]);                                     \
+                }                                                            \
+            } else {                                                         \
                 for (int64_t c = 0; c < w; c++) {                            \
                     acc[c] += LD(row[c]);                                    \
                 }                                                            \
+            }                                                                \
+            if ((j + 1) % ROW_LEAF != 0 && j + 1 != n) {                     \
+                continue;                                                    \
             }                                                                \
             int l = 0;                                                       \
             for (uint64_t bits = count; bits & 1u; bits >>= 1, l++) {        \
@@ -166,10 +193,11 @@ static int64_t row_chunk(int nbuf, size_t elem_size, int64_t inner)
             }                                                                \
             return;                                                          \
         }                                                                    \
-        ACC pool[ROW_BUDGET / sizeof(ACC)];                                  \
+        ACC stack[ROW_STACK / sizeof(ACC)];                                  \
         ACC *buf[MAX_ROW_BUFS];                                              \
         int nbuf = row_buffers(n);                                           \
-        int64_t w = row_chunk(nbuf, sizeof(ACC), inner);                     \
+        int64_t w;                                                           \
+        ACC *pool = row_pool(nbuf * sizeof(ACC), inner, stack, &w);          \
         for (int b = 0; b < nbuf; b++) {                                     \
             buf[b] = pool + b * w;                                           \
         }                                                                    \
@@ -188,6 +216,9 @@ static int64_t row_chunk(int nbuf, size_t elem_size, int64_t inner)
                     dst[c] = ST(v);                                          \
                 }                                                            \
             }                                                                \
+        }                                                                    \
+        if (pool != stack) {                                                 \
+            free(pool);                                                      \
         }                                                                    \
     }
 
@@ -230,62 +261,122 @@ static void reduce_sum_i64(int mean, int64_t *out, const int64_t *in,
 
 /* ---------------------------------------------------------------- max */
 
-/* The first maximum wins; the first NaN wins over everything and ends the
- * search.  !(v <= best) is the one test per element: true for a larger v
- * or a NaN.  Over rows, a column takes a new value when it is larger, or
- * NaN while the column is not NaN yet. */
+/* Max with NaN propagation: the first maximum wins; the first NaN wins
+ * over everything.  BIGGER(v, m) is "v replaces m": larger, or NaN while m
+ * is not (so the first NaN stays).  It is written with | and & rather than
+ * || and && so that it stays a branch-free select.
+ *
+ * Contiguous runs (inner == 1) go in blocks of MAX_BLOCK elements: the
+ * block's maximum comes from 8 independent lanes (vector max), and only a
+ * block that beats the best so far is scanned again, while still in the
+ * cache, for the index of its first maximum or first NaN. */
+#define MAX_BLOCK 256
+#define BIGGER(v, m, ISNAN) (((v) > (m)) | (ISNAN(v) & !ISNAN(m)))
+
+#define MAX_CONTIG(SFX, T, ACC, LD, ISNAN)                                   \
+    static ACC block_max_##SFX(const T *restrict x, int64_t m)               \
+    {                                                                        \
+        ACC r = LD(x[0]);                                                    \
+        int64_t i = 0;                                                       \
+        if (m >= 8) {                                                        \
+            ACC lane[8];                                                     \
+            for (int k = 0; k < 8; k++) {                                    \
+                lane[k] = LD(x[k]);                                          \
+            }                                                                \
+            for (i = 8; i + 8 <= m; i += 8) {                                \
+                for (int k = 0; k < 8; k++) {                                \
+                    ACC v = LD(x[i + k]);                                    \
+                    lane[k] = BIGGER(v, lane[k], ISNAN) ? v : lane[k];       \
+                }                                                            \
+            }                                                                \
+            for (int k = 0; k < 8; k++) {                                    \
+                r = BIGGER(lane[k], r, ISNAN) ? lane[k] : r;                 \
+            }                                                                \
+        }                                                                    \
+        for (; i < m; i++) {                                                 \
+            ACC v = LD(x[i]);                                                \
+            r = BIGGER(v, r, ISNAN) ? v : r;                                 \
+        }                                                                    \
+        return r;                                                            \
+    }                                                                        \
+    /* The first index of the maximum of x[0 .. n), n >= 1. */               \
+    static int64_t max_contig_##SFX(const T *x, int64_t n)                   \
+    {                                                                        \
+        ACC best = LD(x[0]);                                                 \
+        int64_t at = 0;                                                      \
+        for (int64_t b0 = 0; b0 < n && !ISNAN(best); b0 += MAX_BLOCK) {      \
+            int64_t m = n - b0 < MAX_BLOCK ? n - b0 : MAX_BLOCK;             \
+            ACC bm = block_max_##SFX(x + b0, m);                             \
+            if (!BIGGER(bm, best, ISNAN)) {                                  \
+                continue;                                                    \
+            }                                                                \
+            /* A NaN block max means the block holds a NaN; otherwise it     \
+             * holds none and the maximum compares equal. */                 \
+            for (int64_t j = b0; j < b0 + m; j++) {                          \
+                ACC v = LD(x[j]);                                            \
+                if (ISNAN(v) || v == bm) {                                   \
+                    best = v;                                                \
+                    at = j;                                                  \
+                    break;                                                   \
+                }                                                            \
+            }                                                                \
+        }                                                                    \
+        return at;                                                           \
+    }
+
+/* Over rows (inner > 1), each column of the row buffer takes a row's value
+ * when BIGGER, keeping the first index of its maximum or NaN. */
 #define REDUCE_MAX(SFX, T, ACC, LD, ST, ISNAN)                               \
+    MAX_CONTIG(SFX, T, ACC, LD, ISNAN)                                       \
     static void reduce_max_##SFX(T *out, int64_t *indices, const T *in,      \
                                  int64_t outer, int64_t n, int64_t inner)    \
     {                                                                        \
         if (inner == 1) {                                                    \
             for (int64_t o = 0; o < outer; o++) {                            \
-                const T *x = in + o * n;                                     \
-                ACC best = LD(x[0]);                                         \
-                int64_t at = 0;                                              \
-                for (int64_t j = 1; j < n && !ISNAN(best); j++) {            \
-                    ACC v = LD(x[j]);                                        \
-                    if (!(v <= best)) {                                      \
-                        best = v;                                            \
-                        at = j;                                              \
-                    }                                                        \
-                }                                                            \
-                out[o] = ST(best);                                           \
+                int64_t at = max_contig_##SFX(in + o * n, n);                \
+                out[o] = in[o * n + at];                                     \
                 if (indices != NULL) {                                       \
                     indices[o] = at;                                         \
                 }                                                            \
             }                                                                \
             return;                                                          \
         }                                                                    \
-        ACC best[MAX_CHUNK];                                                 \
-        int64_t at[MAX_CHUNK];                                               \
+        /* Value and index buffers for w columns, in one pool. */            \
+        int64_t stack[ROW_STACK / sizeof(int64_t)];                          \
+        int64_t w;                                                           \
+        int64_t *at = row_pool(sizeof(int64_t) + sizeof(ACC), inner, stack,  \
+                               &w);                                          \
+        ACC *best = (ACC *)(at + w);                                         \
         for (int64_t o = 0; o < outer; o++) {                                \
-            for (int64_t c0 = 0; c0 < inner; c0 += MAX_CHUNK) {              \
-                int64_t w = inner - c0 < MAX_CHUNK ? inner - c0 : MAX_CHUNK; \
+            for (int64_t c0 = 0; c0 < inner; c0 += w) {                      \
+                int64_t wc = inner - c0 < w ? inner - c0 : w;                \
                 const T *row = in + o * n * inner + c0;                      \
-                for (int64_t c = 0; c < w; c++) {                            \
+                for (int64_t c = 0; c < wc; c++) {                           \
                     best[c] = LD(row[c]);                                    \
                     at[c] = 0;                                               \
                 }                                                            \
                 for (int64_t j = 1; j < n; j++) {                            \
                     row += inner;                                            \
-                    for (int64_t c = 0; c < w; c++) {                        \
+                    for (int64_t c = 0; c < wc; c++) {                       \
                         ACC v = LD(row[c]);                                  \
-                        if (v > best[c] || (ISNAN(v) && !ISNAN(best[c]))) {  \
+                        if (BIGGER(v, best[c], ISNAN)) {                     \
                             best[c] = v;                                     \
                             at[c] = j;                                       \
                         }                                                    \
                     }                                                        \
                 }                                                            \
-                for (int64_t c = 0; c < w; c++) {                            \
+                for (int64_t c = 0; c < wc; c++) {                           \
                     out[o * inner + c0 + c] = ST(best[c]);                   \
                 }                                                            \
                 if (indices != NULL) {                                       \
-                    for (int64_t c = 0; c < w; c++) {                        \
+                    for (int64_t c = 0; c < wc; c++) {                       \
                         indices[o * inner + c0 + c] = at[c];                 \
                     }                                                        \
                 }                                                            \
             }                                                                \
+        }                                                                    \
+        if (at != stack) {                                                   \
+            free(at);                                                        \
         }                                                                    \
     }
 

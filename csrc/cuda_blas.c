@@ -17,8 +17,9 @@
  * 32 MiB on Hopper (sm_90) and 4 MiB on earlier architectures; PyTorch uses
  * the same figures (32 MiB for every major >= 9).  It is taken with
  * cudaMalloc once per device, outside the caching allocator, so
- * memory_allocated() and memory_reserved() do not count it, as torch does
- * not count cuBLAS's own allocations. */
+ * memory_allocated() and memory_reserved() never count it and read the
+ * same before and after a first product.  (torch takes its workspaces
+ * from its caching allocator, so its figures grow by them then.) */
 #define BLAS_WORKSPACE_HOPPER ((size_t)32 << 20)
 #define BLAS_WORKSPACE_OTHER ((size_t)4 << 20)
 

@@ -52,6 +52,13 @@ pygpu_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind,
 }
 
 int
+pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device)
+{
+    (void)ptr, (void)byte, (void)nbytes, (void)device;
+    return refuse();
+}
+
+int
 pygpu_cuda_check_launch(int err, const char *what)
 {
     (void)err, (void)what;

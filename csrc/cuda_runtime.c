@@ -152,6 +152,19 @@ pygpu_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind,
 }
 
 int
+pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device)
+{
+    if (pygpu_cuda_set_device(device) < 0) {
+        return -1;
+    }
+    CHECK(cudaMemsetAsync(ptr, byte, nbytes,
+                          (cudaStream_t)pygpu_cuda_current_stream(device)));
+    return 0;
+fail:
+    return -1;
+}
+
+int
 pygpu_cuda_check_launch(int err, const char *what)
 {
     cudaError_t e = (cudaError_t)err;

@@ -40,7 +40,21 @@ pygpu_cuda_unavailable_reason_py(PyObject *self, PyObject *noargs)
     return PyUnicode_FromString(why);
 }
 
+static PyObject *
+set_poison_py(PyObject *self, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) {
+        return NULL;
+    }
+    pygpu_set_poison(on);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"_set_poison", set_poison_py, METH_O,
+     "_set_poison(flag, /)\n--\n\nTest aid: fill every new tensor with "
+     "0xFF bytes (NaN / -1)."},
     {"_cuda_is_available", pygpu_cuda_available_py, METH_NOARGS,
      "_cuda_is_available()\n--\n\nTrue when a CUDA device can be used."},
     {"_cuda_is_built", pygpu_cuda_built_py, METH_NOARGS,

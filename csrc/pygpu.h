@@ -196,6 +196,9 @@ AllocatorObject *pygpu_cuda_allocator(int device);
 /* An uninitialised contiguous tensor.  shape may be NULL when ndim == 0. */
 TensorObject *pygpu_tensor_empty(int ndim, const int64_t *shape, int dtype,
                                  pygpu_device dev);
+/* Test aid: when set, every new tensor's memory is filled with 0xFF bytes
+ * (NaN for floats, -1 for int64) so that tests see unwritten outputs. */
+void pygpu_set_poison(int on);
 /* A contiguous tensor over a storage (which it references). */
 TensorObject *pygpu_tensor_on_storage(StorageObject *st, int ndim,
                                       const int64_t *shape, int dtype,
@@ -280,6 +283,9 @@ int pygpu_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind,
 #define PYGPU_H2D 1
 #define PYGPU_D2H 2
 #define PYGPU_D2D 3
+/* Fill nbytes at ptr on `device` with `byte` (cudaMemsetAsync on the
+ * current stream).  0 or -1 with exception. */
+int pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device);
 /* After an op's launch: translate `err` (a cudaError_t) into CudaError
  * naming `what`; with PYGPU_LAUNCH_BLOCKING=1 also synchronize and check. */
 int pygpu_cuda_check_launch(int err, const char *what);

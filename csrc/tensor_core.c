@@ -9,7 +9,30 @@
 
 #include <string.h>
 
+#include <stdatomic.h>
 #include <structmember.h>
+
+static atomic_int poison = 0;
+
+void
+pygpu_set_poison(int on)
+{
+    atomic_store(&poison, on ? 1 : 0);
+}
+
+/* Fill a new tensor's bytes with 0xFF when poisoning is on. */
+static int
+maybe_poison(TensorObject *t, size_t nbytes)
+{
+    if (!atomic_load(&poison) || nbytes == 0) {
+        return 0;
+    }
+    if (t->device.type == PYGPU_CPU) {
+        memset(t->data, 0xFF, nbytes);
+        return 0;
+    }
+    return pygpu_cuda_memset(t->data, 0xFF, nbytes, t->device.index);
+}
 
 int64_t
 pygpu_numel(int ndim, const int64_t *shape)
@@ -147,6 +170,9 @@ pygpu_tensor_empty(int ndim, const int64_t *shape, int dtype,
     }
     else {
         pygpu_device_resolve(&t->device); /* raises for mps */
+        goto fail;
+    }
+    if (maybe_poison(t, nbytes) < 0) {
         goto fail;
     }
     return t;

@@ -40,7 +40,8 @@ pygpu_tensor_from_data(PyObject *data, int dtype, pygpu_device dev)
         TensorObject *t = (TensorObject *)data;
         return pygpu_tensor_to(t, dev, dtype < 0 ? t->dtype : dtype);
     }
-    int from_ndarray = PyArray_Check(data);
+    /* NumPy arrays and scalars keep their dtype; Python floats give float32 */
+    int from_ndarray = PyArray_Check(data) || PyArray_IsScalar(data, Generic);
     if (PyUnicode_Check(data) || PyBytes_Check(data) || data == Py_None) {
         PyErr_Format(PyExc_TypeError,
                      "new(): invalid data type '%.100s'",

@@ -80,15 +80,6 @@ __host__ __device__ __forceinline__ T scalar_as(pygpu_scalar_value s)
     }
 }
 
-template <typename A> __device__ __forceinline__ bool is_nan(A x)
-{
-    if constexpr (std::is_integral<A>::value) {
-        return false;
-    } else {
-        return isnan(x);
-    }
-}
-
 /* relu as torch has it: NaN stays NaN (fmax(x, 0) would drop it).  Every
  * comparison with NaN is false, so NaN takes the `x` branch. */
 template <typename A> __device__ __forceinline__ A relu(A x)
@@ -193,12 +184,13 @@ inline int64_t ceil_div(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-/* Blocks of BLOCK threads the current device holds at once (one full
- * wave), the cap for grid-stride kernels.  Asked once per device and kept
- * in a static table: each entry starts at 0 and every thread that races to
- * fill it writes the same value, with relaxed atomics so the race is
- * well defined. */
-inline int resident_blocks()
+/* Blocks of KERNEL the current device runs at once (one full wave, from
+ * its SM count and the kernel's occupancy at BLOCK threads): the grid of a
+ * grid-stride kernel, so that every block stays resident to the end.  Asked
+ * once per device and kernel and kept in a static table; each entry starts
+ * at 0, and threads that race to fill it all write the same value, through
+ * relaxed atomics so that the race is well defined. */
+template <auto KERNEL> int resident_blocks()
 {
     constexpr int MAX_DEVICES = 64;
     constexpr int FALLBACK = 1024;
@@ -210,27 +202,28 @@ inline int resident_blocks()
     }
     int blocks = cache[dev].load(std::memory_order_relaxed);
     if (blocks == 0) {
-        int sms = 0, threads = 0;
+        int sms = 0, per_sm = 0;
         if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount,
                                    dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&threads,
-                                   cudaDevAttrMaxThreadsPerMultiProcessor,
-                                   dev) != cudaSuccess ||
-            sms <= 0 || threads < BLOCK) {
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, KERNEL,
+                                                          BLOCK, 0) !=
+                cudaSuccess ||
+            sms <= 0 || per_sm <= 0) {
             return FALLBACK;
         }
-        blocks = sms * (threads / BLOCK);
+        blocks = sms * per_sm;
         cache[dev].store(blocks, std::memory_order_relaxed);
     }
     return blocks;
 }
 
-/* Grid for a grid-stride kernel over `work` items of BLOCK per block:
- * ceil-division, capped at one full wave; at least one block. */
-inline unsigned grid_for(int64_t work)
+/* Grid for KERNEL over `work` items, BLOCK per block: ceil-division, capped
+ * at one full wave (the kernel's grid-stride loop does the rest); at least
+ * one block. */
+template <auto KERNEL> unsigned grid_for(int64_t work)
 {
     int64_t blocks = ceil_div(work, BLOCK);
-    int64_t cap = resident_blocks();
+    int64_t cap = resident_blocks<KERNEL>();
     if (blocks > cap) {
         blocks = cap;
     }

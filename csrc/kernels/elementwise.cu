@@ -119,9 +119,11 @@ static cudaError_t launch_elementwise(const F &f, const pygpu_geom *g,
         return cudaSuccess;
     }
     if (geom_is_contiguous(g, NOPS)) {
-        ew_contig_kernel<<<grid_for(n), BLOCK, 0, stream>>>(f, n);
+        constexpr auto kernel = ew_contig_kernel<F>;
+        kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(f, n);
     } else {
-        ew_strided_kernel<NOPS><<<grid_for(n), BLOCK, 0, stream>>>(f, *g, n);
+        constexpr auto kernel = ew_strided_kernel<NOPS, F>;
+        kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(f, *g, n);
     }
     return cudaGetLastError();
 }
@@ -194,8 +196,9 @@ extern "C" cudaError_t pygpu_cuda_fill(int dtype, void *out,
         if (n <= 0) {
             return cudaSuccess;
         }
-        fill_kernel<<<grid_for(n), BLOCK, 0, stream>>>((T *)out,
-                                                     scalar_as<T>(value), n);
+        constexpr auto kernel = fill_kernel<T>;
+        kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(
+            (T *)out, scalar_as<T>(value), n);
         return cudaGetLastError();
     });
 }

@@ -68,13 +68,15 @@ extern "C" cudaError_t pygpu_cuda_random(int dtype, void *out, int64_t n,
             if (n <= 0) {
                 return cudaSuccess;
             }
-            const unsigned grid = grid_for((n + 3) / 4);
+            const int64_t counters = (n + 3) / 4;
             if (normal) {
-                random_kernel<T, true><<<grid, BLOCK, 0, stream>>>((T *)out,
-                                                                   n, st);
+                constexpr auto kernel = random_kernel<T, true>;
+                kernel<<<grid_for<kernel>(counters), BLOCK, 0, stream>>>(
+                    (T *)out, n, st);
             } else {
-                random_kernel<T, false><<<grid, BLOCK, 0, stream>>>((T *)out,
-                                                                    n, st);
+                constexpr auto kernel = random_kernel<T, false>;
+                kernel<<<grid_for<kernel>(counters), BLOCK, 0, stream>>>(
+                    (T *)out, n, st);
             }
             return cudaGetLastError();
         }

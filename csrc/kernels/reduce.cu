@@ -17,16 +17,27 @@
  */
 #include "common.cuh"
 
-/* Blocks (and threads) that fill an H100-class GPU about once; a fixed
- * number, not the current device's, because the workspace size must not
- * depend on which device is current. */
-constexpr int64_t TARGET_BLOCKS = 1024;
-constexpr int64_t TARGET_THREADS = TARGET_BLOCKS * BLOCK;
+/* Work units to aim for when cutting: block units for rows, thread units
+ * for columns.  Fixed numbers rather than the current device's, because
+ * the workspace size must not depend on which device is current; about
+ * eight times what an H100 runs at once, so that the last round of units
+ * leaves the GPU idle for a small share of the time on any device. */
+constexpr int64_t TARGET_ROW_UNITS = 8192;
+constexpr int64_t TARGET_COL_UNITS = (int64_t)1 << 20;
+/* Least elements per thread in a cut unit, so that a cut pays for pass 2. */
+constexpr int64_t MIN_ROW_CHUNK = 16 * BLOCK;
+constexpr int64_t MIN_COL_CHUNK = 32;
 /* Rows up to this long get a warp, longer ones a block. */
 constexpr int64_t WARP_ROW_MAX = 1024;
-/* Least elements a chunk gives each thread, so a cut pays for pass 2. */
-constexpr int64_t MIN_ROW_CHUNK = 8 * BLOCK;
-constexpr int64_t MIN_COL_CHUNK = 32;
+
+template <typename A> __device__ __forceinline__ bool is_nan(A x)
+{
+    if constexpr (std::is_integral<A>::value) {
+        return false;
+    } else {
+        return isnan(x);
+    }
+}
 
 /* A running result: value and, for max, the index j it came from. */
 template <typename A> struct Acc {
@@ -194,11 +205,11 @@ static int64_t reduce_chunks(int64_t outer, int64_t n, int64_t inner)
         if (n <= WARP_ROW_MAX) {
             return 1;
         }
-        chunks = ceil_div(TARGET_BLOCKS, outer);
+        chunks = ceil_div(TARGET_ROW_UNITS, outer);
         int64_t most = ceil_div(n, MIN_ROW_CHUNK);
         chunks = chunks < most ? chunks : most;
     } else {
-        chunks = ceil_div(TARGET_THREADS, outer * inner);
+        chunks = ceil_div(TARGET_COL_UNITS, outer * inner);
         int64_t most = ceil_div(n, MIN_COL_CHUNK);
         chunks = chunks < most ? chunks : most;
     }
@@ -217,13 +228,13 @@ static cudaError_t launch_rows(Out *out, int64_t *out_idx, const In *in,
     const int64_t chunk_len = ceil_div(n, chunks);
     const int64_t units = rows * chunks;
     if (chunk_len <= WARP_ROW_MAX) {
-        reduce_rows_kernel<OP, 1>
-            <<<grid_for(units * WARP), BLOCK, 0, stream>>>(
-                out, out_idx, in, in_idx, rows, n, chunks, chunk_len, mean_n);
+        constexpr auto kernel = reduce_rows_kernel<OP, 1, Out, In>;
+        kernel<<<grid_for<kernel>(units * WARP), BLOCK, 0, stream>>>(
+            out, out_idx, in, in_idx, rows, n, chunks, chunk_len, mean_n);
     } else {
-        reduce_rows_kernel<OP, BLOCK / WARP>
-            <<<grid_for(units * BLOCK), BLOCK, 0, stream>>>(
-                out, out_idx, in, in_idx, rows, n, chunks, chunk_len, mean_n);
+        constexpr auto kernel = reduce_rows_kernel<OP, BLOCK / WARP, Out, In>;
+        kernel<<<grid_for<kernel>(units * BLOCK), BLOCK, 0, stream>>>(
+            out, out_idx, in, in_idx, rows, n, chunks, chunk_len, mean_n);
     }
     return cudaGetLastError();
 }
@@ -239,9 +250,10 @@ static cudaError_t launch_pass1(Out *out, int64_t *out_idx, const T *in,
         return launch_rows<OP>(out, out_idx, in, (const int64_t *)nullptr,
                                outer, n, chunks, mean_n, stream);
     }
-    reduce_cols_kernel<OP><<<grid_for(outer * chunks * inner), BLOCK, 0,
-                             stream>>>(out, out_idx, in, outer, n, inner,
-                                       chunks, ceil_div(n, chunks), mean_n);
+    constexpr auto kernel = reduce_cols_kernel<OP, Out, T>;
+    kernel<<<grid_for<kernel>(outer * chunks * inner), BLOCK, 0, stream>>>(
+        out, out_idx, in, outer, n, inner, chunks, ceil_div(n, chunks),
+        mean_n);
     return cudaGetLastError();
 }
 

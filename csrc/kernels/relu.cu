@@ -112,7 +112,8 @@ static cudaError_t relu_contig(T *out, const T *in, int64_t n,
     const uintptr_t mis_in = (uintptr_t)in % ALIGN;
     const uintptr_t mis_out = (uintptr_t)out % ALIGN;
     if (mis_in != mis_out || mis_in % sizeof(T) != 0) {
-        relu_scalar_kernel<<<grid_for(n), BLOCK, 0, stream>>>(out, in, n);
+        constexpr auto kernel = relu_scalar_kernel<T>;
+        kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(out, in, n);
         return cudaGetLastError();
     }
     int64_t head = (int64_t)((ALIGN - mis_in) % ALIGN / sizeof(T));
@@ -120,7 +121,8 @@ static cudaError_t relu_contig(T *out, const T *in, int64_t n,
         head = n;
     }
     const int64_t nvec = (n - head) / Pack<T>::N;
-    relu_vec_kernel<<<grid_for(nvec), BLOCK, 0, stream>>>(out, in, n, head);
+    constexpr auto kernel = relu_vec_kernel<T>;
+    kernel<<<grid_for<kernel>(nvec), BLOCK, 0, stream>>>(out, in, n, head);
     return cudaGetLastError();
 }
 
@@ -147,7 +149,8 @@ extern "C" cudaError_t pygpu_cuda_bias_act(int dtype, void *out,
         if (rows <= 0 || cols <= 0) {
             return cudaSuccess;
         }
-        bias_act_kernel<<<grid_for(rows * cols), BLOCK, 0, stream>>>(
+        constexpr auto kernel = bias_act_kernel<T>;
+        kernel<<<grid_for<kernel>(rows * cols), BLOCK, 0, stream>>>(
             (T *)out, (const T *)bias, rows, cols, apply_relu);
         return cudaGetLastError();
     });
