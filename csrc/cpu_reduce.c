@@ -6,8 +6,8 @@
  *    the reduction of one contiguous run of n elements.
  *  - inner > 1: the n rows of a slab are added into a row buffer one after
  *    the other, so memory is streamed row by row instead of walked column
- *    by column with stride inner.  Columns are taken in chunks so that the
- *    buffers stay small and on the stack.
+ *    by column with stride inner.  The buffers cover whole rows unless
+ *    rows are very long (see row_pool).
  *
  * Floating-point sums are pairwise: short blocks are summed directly (fast,
  * vectorized) and the block sums are then added in a balanced tree, so the
@@ -267,35 +267,41 @@ static void reduce_sum_i64(int mean, int64_t *out, const int64_t *in,
  * || and && so that it stays a branch-free select.
  *
  * Contiguous runs (inner == 1) go in blocks of MAX_BLOCK elements: the
- * block's maximum comes from 8 independent lanes (vector max), and only a
- * block that beats the best so far is scanned again, while still in the
- * cache, for the index of its first maximum or first NaN. */
-#define MAX_BLOCK 256
+ * block's maximum comes from MAX_LANES independent lanes (vector selects),
+ * and only a block that beats the best so far is scanned again, while
+ * still in the L1 cache, for the index of its first maximum or first NaN.
+ * Blocks are long so that combining the lanes costs little.
+ * MAX_LANES is above the trip count gcc unrolls completely (16), so that
+ * the loop over the lanes stays a loop and is vectorized. */
+#define MAX_BLOCK 4096
+#define MAX_LANES 32
 #define BIGGER(v, m, ISNAN) (((v) > (m)) | (ISNAN(v) & !ISNAN(m)))
+/* The same for a value alone, where which NaN it is does not matter. */
+#define MAX_TAKES(v, m, ISNAN) (((v) > (m)) | ISNAN(v))
 
 #define MAX_CONTIG(SFX, T, ACC, LD, ISNAN)                                   \
     static ACC block_max_##SFX(const T *restrict x, int64_t m)               \
     {                                                                        \
         ACC r = LD(x[0]);                                                    \
         int64_t i = 0;                                                       \
-        if (m >= 8) {                                                        \
-            ACC lane[8];                                                     \
-            for (int k = 0; k < 8; k++) {                                    \
+        if (m >= MAX_LANES) {                                                \
+            ACC lane[MAX_LANES];                                             \
+            for (int k = 0; k < MAX_LANES; k++) {                            \
                 lane[k] = LD(x[k]);                                          \
             }                                                                \
-            for (i = 8; i + 8 <= m; i += 8) {                                \
-                for (int k = 0; k < 8; k++) {                                \
+            for (i = MAX_LANES; i + MAX_LANES <= m; i += MAX_LANES) {        \
+                for (int k = 0; k < MAX_LANES; k++) {                        \
                     ACC v = LD(x[i + k]);                                    \
-                    lane[k] = BIGGER(v, lane[k], ISNAN) ? v : lane[k];       \
+                    lane[k] = MAX_TAKES(v, lane[k], ISNAN) ? v : lane[k];       \
                 }                                                            \
             }                                                                \
-            for (int k = 0; k < 8; k++) {                                    \
-                r = BIGGER(lane[k], r, ISNAN) ? lane[k] : r;                 \
+            for (int k = 0; k < MAX_LANES; k++) {                            \
+                r = MAX_TAKES(lane[k], r, ISNAN) ? lane[k] : r;                 \
             }                                                                \
         }                                                                    \
         for (; i < m; i++) {                                                 \
             ACC v = LD(x[i]);                                                \
-            r = BIGGER(v, r, ISNAN) ? v : r;                                 \
+            r = MAX_TAKES(v, r, ISNAN) ? v : r;                                 \
         }                                                                    \
         return r;                                                            \
     }                                                                        \

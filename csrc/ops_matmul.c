@@ -393,12 +393,16 @@ pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
         if (rc < 0) {
             goto fail;
         }
-        if (bc != NULL || relu) {
-            Py_BEGIN_ALLOW_THREADS
-            pygpu_cpu_bias_act(out->dtype, out->data, bc ? bc->data : NULL,
-                               rows, out_f, relu);
-            Py_END_ALLOW_THREADS
+        Py_BEGIN_ALLOW_THREADS
+        if (bc != NULL) {
+            pygpu_cpu_bias_act(out->dtype, out->data, bc->data, rows, out_f,
+                               relu);
         }
+        else if (relu) {
+            pygpu_cpu_relu_contig(out->dtype, out->data, out->data,
+                                  rows * out_f);
+        }
+        Py_END_ALLOW_THREADS
     }
     else {
 #ifdef PYGPU_WITH_CUDA
