@@ -13,16 +13,22 @@
 """
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
 import time
 
-import pygpu
-from pygpu import _C
+try:
+    import pygpu
+except ImportError:  # run from a checkout that was built but not installed
+    sys.path.insert(0, os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    import pygpu
+from pygpu import _C  # noqa: E402
 
 MiB = 1 << 20
-SIZES = [1, 1024, 256 * 1024, 4 * MiB // 4, 64 * MiB // 4]  # float32 elements
+SIZES = [1, 1024, 256 * 1024, MiB, 16 * MiB]  # float32 elements
 
 
 def core_pair_ns(allocator, nbytes, iters, repeats):

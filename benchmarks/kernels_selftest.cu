@@ -406,12 +406,20 @@ static double ref_binop(int dt, int op, double a, double b)
                                       : x / y;
         return (double)r;
     }
-    /* One double operation then one rounding equals the float (or half via
-     * float) computation exactly: double has more than 2p+2 bits. */
-    double r = op == PYGPU_ADD   ? a + b
+    if (dt == PYGPU_FLOAT64) {
+        return op == PYGPU_ADD   ? a + b
                : op == PYGPU_SUB ? a - b
                : op == PYGPU_MUL ? a * b
                                  : a / b;
+    }
+    /* float16 computes in float and rounds the float result: with a scalar
+     * that is not a half value, that can differ from rounding the exact
+     * result once, so the reference does the same. */
+    float x = (float)a, y = (float)b;
+    float r = op == PYGPU_ADD   ? x + y
+              : op == PYGPU_SUB ? x - y
+              : op == PYGPU_MUL ? x * y
+                                : x / y;
     return round_to(dt, r);
 }
 

@@ -10,15 +10,17 @@
  *   - block structs are recycled through a spare list, so a cached
  *     malloc/free pair calls neither the backend nor the C library.
  *
+ * The structures are in allocator_internal.h; the read side (figures,
+ * resets, snapshots) is in allocator_stats.c.
+ *
  * Statistics follow PyTorch's definitions.  The inactive-split figures move
  * by the net change of each operation (as PyTorch applies them), so their
  * accumulated "allocated"/"freed" totals match too.
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "allocator.h"
+#include "allocator_internal.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,43 +33,6 @@
 /* Requests above this cannot be satisfied anywhere; they are clamped (to a
  * size no backend grants) so the rounding arithmetic never overflows. */
 #define MAX_REQUEST ((SIZE_MAX / 4) & ~(size_t)(ROUND - 1))
-
-enum { POOL_SMALL = 0, POOL_LARGE = 1 };
-
-typedef struct segment {
-    char *ptr;
-    size_t size;
-    int pool;
-    pygpu_block *head;            /* block at the segment's start */
-    struct segment *prev, *next;  /* the allocator's list of segments */
-} segment;
-
-struct pygpu_block {
-    char *ptr;
-    size_t size;                  /* multiple of ROUND */
-    size_t requested;             /* caller's size while allocated */
-    void *stream;
-    segment *seg;
-    int allocated;
-    pygpu_block *prev, *next;     /* address neighbours in seg (or spare) */
-    pygpu_block *left, *right;    /* free-tree children */
-    uint32_t prio;                /* free-tree heap priority */
-};
-
-struct pygpu_allocator {
-    pthread_mutex_t lock;
-    pygpu_alloc_backend backend;
-    int device;
-    int caching;
-    size_t limit;                 /* 0: none */
-    pygpu_block *pools[2];        /* free-tree roots */
-    segment *segments;
-    pygpu_block *spare;           /* recycled block structs, via next */
-    uint32_t rng;
-    /* net inactive-split change of the operation in progress */
-    int64_t pending_split, pending_split_bytes;
-    pygpu_alloc_stats stats;
-};
 
 /* ------------------------------------------------------------ statistics */
 static void stat_add(pygpu_stat *s, int64_t delta)
@@ -180,6 +145,19 @@ static void free_insert(pygpu_allocator *a, pygpu_block *b)
     }
 }
 
+/* Take the free block *link (the tree link that points at it) out of its
+ * tree. */
+static void free_unlink(pygpu_allocator *a, pygpu_block **link)
+{
+    pygpu_block *b = *link;
+
+    *link = tree_join(b->left, b->right);
+    if (is_split(b)) {
+        a->pending_split -= 1;
+        a->pending_split_bytes -= (int64_t)b->size;
+    }
+}
+
 static void free_remove(pygpu_allocator *a, pygpu_block *b)
 {
     pygpu_block **p = &a->pools[b->seg->pool];
@@ -187,33 +165,30 @@ static void free_remove(pygpu_allocator *a, pygpu_block *b)
     while (*p != b) {
         p = key_less(b, *p) ? &(*p)->left : &(*p)->right;
     }
-    *p = tree_join(b->left, b->right);
-    if (is_split(b)) {
-        a->pending_split -= 1;
-        a->pending_split_bytes -= (int64_t)b->size;
-    }
+    free_unlink(a, p);
 }
 
-/* Smallest free block of the pool on `stream` with at least `size` bytes
- * (lowest address among equals), or NULL. */
-static pygpu_block *best_fit(pygpu_allocator *a, int pool, void *stream,
-                             size_t size)
+/* The tree link to the smallest free block of the pool on `stream` with at
+ * least `size` bytes (lowest address among equals), or NULL.  Returning
+ * the link lets the caller unlink the block without a second descent. */
+static pygpu_block **best_fit(pygpu_allocator *a, int pool, void *stream,
+                              size_t size)
 {
-    pygpu_block *t = a->pools[pool], *best = NULL;
+    pygpu_block **link = &a->pools[pool], **best = NULL;
     pygpu_block key;
 
     key.stream = stream;
     key.size = size;
     key.ptr = NULL;
-    while (t != NULL) {
-        if (key_less(t, &key)) {
-            t = t->right;
+    while (*link != NULL) {
+        if (key_less(*link, &key)) {
+            link = &(*link)->right;
         } else {
-            best = t;
-            t = t->left;
+            best = link;
+            link = &(*link)->left;
         }
     }
-    if (best != NULL && best->stream != stream) {
+    if (best != NULL && (*best)->stream != stream) {
         return NULL;
     }
     return best;
@@ -417,9 +392,11 @@ int pygpu_allocator_malloc(pygpu_allocator *a, size_t size, void *stream,
             goto done;
         }
     } else {
-        b = best_fit(a, pool, stream, rounded);
-        if (b != NULL) {
-            free_remove(a, b);
+        pygpu_block **link = best_fit(a, pool, stream, rounded);
+
+        if (link != NULL) {
+            b = *link;
+            free_unlink(a, link);
             a->stats.num_cache_hits++;
         } else {
             rc = new_segment(a, segment_size(rounded), pool, stream, &b);
@@ -513,127 +490,10 @@ void pygpu_allocator_free(pygpu_allocator *a, pygpu_block *b)
     pthread_mutex_unlock(&a->lock);
 }
 
-void *pygpu_block_ptr(const pygpu_block *b)
-{
-    return b != NULL ? b->ptr : NULL;
-}
-
-size_t pygpu_block_size(const pygpu_block *b)
-{
-    return b != NULL ? b->size : 0;
-}
-
-void *pygpu_block_stream(const pygpu_block *b)
-{
-    return b != NULL ? b->stream : NULL;
-}
-
 void pygpu_allocator_empty_cache(pygpu_allocator *a)
 {
     pthread_mutex_lock(&a->lock);
     release_cached(a);
     apply_pending(a);
     pthread_mutex_unlock(&a->lock);
-}
-
-void pygpu_allocator_get_stats(pygpu_allocator *a, pygpu_alloc_stats *out)
-{
-    pthread_mutex_lock(&a->lock);
-    *out = a->stats;
-    pthread_mutex_unlock(&a->lock);
-}
-
-/* The stat counters of a pygpu_alloc_stats, for the resets. */
-static pygpu_stat *stat_at(pygpu_alloc_stats *s, int i)
-{
-    pygpu_stat *all[] = {
-        &s->allocated_bytes, &s->reserved_bytes, &s->active_bytes,
-        &s->requested_bytes, &s->segment, &s->allocation, &s->active,
-        &s->inactive_split, &s->inactive_split_bytes};
-    return i < (int)(sizeof(all) / sizeof(all[0])) ? all[i] : NULL;
-}
-
-void pygpu_allocator_reset_peak(pygpu_allocator *a)
-{
-    pygpu_stat *s;
-    int i;
-
-    pthread_mutex_lock(&a->lock);
-    for (i = 0; (s = stat_at(&a->stats, i)) != NULL; i++) {
-        s->peak = s->current;
-    }
-    pthread_mutex_unlock(&a->lock);
-}
-
-void pygpu_allocator_reset_accumulated(pygpu_allocator *a)
-{
-    pygpu_stat *s;
-    int i;
-
-    pthread_mutex_lock(&a->lock);
-    for (i = 0; (s = stat_at(&a->stats, i)) != NULL; i++) {
-        s->allocated = 0;
-        s->freed = 0;
-    }
-    a->stats.num_alloc_retries = 0;
-    a->stats.num_ooms = 0;
-    a->stats.num_cache_hits = 0;
-    a->stats.num_raw_allocs = 0;
-    a->stats.num_raw_frees = 0;
-    pthread_mutex_unlock(&a->lock);
-}
-
-void pygpu_allocator_set_limit(pygpu_allocator *a, size_t limit)
-{
-    pthread_mutex_lock(&a->lock);
-    a->limit = limit;
-    pthread_mutex_unlock(&a->lock);
-}
-
-size_t pygpu_allocator_get_limit(pygpu_allocator *a)
-{
-    size_t limit;
-
-    pthread_mutex_lock(&a->lock);
-    limit = a->limit;
-    pthread_mutex_unlock(&a->lock);
-    return limit;
-}
-
-int pygpu_allocator_device(const pygpu_allocator *a)
-{
-    return a->device;
-}
-
-const pygpu_alloc_backend *pygpu_allocator_backend(const pygpu_allocator *a)
-{
-    return &a->backend;
-}
-
-size_t pygpu_allocator_segments(pygpu_allocator *a, pygpu_segment_info *out,
-                                size_t max)
-{
-    const segment *s;
-    const pygpu_block *b;
-    size_t n = 0;
-
-    pthread_mutex_lock(&a->lock);
-    for (s = a->segments; s != NULL; s = s->next, n++) {
-        if (n >= max) {
-            continue; /* still counted */
-        }
-        out[n].ptr = s->ptr;
-        out[n].size = s->size;
-        out[n].allocated = 0;
-        out[n].is_small = s->pool == POOL_SMALL;
-        out[n].nblocks = 0;
-        for (b = s->head; b != NULL; b = b->next) {
-            out[n].nblocks++;
-            if (b->allocated) {
-                out[n].allocated += b->size;
-            }
-        }
-    }
-    pthread_mutex_unlock(&a->lock);
-    return n;
 }

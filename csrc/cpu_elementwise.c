@@ -8,7 +8,10 @@
  * the strides of the row once so that the common cases (every operand
  * unit-stride, one input broadcast with stride 0) run as plain counted
  * loops over arrays that gcc -O3 vectorizes.  No function is called inside
- * those loops: the helpers below are static inline.
+ * those loops: the helpers below are static inline.  The pointers are not
+ * restrict because in-place ops pass out == a; gcc then checks for overlap
+ * at run time, and an output that is exactly an input still takes the
+ * vector loop.
  *
  * float16 is computed in float and rounded once per result.  int64
  * arithmetic wraps around (two's complement) instead of overflowing, and
@@ -232,22 +235,29 @@ BINARY_DTYPE(f64, double, double, AS_IS, AS_IS, F_ADD, F_SUB, F_MUL, F_DIV)
 BINARY_DTYPE(i64, int64_t, int64_t, AS_IS, AS_IS, i64_add, i64_sub, i64_mul,
              i64_div)
 
-/* Loops indexed [op][dtype], in the order of enum pygpu_scalar. */
+/* Loops indexed [op][dtype]. */
 #define BY_DTYPE(PREFIX)                                                     \
-    {PREFIX##f32, PREFIX##f16, PREFIX##f64, PREFIX##i64}
+    {[PYGPU_FLOAT32] = PREFIX##f32, [PYGPU_FLOAT16] = PREFIX##f16,           \
+     [PYGPU_FLOAT64] = PREFIX##f64, [PYGPU_INT64] = PREFIX##i64}
 
 static const inner_loop binary_loops[PYGPU_NBINOPS][PYGPU_NDTYPES] = {
-    BY_DTYPE(add_), BY_DTYPE(sub_), BY_DTYPE(mul_), BY_DTYPE(div_),
+    [PYGPU_ADD] = BY_DTYPE(add_), [PYGPU_SUB] = BY_DTYPE(sub_),
+    [PYGPU_MUL] = BY_DTYPE(mul_), [PYGPU_DIV] = BY_DTYPE(div_),
 };
 
 #define BY_DTYPE_SIDE(OP, SIDE)                                              \
-    {OP##_f32_##SIDE, OP##_f16_##SIDE, OP##_f64_##SIDE, OP##_i64_##SIDE}
+    {[PYGPU_FLOAT32] = OP##_f32_##SIDE, [PYGPU_FLOAT16] = OP##_f16_##SIDE,   \
+     [PYGPU_FLOAT64] = OP##_f64_##SIDE, [PYGPU_INT64] = OP##_i64_##SIDE}
 
+#define BY_OP_SIDE(SIDE)                                                     \
+    {[PYGPU_ADD] = BY_DTYPE_SIDE(adds, SIDE),                                \
+     [PYGPU_SUB] = BY_DTYPE_SIDE(subs, SIDE),                                \
+     [PYGPU_MUL] = BY_DTYPE_SIDE(muls, SIDE),                                \
+     [PYGPU_DIV] = BY_DTYPE_SIDE(divs, SIDE)}
+
+/* Indexed [scalar_first][op][dtype]. */
 static const inner_loop scalar_loops[2][PYGPU_NBINOPS][PYGPU_NDTYPES] = {
-    {BY_DTYPE_SIDE(adds, rhs), BY_DTYPE_SIDE(subs, rhs),
-     BY_DTYPE_SIDE(muls, rhs), BY_DTYPE_SIDE(divs, rhs)},
-    {BY_DTYPE_SIDE(adds, lhs), BY_DTYPE_SIDE(subs, lhs),
-     BY_DTYPE_SIDE(muls, lhs), BY_DTYPE_SIDE(divs, lhs)},
+    BY_OP_SIDE(rhs), BY_OP_SIDE(lhs),
 };
 
 void pygpu_cpu_binary(int op, int dtype, void *out, const void *a,
@@ -313,9 +323,9 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
     }
 
 #define F_NEG(x) (-(x))
-/* x < 0 ? 0 : x is false for NaN, so NaN passes through (as in PyTorch,
- * which also keeps -0.0), and it is exactly the SSE/AVX max(0, x), so gcc
- * vectorizes it without -ffast-math. */
+/* x < 0 is false for NaN, so NaN passes through, and -0.0 stays -0.0, both
+ * as in PyTorch.  A plain compare and select: gcc vectorizes it without
+ * -ffast-math. */
 #define F_RELU(x) ((x) < 0 ? 0 : (x))
 #define H_NEG(x) ((uint16_t)((x) ^ 0x8000u))
 /* float16 patterns 0x8001 .. 0xfc00 are the negative numbers, -Inf
@@ -333,7 +343,7 @@ UNARY_LOOP(relu_f64, double, F_RELU)
 UNARY_LOOP(relu_i64, int64_t, F_RELU)
 
 static const inner_loop unary_loops[PYGPU_NUNOPS][PYGPU_NDTYPES] = {
-    BY_DTYPE(neg_), BY_DTYPE(relu_),
+    [PYGPU_NEG] = BY_DTYPE(neg_), [PYGPU_RELU] = BY_DTYPE(relu_),
 };
 
 void pygpu_cpu_unary(int op, int dtype, void *out, const void *a,
@@ -406,8 +416,10 @@ COPY_LOOP(copy_i64_i64, int64_t, int64_t, AS_IS)
 
 /* Indexed [out dtype][in dtype]. */
 static const inner_loop copy_loops[PYGPU_NDTYPES][PYGPU_NDTYPES] = {
-    BY_DTYPE(copy_f32_), BY_DTYPE(copy_f16_), BY_DTYPE(copy_f64_),
-    BY_DTYPE(copy_i64_),
+    [PYGPU_FLOAT32] = BY_DTYPE(copy_f32_),
+    [PYGPU_FLOAT16] = BY_DTYPE(copy_f16_),
+    [PYGPU_FLOAT64] = BY_DTYPE(copy_f64_),
+    [PYGPU_INT64] = BY_DTYPE(copy_i64_),
 };
 
 void pygpu_cpu_copy(int out_dtype, void *out, int in_dtype, const void *a,

@@ -277,7 +277,7 @@ static void reduce_sum_i64(int mean, int64_t *out, const int64_t *in,
 #define MAX_LANES 32
 #define BIGGER(v, m, ISNAN) (((v) > (m)) | (ISNAN(v) & !ISNAN(m)))
 /* The same for a value alone, where which NaN it is does not matter. */
-#define MAX_TAKES(v, m, ISNAN) (((v) > (m)) | ISNAN(v))
+#define TAKES(v, m, ISNAN) (((v) > (m)) | ISNAN(v))
 
 #define MAX_CONTIG(SFX, T, ACC, LD, ISNAN)                                   \
     static ACC block_max_##SFX(const T *restrict x, int64_t m)               \
@@ -292,16 +292,16 @@ static void reduce_sum_i64(int mean, int64_t *out, const int64_t *in,
             for (i = MAX_LANES; i + MAX_LANES <= m; i += MAX_LANES) {        \
                 for (int k = 0; k < MAX_LANES; k++) {                        \
                     ACC v = LD(x[i + k]);                                    \
-                    lane[k] = MAX_TAKES(v, lane[k], ISNAN) ? v : lane[k];       \
+                    lane[k] = TAKES(v, lane[k], ISNAN) ? v : lane[k];        \
                 }                                                            \
             }                                                                \
             for (int k = 0; k < MAX_LANES; k++) {                            \
-                r = MAX_TAKES(lane[k], r, ISNAN) ? lane[k] : r;                 \
+                r = TAKES(lane[k], r, ISNAN) ? lane[k] : r;                  \
             }                                                                \
         }                                                                    \
         for (; i < m; i++) {                                                 \
             ACC v = LD(x[i]);                                                \
-            r = MAX_TAKES(v, r, ISNAN) ? v : r;                                 \
+            r = TAKES(v, r, ISNAN) ? v : r;                                  \
         }                                                                    \
         return r;                                                            \
     }                                                                        \

@@ -211,7 +211,9 @@ def test_float16_rounding_matches_numpy(device, rng):
     special = np.array([0.0, -0.0, np.inf, -np.inf, 65504.0, 65520.0, 1e-8,
                         6.0e-8, 2.0 ** -24, -2.0 ** -25])
     t = pygpu.tensor(special, device=device).half()
-    np.testing.assert_array_equal(t.cpu().numpy(), special.astype(np.float16))
+    with np.errstate(over="ignore"):
+        ref = special.astype(np.float16)
+    np.testing.assert_array_equal(t.cpu().numpy(), ref)
     nan = pygpu.tensor([np.nan], device=device).half().cpu().numpy()
     assert np.isnan(nan[0])
 

@@ -1,0 +1,278 @@
+"""Side-by-side benchmarks of pygpu's compute ops against torch, cupy and
+numpy, in one run, on the same device.  Every case validates its result
+against NumPy before timing.  Figures are medians of many repetitions.
+
+  python benchmarks/bench_ops.py [--json PATH] [--quick]
+
+CPU rows always run; CUDA rows run when pygpu sees a GPU (torch and cupy
+rows when those import and see it too).
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import pygpu
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - optional peer
+    torch = None
+try:
+    import cupy
+except ImportError:  # pragma: no cover - optional peer
+    cupy = None
+
+HAS_CUDA = pygpu.cuda.is_available()
+TORCH_CUDA = torch is not None and torch.cuda.is_available()
+CUPY_CUDA = cupy is not None and HAS_CUDA
+
+
+def per_call_us(fn, inner=200, reps=31, sync=None):
+    """Median host time of one call, in microseconds: `inner` calls in a
+    loop, `reps` times (after a warm-up), synchronizing at each end."""
+    return compare({"x": (fn, sync)}, inner, reps)["x"]
+
+
+def compare(impls, inner=200, reps=31):
+    """Median microseconds per call of each {name: (fn, sync)}, timed in
+    interleaved rounds so that drifts of the machine hit all alike."""
+    for fn, sync in impls.values():
+        for _ in range(inner):
+            fn()
+        if sync:
+            sync()
+    times = {name: [] for name in impls}
+    for _ in range(reps):
+        for name, (fn, sync) in impls.items():
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            if sync:
+                sync()
+            times[name].append((time.perf_counter() - t0) / inner)
+    return {name: statistics.median(v) * 1e6 for name, v in times.items()}
+
+
+def check(name, got, ref, rtol):
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    err = np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30)
+    if not err <= rtol:
+        raise SystemExit(f"{name}: result differs from NumPy (rel err {err:.2e})")
+
+
+rows = []
+
+
+def report(group, case, impl, value, unit, ratio_to=None):
+    row = {"group": group, "case": case, "impl": impl, "value": value,
+           "unit": unit}
+    rows.append(row)
+    print(f"{group:10s} {case:28s} {impl:8s} {value:12.3f} {unit}")
+
+
+def ratios(group, case, higher_is_better, base):
+    """Ratio of pygpu to each peer for one case."""
+    vals = {r["impl"]: r["value"] for r in rows
+            if r["group"] == group and r["case"] == case}
+    if "pygpu" not in vals:
+        return
+    for impl, v in vals.items():
+        if impl == "pygpu" or v == 0:
+            continue
+        r = vals["pygpu"] / v
+        label = "pygpu/%s %s" % (impl, "throughput" if higher_is_better
+                                 else "time")
+        print(f"{'':10s} {case:28s} {label}: {r:.3f}")
+        rows.append({"group": group, "case": case, "impl": "ratio",
+                     "vs": impl, "value": r,
+                     "meaning": "throughput" if higher_is_better else "time"})
+
+
+# ------------------------------------------------------------------ CPU
+def bench_cpu(quick):
+    rng = np.random.default_rng(0)
+    for n in ([1 << 10, 1 << 22] if quick else [1 << 10, 1 << 20, 1 << 24]):
+        a = rng.standard_normal(n).astype(np.float32)
+        t = pygpu.from_numpy(a)
+        check("cpu relu", pygpu.relu(t).numpy(), np.maximum(a, 0), 0)
+        out = np.empty_like(a)
+        inner = 2000 if n <= 1 << 12 else max(3, (1 << 24) // n)
+        case = f"relu n={n}"
+        impls = {"pygpu": (lambda: pygpu.relu(t), None),
+                 "numpy": (lambda: np.maximum(a, 0, out=out), None)}
+        if torch is not None:
+            ta = torch.from_numpy(a)
+            impls["torch"] = (lambda: torch.relu(ta), None)
+        for impl, us in compare(impls, inner).items():
+            report("cpu", case, impl, us, "us")
+        ratios("cpu", case, False, "numpy")
+        case = f"add n={n}"
+        b = rng.standard_normal(n).astype(np.float32)
+        tb = pygpu.from_numpy(b)
+        check("cpu add", (t + tb).numpy(), a + b, 1e-6)
+        impls = {"pygpu": (lambda: t + tb, None),
+                 "numpy": (lambda: np.add(a, b), None)}
+        for impl, us in compare(impls, inner).items():
+            report("cpu", case, impl, us, "us")
+        ratios("cpu", case, False, "numpy")
+    for n in ([256, 1024] if quick else [256, 1024, 2048]):
+        a = rng.standard_normal((n, n)).astype(np.float32)
+        b = rng.standard_normal((n, n)).astype(np.float32)
+        ta, tb = pygpu.from_numpy(a), pygpu.from_numpy(b)
+        check("cpu matmul", (ta @ tb).numpy(),
+              a.astype(np.float64) @ b.astype(np.float64), 1e-4)
+        case = f"matmul f32 {n}^3"
+        inner = max(1, int(2e8 / n**3))
+        flop = 2.0 * n**3
+        impls = {"pygpu": (lambda: ta @ tb, None),
+                 "numpy": (lambda: np.matmul(a, b), None)}
+        for impl, us in compare(impls, inner, reps=9).items():
+            report("cpu", case, impl, flop / us / 1e6, "TFLOP/s")
+        ratios("cpu", case, True, "numpy")
+
+
+# ----------------------------------------------------------------- CUDA
+def bench_cuda(quick):
+    sync = pygpu.cuda.synchronize
+    rng = np.random.default_rng(0)
+    # host time per call on a small tensor: the thin call path
+    a = rng.standard_normal(1024).astype(np.float32)
+    b = rng.standard_normal(1024).astype(np.float32)
+    x, y = pygpu.tensor(a, device="cuda"), pygpu.tensor(b, device="cuda")
+    check("cuda relu", pygpu.relu(x).cpu().numpy(), np.maximum(a, 0), 0)
+    check("cuda add", (x + y).cpu().numpy(), a + b, 1e-6)
+    peers = {"pygpu": (x, y, pygpu.relu)}
+    if TORCH_CUDA:
+        peers["torch"] = (torch.tensor(a, device="cuda"),
+                          torch.tensor(b, device="cuda"), torch.relu)
+    if CUPY_CUDA:
+        peers["cupy"] = (cupy.asarray(a), cupy.asarray(b),
+                         lambda v: cupy.maximum(v, 0))
+    for impl, (u, v, relu) in peers.items():
+        s = sync if impl == "pygpu" else (
+            torch.cuda.synchronize if impl == "torch"
+            else cupy.cuda.runtime.deviceSynchronize)
+        report("call", "relu 1K (host us/call)", impl,
+               per_call_us(lambda: relu(u), 2000, sync=s), "us")
+        report("call", "add 1K (host us/call)", impl,
+               per_call_us(lambda: u + v, 2000, sync=s), "us")
+    ratios("call", "relu 1K (host us/call)", False, "torch")
+    ratios("call", "add 1K (host us/call)", False, "torch")
+
+    # relu bandwidth on 2^28 float32 vs a device-to-device copy
+    n = 1 << (26 if quick else 28)
+    big = pygpu.randn(n, device="cuda")
+    out = pygpu.empty(n, device="cuda")
+    check("cuda relu big", pygpu.relu(big[:4096]).cpu().numpy(),
+          np.maximum(big[:4096].cpu().numpy(), 0), 0)
+    nbytes = 2 * 4 * n  # read + write
+    us = per_call_us(lambda: pygpu.relu(big), 10, reps=15, sync=sync)
+    report("bandwidth", f"relu 2^{n.bit_length() - 1} f32", "pygpu",
+           nbytes / us / 1e3, "GB/s")
+    us = per_call_us(lambda: out.copy_(big), 10, reps=15, sync=sync)
+    report("bandwidth", f"relu 2^{n.bit_length() - 1} f32", "d2d-copy",
+           nbytes / us / 1e3, "GB/s")
+    if TORCH_CUDA:
+        tb = torch.randn(n, device="cuda")
+        to = torch.empty_like(tb)
+        us = per_call_us(lambda: torch.relu(tb), 10, reps=15,
+                         sync=torch.cuda.synchronize)
+        report("bandwidth", f"relu 2^{n.bit_length() - 1} f32", "torch",
+               nbytes / us / 1e3, "GB/s")
+        us = per_call_us(lambda: to.copy_(tb), 10, reps=15,
+                         sync=torch.cuda.synchronize)
+        report("bandwidth", f"relu 2^{n.bit_length() - 1} f32",
+               "torch-copy", nbytes / us / 1e3, "GB/s")
+        del tb, to
+    ratios("bandwidth", f"relu 2^{n.bit_length() - 1} f32", True, "d2d-copy")
+    del big, out
+
+    # matmul throughput
+    sizes = [1024, 4096] if quick else [1024, 2048, 4096, 8192]
+    for dt, tdt, tol in ((pygpu.float32, "float32", 1e-4),
+                         (pygpu.float16, "float16", 2e-2)):
+        for n in sizes:
+            case = f"matmul {tdt} {n}^3"
+            pa = pygpu.randn(n, n, dtype=dt, device="cuda")
+            pb = pygpu.randn(n, n, dtype=dt, device="cuda")
+            if n <= 2048:
+                ref = (pa.cpu().numpy().astype(np.float64)
+                       @ pb.cpu().numpy().astype(np.float64))
+                check(case, (pa @ pb).cpu().numpy(), ref, tol)
+            inner = max(2, int(4e11 / n**3))
+            flop = 2.0 * n**3
+            us = per_call_us(lambda: pa @ pb, inner, reps=9, sync=sync)
+            report("matmul", case, "pygpu", flop / us / 1e6, "TFLOP/s")
+            if TORCH_CUDA:
+                ta = torch.randn(n, n, dtype=getattr(torch, tdt), device="cuda")
+                tb = torch.randn(n, n, dtype=getattr(torch, tdt), device="cuda")
+                us = per_call_us(lambda: ta @ tb, inner, reps=9,
+                                 sync=torch.cuda.synchronize)
+                report("matmul", case, "torch", flop / us / 1e6, "TFLOP/s")
+                del ta, tb
+            if CUPY_CUDA:
+                ca = cupy.random.standard_normal((n, n)).astype(tdt)
+                cb = cupy.random.standard_normal((n, n)).astype(tdt)
+                us = per_call_us(lambda: ca @ cb, inner, reps=9,
+                                 sync=cupy.cuda.runtime.deviceSynchronize)
+                report("matmul", case, "cupy", flop / us / 1e6, "TFLOP/s")
+                del ca, cb
+            ratios("matmul", case, True, "torch")
+            del pa, pb
+
+    # fused linear + relu against torch's Linear then ReLU
+    for (bsz, fin, fout) in ((64, 784, 256), (4096, 4096, 4096)):
+        case = f"linear+relu {bsz}x{fin}->{fout}"
+        xx = pygpu.randn(bsz, fin, device="cuda")
+        ww = pygpu.randn(fout, fin, device="cuda") * 0.05
+        bb = pygpu.randn(fout, device="cuda")
+        got = pygpu.nn.functional.linear_relu(xx, ww, bb)
+        ref = np.maximum(xx.cpu().numpy().astype(np.float64)
+                         @ ww.cpu().numpy().astype(np.float64).T
+                         + bb.cpu().numpy(), 0)
+        check(case, got.cpu().numpy(), ref, 1e-4)
+        inner = 200 if bsz < 1000 else 10
+        us = per_call_us(lambda: pygpu.nn.functional.linear_relu(xx, ww, bb),
+                         inner, reps=15, sync=sync)
+        report("linear", case, "pygpu", us, "us")
+        if TORCH_CUDA:
+            lin = torch.nn.Linear(fin, fout, device="cuda")
+            act = torch.nn.ReLU()
+            tx = torch.randn(bsz, fin, device="cuda")
+            with torch.no_grad():
+                us = per_call_us(lambda: act(lin(tx)), inner, reps=15,
+                                 sync=torch.cuda.synchronize)
+            report("linear", case, "torch", us, "us")
+        ratios("linear", case, False, "torch")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--quick", action="store_true", help="fewer sizes")
+    ap.add_argument("--cpu-only", action="store_true")
+    args = ap.parse_args()
+    print(f"pygpu {pygpu.__version__}, numpy {np.__version__}, torch "
+          f"{getattr(torch, '__version__', 'absent')}, cupy "
+          f"{getattr(cupy, '__version__', 'absent')}")
+    bench_cpu(args.quick)
+    if HAS_CUDA and not args.cpu_only:
+        print("device:", pygpu.cuda.get_device_name())
+        bench_cuda(args.quick)
+    if args.json:
+        meta = {"pygpu": pygpu.__version__, "numpy": np.__version__,
+                "torch": getattr(torch, "__version__", None),
+                "cupy": getattr(cupy, "__version__", None),
+                "device": pygpu.cuda.get_device_name() if HAS_CUDA else "cpu"}
+        with open(args.json, "w") as f:
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
