@@ -111,6 +111,7 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_ops_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_reduce_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_matmul_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_linear_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_random_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_cuda_functions) < 0) {
         goto fail;

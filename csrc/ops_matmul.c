@@ -1,6 +1,7 @@
 /* ops_matmul.c - matmul (torch's semantics for 1-D, 2-D and batched
- * operands), mm, bmm and linear: shape/device/dtype checks in torch's
- * words, then NumPy's matmul on the CPU or cuBLAS/cuBLASLt on CUDA. */
+ * operands), mm and bmm: shape/device/dtype checks in torch's
+ * words, then NumPy's matmul on the CPU or cuBLAS on CUDA.  linear is in
+ * ops_linear.c. */
 #include "pygpu.h"
 #include "blas.h"
 
@@ -30,8 +31,8 @@ cname(int dtype)
     return names[dtype];
 }
 
-static int
-check_pair(const TensorObject *a, const TensorObject *b)
+int
+pygpu_check_matmul_pair(const TensorObject *a, const TensorObject *b)
 {
     if (pygpu_check_same_device(a, b) < 0) {
         return -1;
@@ -49,8 +50,8 @@ check_pair(const TensorObject *a, const TensorObject *b)
 
 /* out = numpy.matmul(a, b, out=out) over views of the tensors' memory.
  * float16 goes through float32 (NumPy has no BLAS for it). */
-static int
-cpu_matmul(TensorObject *out, TensorObject *a, TensorObject *b)
+int
+pygpu_cpu_matmul(TensorObject *out, TensorObject *a, TensorObject *b)
 {
     PyObject *aa = NULL, *ba = NULL, *oa = NULL, *r = NULL;
     TensorObject *a32 = NULL, *b32 = NULL, *o32 = NULL;
@@ -64,7 +65,7 @@ cpu_matmul(TensorObject *out, TensorObject *a, TensorObject *b)
         if (o32 == NULL) {
             goto fail;
         }
-        rc = cpu_matmul(o32, a32, b32);
+        rc = pygpu_cpu_matmul(o32, a32, b32);
         if (rc == 0) {
             rc = pygpu_op_copy_same_device(out, o32);
         }
@@ -137,8 +138,8 @@ batch_stride(const TensorObject *t, int nb, const int64_t *bshape)
 
 /* Make a matrix operand usable by cuBLAS: itself, or a contiguous copy of
  * it expanded to the batch shape.  *mat describes it. */
-static TensorObject *
-prepare_operand(TensorObject *t, int nb, const int64_t *bshape,
+TensorObject *
+pygpu_blas_operand(TensorObject *t, int nb, const int64_t *bshape,
                 pygpu_mat *mat)
 {
     int64_t rows = t->shape[t->ndim - 2], cols = t->shape[t->ndim - 1];
@@ -178,8 +179,8 @@ cuda_matmul(TensorObject *out, TensorObject *a, TensorObject *b, int nb,
 {
 #ifdef PYGPU_WITH_CUDA
     pygpu_mat ma, mb;
-    TensorObject *ua = prepare_operand(a, nb, bshape, &ma);
-    TensorObject *ub = ua ? prepare_operand(b, nb, bshape, &mb) : NULL;
+    TensorObject *ua = pygpu_blas_operand(a, nb, bshape, &ma);
+    TensorObject *ub = ua ? pygpu_blas_operand(b, nb, bshape, &mb) : NULL;
     int rc = -1;
     if (ub != NULL) {
         rc = pygpu_cuda_matmul(out->dtype, out->device.index, out->data, &ma,
@@ -216,7 +217,7 @@ pygpu_op_matmul(PyObject *ao, PyObject *bo)
     TensorObject *a = (TensorObject *)ao, *b = (TensorObject *)bo;
     TensorObject *a2 = NULL, *b2 = NULL, *out = NULL;
     PyObject *result = NULL;
-    if (check_pair(a, b) < 0) {
+    if (pygpu_check_matmul_pair(a, b) < 0) {
         return NULL;
     }
     if (a->ndim == 0 || b->ndim == 0) {
@@ -303,7 +304,7 @@ pygpu_op_matmul(PyObject *ao, PyObject *bo)
         int rc;
         if (a->device.type == PYGPU_CPU) {
             /* NumPy's matmul has the same semantics on the originals. */
-            rc = cpu_matmul(out, a, b);
+            rc = pygpu_cpu_matmul(out, a, b);
         }
         else {
             rc = cuda_matmul(out, a2, b2, nb, bshape, batch);
@@ -321,122 +322,10 @@ fail:
     return result;
 }
 
-/* ------------------------------------------------------------- linear */
-
-PyObject *
-pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
-                int relu)
-{
-    TensorObject *x2 = NULL, *out = NULL, *bc = NULL;
-    PyObject *result = NULL;
-    if (check_pair(x, w) < 0 || (bias && check_pair(x, bias) < 0)) {
-        return NULL;
-    }
-    if (w->ndim != 2 || x->ndim < 1) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "linear: expected a 2-D weight and an input of at least "
-                     "1 dim, got %dD and %dD", w->ndim, x->ndim);
-        return NULL;
-    }
-    int64_t in_f = x->shape[x->ndim - 1], out_f = w->shape[0];
-    int64_t rows = pygpu_numel(x->ndim - 1, x->shape);
-    if (in_f != w->shape[1]) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "mat1 and mat2 shapes cannot be multiplied (%lldx%lld "
-                     "and %lldx%lld)", (long long)rows, (long long)in_f,
-                     (long long)w->shape[1], (long long)out_f);
-        return NULL;
-    }
-    if (bias && (bias->ndim != 1 || bias->shape[0] != out_f)) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "linear: bias must have shape [%lld], got %d dims",
-                     (long long)out_f, bias->ndim);
-        return NULL;
-    }
-    /* x as a rows x in_f matrix: a view when its leading dims collapse. */
-    int64_t shape2[2] = {rows, in_f}, strides2[2];
-    x2 = pygpu_tensor_contiguous(x);
-    if (x2 == NULL) {
-        return NULL;
-    }
-    strides2[0] = in_f;
-    strides2[1] = 1;
-    Py_SETREF(x2, pygpu_tensor_view(x2, 2, shape2, strides2, 0));
-    if (x2 == NULL) {
-        return NULL;
-    }
-    int64_t oshape[PYGPU_MAX_DIMS];
-    memcpy(oshape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-    oshape[x->ndim - 1] = out_f;
-    out = pygpu_tensor_empty(x->ndim, oshape, x->dtype, x->device);
-    if (out == NULL) {
-        goto fail;
-    }
-    if (rows * out_f == 0) {
-        result = (PyObject *)out;
-        out = NULL;
-        goto fail;
-    }
-    if (bias) {
-        bc = pygpu_tensor_contiguous(bias);
-        if (bc == NULL) {
-            goto fail;
-        }
-    }
-    if (x->device.type == PYGPU_CPU) {
-        PyObject *wt = pygpu_t_get_T((PyObject *)w, NULL);
-        int64_t o2[2] = {rows, out_f}, os2[2] = {out_f, 1};
-        TensorObject *out2 = pygpu_tensor_view(out, 2, o2, os2, 0);
-        int rc = (wt && out2) ? cpu_matmul(out2, x2, (TensorObject *)wt) : -1;
-        Py_XDECREF(wt);
-        Py_XDECREF(out2);
-        if (rc < 0) {
-            goto fail;
-        }
-        Py_BEGIN_ALLOW_THREADS
-        if (bc != NULL) {
-            pygpu_cpu_bias_act(out->dtype, out->data, bc->data, rows, out_f,
-                               relu);
-        }
-        else if (relu) {
-            pygpu_cpu_relu_contig(out->dtype, out->data, out->data,
-                                  rows * out_f);
-        }
-        Py_END_ALLOW_THREADS
-    }
-    else {
-#ifdef PYGPU_WITH_CUDA
-        pygpu_mat mx = {x2->data, rows, in_f, in_f, 1, 0};
-        pygpu_mat mw;
-        TensorObject *uw = prepare_operand(w, 0, NULL, &mw);
-        if (uw == NULL) {
-            goto fail;
-        }
-        int rc = pygpu_cuda_linear(out->dtype, out->device.index, out->data,
-                                   &mx, &mw, bc ? bc->data : NULL, relu);
-        Py_DECREF(uw);
-        if (rc < 0) {
-            goto fail;
-        }
-#else
-        PyErr_SetString(PyExc_RuntimeError,
-                        "pygpu was built without CUDA support");
-        goto fail;
-#endif
-    }
-    result = (PyObject *)out;
-    out = NULL;
-fail:
-    Py_XDECREF(x2);
-    Py_XDECREF(out);
-    Py_XDECREF(bc);
-    return result;
-}
-
 /* ------------------------------------------------------ module functions */
 
-static int
-tensor_arg(PyObject *x, const char *fname, const char *arg)
+int
+pygpu_tensor_arg(PyObject *x, const char *fname, const char *arg)
 {
     if (!Tensor_Check(x)) {
         PyErr_Format(PyExc_TypeError,
@@ -455,8 +344,8 @@ matmul_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     PyObject *a[2];
     if (pygpu_parse_args("matmul", args, nargs, kwnames, names, 2, 2, 2,
                          a) < 0 ||
-        tensor_arg(a[0], "matmul", "input") < 0 ||
-        tensor_arg(a[1], "matmul", "other") < 0) {
+        pygpu_tensor_arg(a[0], "matmul", "input") < 0 ||
+        pygpu_tensor_arg(a[1], "matmul", "other") < 0) {
         return NULL;
     }
     return pygpu_op_matmul(a[0], a[1]);
@@ -470,8 +359,8 @@ fixed_rank_matmul(const char *fname, int rank, PyObject *const *args,
     static const char *const names[] = {"input", "mat2"};
     PyObject *a[2];
     if (pygpu_parse_args(fname, args, nargs, kwnames, names, 2, 2, 2, a) < 0 ||
-        tensor_arg(a[0], fname, "input") < 0 ||
-        tensor_arg(a[1], fname, "mat2") < 0) {
+        pygpu_tensor_arg(a[0], fname, "input") < 0 ||
+        pygpu_tensor_arg(a[1], fname, "mat2") < 0) {
         return NULL;
     }
     TensorObject *x = (TensorObject *)a[0], *y = (TensorObject *)a[1];
@@ -504,40 +393,6 @@ bmm_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
 }
 
 static PyObject *
-linear_common(const char *fname, int relu, PyObject *const *args,
-              Py_ssize_t nargs, PyObject *kwnames)
-{
-    static const char *const names[] = {"input", "weight", "bias"};
-    PyObject *a[3];
-    if (pygpu_parse_args(fname, args, nargs, kwnames, names, 3, 3, 2, a) < 0 ||
-        tensor_arg(a[0], fname, "input") < 0 ||
-        tensor_arg(a[1], fname, "weight") < 0) {
-        return NULL;
-    }
-    if (a[2] == Py_None) {
-        a[2] = NULL;
-    }
-    if (a[2] != NULL && tensor_arg(a[2], fname, "bias") < 0) {
-        return NULL;
-    }
-    return pygpu_op_linear((TensorObject *)a[0], (TensorObject *)a[1],
-                           (TensorObject *)a[2], relu);
-}
-
-static PyObject *
-linear_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
-{
-    return linear_common("linear", 0, args, nargs, kw);
-}
-
-static PyObject *
-linear_relu_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
-               PyObject *kw)
-{
-    return linear_common("linear_relu", 1, args, nargs, kw);
-}
-
-static PyObject *
 set_allow_tf32(PyObject *m, PyObject *arg)
 {
     int v = PyObject_IsTrue(arg);
@@ -564,12 +419,6 @@ PyMethodDef pygpu_matmul_functions[] = {
     {"mm", FASTKW(mm_fn), "mm(input, mat2)\n--\n\n2-D matrix product."},
     {"bmm", FASTKW(bmm_fn),
      "bmm(input, mat2)\n--\n\nBatched 3-D matrix product."},
-    {"_linear", FASTKW(linear_fn),
-     "_linear(input, weight, bias=None)\n--\n\n"
-     "input @ weight.T + bias (one cuBLASLt call with the bias epilogue)."},
-    {"_linear_relu", FASTKW(linear_relu_fn),
-     "_linear_relu(input, weight, bias=None)\n--\n\n"
-     "relu(input @ weight.T + bias) (cuBLASLt's RELU_BIAS epilogue)."},
     {"_set_allow_tf32", set_allow_tf32, METH_O,
      "_set_allow_tf32(flag, /)\n--\n\nAllow TF32 for float32 products."},
     {"_get_allow_tf32", get_allow_tf32, METH_NOARGS,

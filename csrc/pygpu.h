@@ -142,6 +142,7 @@ extern PyMethodDef pygpu_create_functions[];  /* tensor_create.c */
 extern PyMethodDef pygpu_ops_functions[];     /* ops_elementwise.c */
 extern PyMethodDef pygpu_reduce_functions[];  /* ops_reduce.c */
 extern PyMethodDef pygpu_matmul_functions[];  /* ops_matmul.c */
+extern PyMethodDef pygpu_linear_functions[];  /* ops_linear.c */
 extern PyMethodDef pygpu_random_functions[];  /* ops_random.c */
 extern PyMethodDef pygpu_cuda_functions[];    /* cuda_runtime.c/cuda_none.c */
 /* Tensor methods, getset and number slots (tensor_methods.c). */
@@ -247,6 +248,19 @@ PyObject *pygpu_op_matmul(PyObject *a, PyObject *b);
 /* x @ w.T (+ bias) (relu); bias may be NULL. */
 PyObject *pygpu_op_linear(TensorObject *x, TensorObject *w,
                           TensorObject *bias, int relu);
+/* numpy.matmul(a, b, out=out) over the tensors' memory (CPU). */
+int pygpu_cpu_matmul(TensorObject *out, TensorObject *a, TensorObject *b);
+/* A matrix operand cuBLAS can read in place (itself, or a contiguous copy
+ * expanded to the batch shape bshape[0..nb)), described in *mat (a
+ * pygpu_mat from blas.h). */
+struct pygpu_mat;
+TensorObject *pygpu_blas_operand(TensorObject *t, int nb,
+                                 const int64_t *bshape,
+                                 struct pygpu_mat *mat);
+/* Same device and dtype for a matrix product's operands, torch's words. */
+int pygpu_check_matmul_pair(const TensorObject *a, const TensorObject *b);
+/* TypeError "<fname>(): argument '<arg>' must be Tensor" unless x is one. */
+int pygpu_tensor_arg(PyObject *x, const char *fname, const char *arg);
 /* Run an elementwise copy/convert dst <- src (same shape, same device). */
 int pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src);
 /* Fill a contiguous tensor with a value. */

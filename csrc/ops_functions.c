@@ -1,0 +1,112 @@
+/* ops_functions.c - the module-level elementwise functions (pygpu.add,
+ * sub, mul, div, relu, relu_, neg) over ops_elementwise.c. */
+#include "pygpu.h"
+
+static PyObject *
+binary_fn(int op, const char *name, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "other", "alpha", "out"};
+    PyObject *a[4], *scaled = NULL, *r;
+    if (pygpu_parse_args(name, args, nargs, kwnames, names, 4, 2, 2, a) < 0) {
+        return NULL;
+    }
+    if (a[3] != NULL && a[3] != Py_None) {
+        PyErr_Format(PyExc_TypeError, "%s(): out= is not supported", name);
+        return NULL;
+    }
+    PyObject *other = a[1];
+    if (a[2] != NULL) {
+        if (op != PYGPU_ADD && op != PYGPU_SUB) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got an unexpected keyword argument 'alpha'",
+                         name);
+            return NULL;
+        }
+        other = scaled = PyNumber_Multiply(a[1], a[2]);
+        if (scaled == NULL) {
+            return NULL;
+        }
+    }
+    r = pygpu_op_binary(op, a[0], other, NULL);
+    Py_XDECREF(scaled);
+    if (r == Py_NotImplemented) {
+        Py_DECREF(r);
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): expected Tensor or Number arguments, got %.100s "
+                     "and %.100s", name, Py_TYPE(a[0])->tp_name,
+                     Py_TYPE(other)->tp_name);
+        return NULL;
+    }
+    return r;
+}
+
+#define BINARY_FN(name, op)                                                  \
+    static PyObject *name##_fn(PyObject *self, PyObject *const *args,        \
+                               Py_ssize_t nargs, PyObject *kwnames)          \
+    {                                                                        \
+        return binary_fn(op, #name, args, nargs, kwnames);                   \
+    }
+
+BINARY_FN(add, PYGPU_ADD)
+BINARY_FN(sub, PYGPU_SUB)
+BINARY_FN(mul, PYGPU_MUL)
+BINARY_FN(div, PYGPU_DIV)
+
+static int
+check_tensor(PyObject *x, const char *fname)
+{
+    return pygpu_tensor_arg(x, fname, "input");
+}
+
+static PyObject *
+relu_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+        PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "inplace"};
+    PyObject *a[2];
+    int inplace;
+    if (pygpu_parse_args("relu", args, nargs, kwnames, names, 2, 2, 1, a) < 0 ||
+        check_tensor(a[0], "relu") < 0 ||
+        pygpu_parse_bool(a[1], 0, &inplace) < 0) {
+        return NULL;
+    }
+    return pygpu_op_unary(PYGPU_RELU, (TensorObject *)a[0], inplace);
+}
+
+static PyObject *
+relu__fn(PyObject *self, PyObject *arg)
+{
+    if (check_tensor(arg, "relu_") < 0) {
+        return NULL;
+    }
+    return pygpu_op_unary(PYGPU_RELU, (TensorObject *)arg, 1);
+}
+
+static PyObject *
+neg_fn(PyObject *self, PyObject *arg)
+{
+    if (check_tensor(arg, "neg") < 0) {
+        return NULL;
+    }
+    return pygpu_op_unary(PYGPU_NEG, (TensorObject *)arg, 0);
+}
+
+#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+
+PyMethodDef pygpu_ops_functions[] = {
+    {"add", FASTKW(add_fn),
+     "add(input, other, *, alpha=1)\n--\n\ninput + alpha * other, "
+     "broadcast."},
+    {"sub", FASTKW(sub_fn),
+     "sub(input, other, *, alpha=1)\n--\n\ninput - alpha * other, "
+     "broadcast."},
+    {"mul", FASTKW(mul_fn), "mul(input, other)\n--\n\nBroadcast product."},
+    {"div", FASTKW(div_fn),
+     "div(input, other)\n--\n\nTrue division (int64 gives float32)."},
+    {"relu", FASTKW(relu_fn),
+     "relu(input, inplace=False)\n--\n\nmax(input, 0); NaN stays NaN."},
+    {"relu_", relu__fn, METH_O, "relu_(input, /)\n--\n\nIn-place relu."},
+    {"neg", neg_fn, METH_O, "neg(input, /)\n--\n\n-input."},
+    {NULL},
+};

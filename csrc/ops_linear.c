@@ -1,0 +1,167 @@
+/* ops_linear.c - linear(x, w, bias) = x @ w.T + bias over any number of
+ * leading dims, and its fused form with relu: one cuBLASLt call with the
+ * BIAS / RELU_BIAS epilogue on CUDA, NumPy's matmul then one bias+relu
+ * pass on the CPU. */
+#include "pygpu.h"
+#include "blas.h"
+
+#include <string.h>
+
+PyObject *
+pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
+                int relu)
+{
+    TensorObject *x2 = NULL, *out = NULL, *bc = NULL;
+    PyObject *result = NULL;
+    if (pygpu_check_matmul_pair(x, w) < 0 || (bias && pygpu_check_matmul_pair(x, bias) < 0)) {
+        return NULL;
+    }
+    if (w->ndim != 2 || x->ndim < 1) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "linear: expected a 2-D weight and an input of at least "
+                     "1 dim, got %dD and %dD", w->ndim, x->ndim);
+        return NULL;
+    }
+    int64_t in_f = x->shape[x->ndim - 1], out_f = w->shape[0];
+    int64_t rows = pygpu_numel(x->ndim - 1, x->shape);
+    if (in_f != w->shape[1]) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "mat1 and mat2 shapes cannot be multiplied (%lldx%lld "
+                     "and %lldx%lld)", (long long)rows, (long long)in_f,
+                     (long long)w->shape[1], (long long)out_f);
+        return NULL;
+    }
+    if (bias && (bias->ndim != 1 || bias->shape[0] != out_f)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "linear: bias must have shape [%lld], got %d dims",
+                     (long long)out_f, bias->ndim);
+        return NULL;
+    }
+    /* x as a rows x in_f matrix: a view when its leading dims collapse. */
+    int64_t shape2[2] = {rows, in_f}, strides2[2];
+    x2 = pygpu_tensor_contiguous(x);
+    if (x2 == NULL) {
+        return NULL;
+    }
+    strides2[0] = in_f;
+    strides2[1] = 1;
+    Py_SETREF(x2, pygpu_tensor_view(x2, 2, shape2, strides2, 0));
+    if (x2 == NULL) {
+        return NULL;
+    }
+    int64_t oshape[PYGPU_MAX_DIMS];
+    memcpy(oshape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    oshape[x->ndim - 1] = out_f;
+    out = pygpu_tensor_empty(x->ndim, oshape, x->dtype, x->device);
+    if (out == NULL) {
+        goto fail;
+    }
+    if (rows * out_f == 0) {
+        result = (PyObject *)out;
+        out = NULL;
+        goto fail;
+    }
+    if (bias) {
+        bc = pygpu_tensor_contiguous(bias);
+        if (bc == NULL) {
+            goto fail;
+        }
+    }
+    if (x->device.type == PYGPU_CPU) {
+        PyObject *wt = pygpu_t_get_T((PyObject *)w, NULL);
+        int64_t o2[2] = {rows, out_f}, os2[2] = {out_f, 1};
+        TensorObject *out2 = pygpu_tensor_view(out, 2, o2, os2, 0);
+        int rc = (wt && out2) ? pygpu_cpu_matmul(out2, x2, (TensorObject *)wt) : -1;
+        Py_XDECREF(wt);
+        Py_XDECREF(out2);
+        if (rc < 0) {
+            goto fail;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        if (bc != NULL) {
+            pygpu_cpu_bias_act(out->dtype, out->data, bc->data, rows, out_f,
+                               relu);
+        }
+        else if (relu) {
+            pygpu_cpu_relu_contig(out->dtype, out->data, out->data,
+                                  rows * out_f);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    else {
+#ifdef PYGPU_WITH_CUDA
+        pygpu_mat mx = {x2->data, rows, in_f, in_f, 1, 0};
+        pygpu_mat mw;
+        TensorObject *uw = pygpu_blas_operand(w, 0, NULL, &mw);
+        if (uw == NULL) {
+            goto fail;
+        }
+        int rc = pygpu_cuda_linear(out->dtype, out->device.index, out->data,
+                                   &mx, &mw, bc ? bc->data : NULL, relu);
+        Py_DECREF(uw);
+        if (rc < 0) {
+            goto fail;
+        }
+#else
+        PyErr_SetString(PyExc_RuntimeError,
+                        "pygpu was built without CUDA support");
+        goto fail;
+#endif
+    }
+    result = (PyObject *)out;
+    out = NULL;
+fail:
+    Py_XDECREF(x2);
+    Py_XDECREF(out);
+    Py_XDECREF(bc);
+    return result;
+}
+
+
+/* ------------------------------------------------------ module functions */
+
+static PyObject *
+linear_common(const char *fname, int relu, PyObject *const *args,
+              Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "weight", "bias"};
+    PyObject *a[3];
+    if (pygpu_parse_args(fname, args, nargs, kwnames, names, 3, 3, 2, a) < 0 ||
+        pygpu_tensor_arg(a[0], fname, "input") < 0 ||
+        pygpu_tensor_arg(a[1], fname, "weight") < 0) {
+        return NULL;
+    }
+    if (a[2] == Py_None) {
+        a[2] = NULL;
+    }
+    if (a[2] != NULL && pygpu_tensor_arg(a[2], fname, "bias") < 0) {
+        return NULL;
+    }
+    return pygpu_op_linear((TensorObject *)a[0], (TensorObject *)a[1],
+                           (TensorObject *)a[2], relu);
+}
+
+static PyObject *
+linear_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
+{
+    return linear_common("linear", 0, args, nargs, kw);
+}
+
+static PyObject *
+linear_relu_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+               PyObject *kw)
+{
+    return linear_common("linear_relu", 1, args, nargs, kw);
+}
+
+#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+
+PyMethodDef pygpu_linear_functions[] = {
+    {"_linear", FASTKW(linear_fn),
+     "_linear(input, weight, bias=None)\n--\n\n"
+     "input @ weight.T + bias (one cuBLASLt call with the bias epilogue)."},
+    {"_linear_relu", FASTKW(linear_relu_fn),
+     "_linear_relu(input, weight, bias=None)\n--\n\n"
+     "relu(input @ weight.T + bias) (cuBLASLt's RELU_BIAS epilogue)."},
+    {NULL},
+};
