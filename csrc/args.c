@@ -97,3 +97,36 @@ pygpu_parse_bool(PyObject *obj, int def, int *out)
     *out = v;
     return 0;
 }
+
+int
+pygpu_raise_no_cuda(void)
+{
+    PyErr_SetString(PyExc_RuntimeError,
+                    "pygpu was built without CUDA support");
+    return -1;
+}
+
+int
+pygpu_unpack_dims(PyObject *const *args, Py_ssize_t nargs, PyObject **seq,
+                  PyObject *const **items, Py_ssize_t *n)
+{
+    *seq = NULL;
+    *items = args;
+    *n = nargs;
+    if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
+        *seq = PySequence_Fast(args[0], "expected a sequence of ints");
+        if (*seq == NULL) {
+            return -1;
+        }
+        *items = PySequence_Fast_ITEMS(*seq);
+        *n = PySequence_Fast_GET_SIZE(*seq);
+    }
+    if (*n > PYGPU_MAX_DIMS) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "pygpu tensors have at most %d dimensions, got %zd",
+                     PYGPU_MAX_DIMS, *n);
+        Py_CLEAR(*seq);
+        return -1;
+    }
+    return 0;
+}

@@ -25,8 +25,7 @@ pygpu_cuda_unavailable_reason(void)
 static int
 refuse(void)
 {
-    PyErr_SetString(PyExc_RuntimeError, no_cuda);
-    return -1;
+    return pygpu_raise_no_cuda();
 }
 
 int

@@ -110,9 +110,7 @@ pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
 #define CUDA_RUN(dev, what, launch)                                          \
     do {                                                                     \
         (void)(what);                                                        \
-        PyErr_SetString(PyExc_RuntimeError,                                  \
-                        "pygpu was built without CUDA support");             \
-        return -1;                                                           \
+        return pygpu_raise_no_cuda();                                        \
     } while (0)
 #endif
 

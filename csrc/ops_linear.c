@@ -103,8 +103,7 @@ pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
             goto fail;
         }
 #else
-        PyErr_SetString(PyExc_RuntimeError,
-                        "pygpu was built without CUDA support");
+        pygpu_raise_no_cuda();
         goto fail;
 #endif
     }

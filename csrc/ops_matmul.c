@@ -190,9 +190,7 @@ cuda_matmul(TensorObject *out, TensorObject *a, TensorObject *b, int nb,
     Py_XDECREF(ub);
     return rc;
 #else
-    PyErr_SetString(PyExc_RuntimeError,
-                    "pygpu was built without CUDA support");
-    return -1;
+    return pygpu_raise_no_cuda();
 #endif
 }
 

@@ -77,9 +77,7 @@ pygpu_op_random(TensorObject *t, int normal)
                                pygpu_cuda_current_stream(t->device.index)),
         normal ? "randn" : "rand");
 #else
-    PyErr_SetString(PyExc_RuntimeError,
-                    "pygpu was built without CUDA support");
-    return -1;
+    return pygpu_raise_no_cuda();
 #endif
 }
 

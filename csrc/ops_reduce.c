@@ -44,9 +44,7 @@ run_reduce(int op, TensorObject *out, TensorObject *indices, TensorObject *in,
     Py_XDECREF(ws);
     return rc;
 #else
-    PyErr_SetString(PyExc_RuntimeError,
-                    "pygpu was built without CUDA support");
-    return -1;
+    return pygpu_raise_no_cuda();
 #endif
 }
 

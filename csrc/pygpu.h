@@ -161,6 +161,12 @@ int pygpu_parse_args(const char *fname, PyObject *const *args,
  * end); IndexError in torch's words otherwise. */
 int pygpu_parse_dim(PyObject *obj, int ndim, int *dim);
 int pygpu_parse_bool(PyObject *obj, int def, int *out);
+/* `*args` or one tuple/list argument as items[0..n); *seq holds the
+ * reference to release (NULL when args itself was used).  n is checked
+ * against PYGPU_MAX_DIMS.  -1 with an exception. */
+int pygpu_unpack_dims(PyObject *const *args, Py_ssize_t nargs,
+                      PyObject **seq, PyObject *const **items,
+                      Py_ssize_t *n);
 
 /* ---------------------------------------------------------------- devices */
 /* Parse "cpu" | "cuda" | "cuda:N" | ("cuda", N) | device | int (cuda:N).
@@ -284,6 +290,8 @@ int pygpu_check_same_device(const TensorObject *a, const TensorObject *b);
  * where each raises RuntimeError("pygpu was built without CUDA support")
  * or reports 0 devices. */
 int pygpu_cuda_built(void);
+/* RuntimeError("pygpu was built without CUDA support"); returns -1. */
+int pygpu_raise_no_cuda(void);
 int pygpu_cuda_device_count(void); /* 0 when no driver/device */
 /* Why CUDA is unusable, for messages; NULL if usable. */
 const char *pygpu_cuda_unavailable_reason(void);

@@ -107,9 +107,10 @@ tensor_alloc(PyTypeObject *tp)
     return t; /* zero-filled: base, dict, weakreflist NULL */
 }
 
-TensorObject *
-pygpu_tensor_on_storage(StorageObject *st, int ndim, const int64_t *shape,
-                        int dtype, pygpu_device dev)
+/* A new base-class tensor object with a contiguous geometry and no memory
+ * yet (base and data NULL). */
+static TensorObject *
+contiguous_alloc(int ndim, const int64_t *shape, int dtype, pygpu_device dev)
 {
     TensorObject *t = tensor_alloc(pygpu_state->Tensor_Type);
     if (t == NULL) {
@@ -122,6 +123,17 @@ pygpu_tensor_on_storage(StorageObject *st, int ndim, const int64_t *shape,
         memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
     }
     contiguous_strides(ndim, t->shape, t->strides);
+    return t;
+}
+
+TensorObject *
+pygpu_tensor_on_storage(StorageObject *st, int ndim, const int64_t *shape,
+                        int dtype, pygpu_device dev)
+{
+    TensorObject *t = contiguous_alloc(ndim, shape, dtype, dev);
+    if (t == NULL) {
+        return NULL;
+    }
     t->base = Py_NewRef((PyObject *)st);
     t->data = st->ptr;
     return t;
@@ -136,17 +148,10 @@ pygpu_tensor_empty(int ndim, const int64_t *shape, int dtype,
     if (check_shape(ndim, shape, dtype, &nbytes) < 0) {
         return NULL;
     }
-    t = tensor_alloc(pygpu_state->Tensor_Type);
+    t = contiguous_alloc(ndim, shape, dtype, dev);
     if (t == NULL) {
         return NULL;
     }
-    t->dtype = dtype;
-    t->ndim = ndim;
-    t->device = dev;
-    if (ndim > 0) {
-        memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
-    }
-    contiguous_strides(ndim, t->shape, t->strides);
     if (dev.type == PYGPU_CPU) {
         npy_intp dims[PYGPU_MAX_DIMS];
         for (int d = 0; d < ndim; d++) {
@@ -216,23 +221,12 @@ int
 pygpu_parse_shape(PyObject *const *args, Py_ssize_t nargs, int *ndim,
                   int64_t *shape)
 {
-    PyObject *seq = NULL;
-    PyObject *const *items = args;
-    Py_ssize_t n = nargs;
+    PyObject *seq;
+    PyObject *const *items;
+    Py_ssize_t n;
     int rc = -1;
-    if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
-        seq = PySequence_Fast(args[0], "size must be a sequence of ints");
-        if (seq == NULL) {
-            return -1;
-        }
-        items = PySequence_Fast_ITEMS(seq);
-        n = PySequence_Fast_GET_SIZE(seq);
-    }
-    if (n > PYGPU_MAX_DIMS) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "pygpu tensors have at most %d dimensions, got %zd",
-                     PYGPU_MAX_DIMS, n);
-        goto fail;
+    if (pygpu_unpack_dims(args, nargs, &seq, &items, &n) < 0) {
+        return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = items[i];

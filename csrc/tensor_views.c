@@ -13,23 +13,12 @@ infer_shape(PyObject *const *args, Py_ssize_t nargs, int64_t numel,
 {
     int neg = -1;
     int64_t known = 1;
-    PyObject *seq = NULL;
-    PyObject *const *items = args;
-    Py_ssize_t n = nargs;
+    PyObject *seq;
+    PyObject *const *items;
+    Py_ssize_t n;
     int rc = -1;
-    if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
-        seq = PySequence_Fast(args[0], "shape must be a sequence");
-        if (seq == NULL) {
-            return -1;
-        }
-        items = PySequence_Fast_ITEMS(seq);
-        n = PySequence_Fast_GET_SIZE(seq);
-    }
-    if (n > PYGPU_MAX_DIMS) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "pygpu tensors have at most %d dimensions",
-                     PYGPU_MAX_DIMS);
-        goto fail;
+    if (pygpu_unpack_dims(args, nargs, &seq, &items, &n) < 0) {
+        return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (!PyLong_Check(items[i]) || PyBool_Check(items[i])) {
@@ -280,13 +269,8 @@ pygpu_t_permute(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
     PyObject *const *items = args;
     Py_ssize_t n = nargs;
     int perm[PYGPU_MAX_DIMS], seen[PYGPU_MAX_DIMS] = {0};
-    if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
-        seq = PySequence_Fast(args[0], "dims must be a sequence");
-        if (seq == NULL) {
-            return NULL;
-        }
-        items = PySequence_Fast_ITEMS(seq);
-        n = PySequence_Fast_GET_SIZE(seq);
+    if (pygpu_unpack_dims(args, nargs, &seq, &items, &n) < 0) {
+        return NULL;
     }
     if (n != t->ndim) {
         PyErr_Format(PyExc_RuntimeError,
@@ -412,13 +396,8 @@ pygpu_t_expand(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
     PyObject *const *items = args;
     Py_ssize_t n = nargs;
     PyObject *r = NULL;
-    if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
-        seq = PySequence_Fast(args[0], "sizes must be a sequence");
-        if (seq == NULL) {
-            return NULL;
-        }
-        items = PySequence_Fast_ITEMS(seq);
-        n = PySequence_Fast_GET_SIZE(seq);
+    if (pygpu_unpack_dims(args, nargs, &seq, &items, &n) < 0) {
+        return NULL;
     }
     if (n < t->ndim || n > PYGPU_MAX_DIMS) {
         PyErr_Format(PyExc_RuntimeError,

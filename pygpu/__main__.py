@@ -26,7 +26,7 @@ def environment():
     else:
         print(f"CUDA: built against {ver(versions['built'])}, "
               f"runtime {ver(versions['runtime'])}, "
-              f"driver supports {ver(versions['driver'])}")
+              f"driver {ver(versions['driver'])}")
     if not cuda.is_available():
         why = pygpu._C._cuda_unavailable_reason()
         print(f"GPUs: none ({why})")
