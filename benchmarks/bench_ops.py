@@ -103,11 +103,21 @@ def bench_cpu(quick):
         out = np.empty_like(a)
         inner = 2000 if n <= 1 << 12 else max(3, (1 << 24) // n)
         case = f"relu n={n}"
+        # out of place: both allocate their result
         impls = {"pygpu": (lambda: pygpu.relu(t), None),
-                 "numpy": (lambda: np.maximum(a, 0, out=out), None)}
+                 "numpy": (lambda: np.maximum(a, 0), None)}
         if torch is not None:
             ta = torch.from_numpy(a)
             impls["torch"] = (lambda: torch.relu(ta), None)
+        for impl, us in compare(impls, inner).items():
+            report("cpu", case, impl, us, "us")
+        ratios("cpu", case, False, "numpy")
+        # in place: relu_ against np.maximum(x, 0, out=x)
+        case = f"relu_ n={n}"
+        c = a.copy()
+        tc = pygpu.from_numpy(c)
+        impls = {"pygpu": (lambda: pygpu.relu_(tc), None),
+                 "numpy": (lambda: np.maximum(c, 0, out=c), None)}
         for impl, us in compare(impls, inner).items():
             report("cpu", case, impl, us, "us")
         ratios("cpu", case, False, "numpy")

@@ -81,10 +81,11 @@ __host__ __device__ __forceinline__ T scalar_as(pygpu_scalar_value s)
 }
 
 /* relu as torch has it: NaN stays NaN (fmax(x, 0) would drop it).  Every
- * comparison with NaN is false, so NaN takes the `x` branch. */
+ * comparison with NaN is false, so NaN takes the `x` branch; -0.0 stays
+ * -0.0, the same as the CPU loop. */
 template <typename A> __device__ __forceinline__ A relu(A x)
 {
-    return x <= A(0) ? A(0) : x;
+    return x < A(0) ? A(0) : x;
 }
 
 /* ----------------------------------------------------------- dispatch */
