@@ -390,7 +390,7 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
     PyObject *item = NULL, *res;
     if (is_cpu_scalar_tensor(b, a) || is_cpu_scalar_tensor(a, b)) {
         PyObject **which = is_cpu_scalar_tensor(b, a) ? &b : &a;
-        item = PyObject_CallMethod(*which, "item", NULL);
+        item = pygpu_t_item(*which, NULL);
         if (item == NULL) {
             return NULL;
         }

@@ -2,12 +2,42 @@
  * sub, mul, div, relu, relu_, neg) over ops_elementwise.c. */
 #include "pygpu.h"
 
+PyObject *
+pygpu_binary_call(int op, const char *name, PyObject *input,
+                  PyObject *other, PyObject *alpha, TensorObject *out)
+{
+    PyObject *scaled = NULL, *r;
+    if (alpha != NULL) {
+        if (op != PYGPU_ADD && op != PYGPU_SUB) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got an unexpected keyword argument 'alpha'",
+                         name);
+            return NULL;
+        }
+        other = scaled = PyNumber_Multiply(other, alpha);
+        if (scaled == NULL) {
+            return NULL;
+        }
+    }
+    r = pygpu_op_binary(op, input, other, out);
+    if (r == Py_NotImplemented) {
+        Py_DECREF(r);
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): expected Tensor or Number arguments, got %.100s "
+                     "and %.100s", name, Py_TYPE(input)->tp_name,
+                     Py_TYPE(other)->tp_name);
+        r = NULL;
+    }
+    Py_XDECREF(scaled);
+    return r;
+}
+
 static PyObject *
 binary_fn(int op, const char *name, PyObject *const *args, Py_ssize_t nargs,
           PyObject *kwnames)
 {
     static const char *const names[] = {"input", "other", "alpha", "out"};
-    PyObject *a[4], *scaled = NULL, *r;
+    PyObject *a[4];
     if (pygpu_parse_args(name, args, nargs, kwnames, names, 4, 2, 2, a) < 0) {
         return NULL;
     }
@@ -15,30 +45,7 @@ binary_fn(int op, const char *name, PyObject *const *args, Py_ssize_t nargs,
         PyErr_Format(PyExc_TypeError, "%s(): out= is not supported", name);
         return NULL;
     }
-    PyObject *other = a[1];
-    if (a[2] != NULL) {
-        if (op != PYGPU_ADD && op != PYGPU_SUB) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() got an unexpected keyword argument 'alpha'",
-                         name);
-            return NULL;
-        }
-        other = scaled = PyNumber_Multiply(a[1], a[2]);
-        if (scaled == NULL) {
-            return NULL;
-        }
-    }
-    r = pygpu_op_binary(op, a[0], other, NULL);
-    Py_XDECREF(scaled);
-    if (r == Py_NotImplemented) {
-        Py_DECREF(r);
-        PyErr_Format(PyExc_TypeError,
-                     "%s(): expected Tensor or Number arguments, got %.100s "
-                     "and %.100s", name, Py_TYPE(a[0])->tp_name,
-                     Py_TYPE(other)->tp_name);
-        return NULL;
-    }
-    return r;
+    return pygpu_binary_call(op, name, a[0], a[1], a[2], NULL);
 }
 
 #define BINARY_FN(name, op)                                                  \

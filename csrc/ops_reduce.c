@@ -161,7 +161,7 @@ pygpu_op_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim)
     if ((PyTuple_Check(dimobj) || PyList_Check(dimobj)) && op != PYGPU_MAX) {
         /* Several dims: reduce one at a time from the last, keeping dims
          * so the remaining indices stay valid, then drop them. */
-        int dims[PYGPU_MAX_DIMS], mark[PYGPU_MAX_DIMS] = {0}, nd = 0;
+        int mark[PYGPU_MAX_DIMS] = {0}, nd = 0;
         Py_ssize_t n = PySequence_Size(dimobj);
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *item = PySequence_GetItem(dimobj, i);
@@ -176,7 +176,7 @@ pygpu_op_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim)
                              "dims", d);
                 return NULL;
             }
-            dims[nd++] = d;
+            nd++;
         }
         if (nd == 0) {
             return reduce_dim(op, t, -1, keepdim, 0);
@@ -200,7 +200,6 @@ pygpu_op_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim)
             Py_SETREF(cur, (PyObject *)pygpu_tensor_view(c, k, shape,
                                                          strides, 0));
         }
-        (void)dims;
         return cur;
     }
     PyErr_Format(PyExc_TypeError, "%s(): dim must be an int%s, not %.100s",

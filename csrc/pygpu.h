@@ -233,6 +233,8 @@ TensorObject *pygpu_tensor_to(TensorObject *src, pygpu_device dev,
 TensorObject *pygpu_tensor_contiguous(TensorObject *src);
 /* t.T as a new view (tensor_views.c). */
 PyObject *pygpu_t_get_T(PyObject *op, void *closure);
+/* t.item(): the single element as a Python number (tensor_convert.c). */
+PyObject *pygpu_t_item(PyObject *op, PyObject *noargs);
 /* pygpu.Size from shape. */
 PyObject *pygpu_size_new(int ndim, const int64_t *shape);
 /* Parse `*size` or one sequence argument into shape; -1 with exception. */
@@ -245,6 +247,11 @@ int pygpu_parse_shape(PyObject *const *args, Py_ssize_t nargs, int *ndim,
  * its shape, its dtype is kept).  New reference or NULL. */
 PyObject *pygpu_op_binary(int op, PyObject *a, PyObject *b,
                           TensorObject *out);
+/* pygpu.add(input, other, alpha=...) and t.add(other, alpha=...): alpha
+ * (may be NULL) scales other, as torch; TypeError for non-numbers. */
+PyObject *pygpu_binary_call(int op, const char *name, PyObject *input,
+                            PyObject *other, PyObject *alpha,
+                            TensorObject *out);
 PyObject *pygpu_op_unary(int op, TensorObject *a, int inplace);
 /* op over dim (NULL/None: all elements). MAX over a dim gives a
  * (values, indices) pair, as torch. */

@@ -251,34 +251,12 @@ binary_method(PyObject *op, int binop, int inplace, const char *name,
               PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     static const char *const names[] = {"other", "alpha"};
-    PyObject *a[2], *scaled = NULL, *r;
+    PyObject *a[2];
     if (pygpu_parse_args(name, args, nargs, kwnames, names, 2, 1, 1, a) < 0) {
         return NULL;
     }
-    PyObject *other = a[0];
-    if (a[1] != NULL) {
-        if (binop != PYGPU_ADD && binop != PYGPU_SUB) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() got an unexpected keyword argument 'alpha'",
-                         name);
-            return NULL;
-        }
-        scaled = PyNumber_Multiply(other, a[1]);
-        if (scaled == NULL) {
-            return NULL;
-        }
-        other = scaled;
-    }
-    r = pygpu_op_binary(binop, op, other, inplace ? SELF : NULL);
-    Py_XDECREF(scaled);
-    if (r == Py_NotImplemented) {
-        Py_DECREF(r);
-        PyErr_Format(PyExc_TypeError,
-                     "%s(): argument 'other' must be Tensor or Number, not "
-                     "%.100s", name, Py_TYPE(other)->tp_name);
-        return NULL;
-    }
-    return r;
+    return pygpu_binary_call(binop, name, op, a[0], a[1],
+                             inplace ? SELF : NULL);
 }
 
 #define BINARY_METHOD(fname, binop, inplace)                                 \

@@ -77,7 +77,6 @@ t_pos(PyObject *a)
 static PyObject *
 single_item(PyObject *a)
 {
-    extern PyObject *pygpu_t_item(PyObject *op, PyObject *noargs);
     return pygpu_t_item(a, NULL);
 }
 
