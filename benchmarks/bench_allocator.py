@@ -14,7 +14,6 @@
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -26,6 +25,7 @@ except ImportError:  # run from a checkout that was built but not installed
         os.path.abspath(__file__))))
     import pygpu
 from pygpu import _C  # noqa: E402
+from provenance import provenance  # noqa: E402
 
 MiB = 1 << 20
 SIZES = [1, 1024, 256 * 1024, MiB, 16 * MiB]  # float32 elements
@@ -84,8 +84,7 @@ def main(argv=None):
     iters, repeats, calls = (20000, 5, 2000) if args.quick else \
         (200000, 11, 10000)
 
-    results = {"python": sys.version.split()[0],
-               "machine": platform.machine(), "core_pair_ns": {},
+    results = {"meta": provenance(), "core_pair_ns": {},
                "empty_ns": {}}
     print("cached 1 MiB allocate+free pair (timed in C, median of "
           f"{repeats} x {iters}):")

@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 import pygpu
+from provenance import provenance
 
 try:
     import torch
@@ -100,7 +101,6 @@ def bench_cpu(quick):
         a = rng.standard_normal(n).astype(np.float32)
         t = pygpu.from_numpy(a)
         check("cpu relu", pygpu.relu(t).numpy(), np.maximum(a, 0), 0)
-        out = np.empty_like(a)
         inner = 2000 if n <= 1 << 12 else max(3, (1 << 24) // n)
         case = f"relu n={n}"
         # out of place: both allocate their result
@@ -147,8 +147,29 @@ def bench_cpu(quick):
 
 
 # ----------------------------------------------------------------- CUDA
+def peer_syncs():
+    """The synchronize function of each library that sees the GPU."""
+    syncs = {"pygpu": pygpu.cuda.synchronize}
+    if TORCH_CUDA:
+        syncs["torch"] = torch.cuda.synchronize
+    if CUPY_CUDA:
+        syncs["cupy"] = cupy.cuda.runtime.deviceSynchronize
+    return syncs
+
+
+def run_case(group, case, impls, inner, reps, unit, to_value, base,
+             higher_is_better):
+    """Time {name: (fn, sync)} interleaved, report each and the ratios."""
+    for impl, us in compare(impls, inner, reps).items():
+        report(group, case, impl, to_value(us), unit)
+    ratios(group, case, higher_is_better, base)
+
+
 def bench_cuda(quick):
-    sync = pygpu.cuda.synchronize
+    if torch is not None:
+        # no autograd bookkeeping in torch's timings (pygpu has none)
+        torch.set_grad_enabled(False)
+    syncs = peer_syncs()
     rng = np.random.default_rng(0)
     # host time per call on a small tensor: the thin call path
     a = rng.standard_normal(1024).astype(np.float32)
@@ -163,44 +184,37 @@ def bench_cuda(quick):
     if CUPY_CUDA:
         peers["cupy"] = (cupy.asarray(a), cupy.asarray(b),
                          lambda v: cupy.maximum(v, 0))
-    for impl, (u, v, relu) in peers.items():
-        s = sync if impl == "pygpu" else (
-            torch.cuda.synchronize if impl == "torch"
-            else cupy.cuda.runtime.deviceSynchronize)
-        report("call", "relu 1K (host us/call)", impl,
-               per_call_us(lambda: relu(u), 2000, sync=s), "us")
-        report("call", "add 1K (host us/call)", impl,
-               per_call_us(lambda: u + v, 2000, sync=s), "us")
-    ratios("call", "relu 1K (host us/call)", False, "torch")
-    ratios("call", "add 1K (host us/call)", False, "torch")
 
-    # relu bandwidth on 2^28 float32 vs a device-to-device copy
+    def bind(fn, *args):
+        return lambda: fn(*args)
+
+    for what, make in (("relu", lambda p: bind(p[2], p[0])),
+                       ("add", lambda p: bind(lambda u, v: u + v,
+                                              p[0], p[1]))):
+        impls = {k: (make(p), syncs[k]) for k, p in peers.items()}
+        run_case("call", f"{what} 1K (host us/call)", impls, 2000, 31,
+                 "us", lambda us: us, "torch", False)
+    peers = None
+
+    # relu bandwidth on 2^28 float32 against a device-to-device copy of the
+    # same bytes (pygpu's dense copy_ is cudaMemcpyAsync)
     n = 1 << (26 if quick else 28)
-    big = pygpu.randn(n, device="cuda")
-    out = pygpu.empty(n, device="cuda")
-    check("cuda relu big", pygpu.relu(big[:4096]).cpu().numpy(),
-          np.maximum(big[:4096].cpu().numpy(), 0), 0)
+    case = f"relu 2^{n.bit_length() - 1} f32"
     nbytes = 2 * 4 * n  # read + write
-    us = per_call_us(lambda: pygpu.relu(big), 10, reps=15, sync=sync)
-    report("bandwidth", f"relu 2^{n.bit_length() - 1} f32", "pygpu",
-           nbytes / us / 1e3, "GB/s")
-    us = per_call_us(lambda: out.copy_(big), 10, reps=15, sync=sync)
-    report("bandwidth", f"relu 2^{n.bit_length() - 1} f32", "d2d-copy",
-           nbytes / us / 1e3, "GB/s")
+    src = pygpu.randn(n, device="cuda")
+    dst = pygpu.empty(n, device="cuda")
+    check("cuda relu big", pygpu.relu(src[:4096]).cpu().numpy(),
+          np.maximum(src[:4096].cpu().numpy(), 0), 0)
+    impls = {"pygpu": (bind(pygpu.relu, src), syncs["pygpu"]),
+             "d2d-copy": (bind(dst.copy_, src), syncs["pygpu"])}
     if TORCH_CUDA:
-        tb = torch.randn(n, device="cuda")
-        to = torch.empty_like(tb)
-        us = per_call_us(lambda: torch.relu(tb), 10, reps=15,
-                         sync=torch.cuda.synchronize)
-        report("bandwidth", f"relu 2^{n.bit_length() - 1} f32", "torch",
-               nbytes / us / 1e3, "GB/s")
-        us = per_call_us(lambda: to.copy_(tb), 10, reps=15,
-                         sync=torch.cuda.synchronize)
-        report("bandwidth", f"relu 2^{n.bit_length() - 1} f32",
-               "torch-copy", nbytes / us / 1e3, "GB/s")
-        del tb, to
-    ratios("bandwidth", f"relu 2^{n.bit_length() - 1} f32", True, "d2d-copy")
-    del big, out
+        tsrc = torch.randn(n, device="cuda")
+        tdst = torch.empty_like(tsrc)
+        impls["torch"] = (bind(torch.relu, tsrc), syncs["torch"])
+        impls["torch-copy"] = (bind(tdst.copy_, tsrc), syncs["torch"])
+    run_case("bandwidth", case, impls, 10, 15, "GB/s",
+             lambda us: nbytes / us / 1e3, "d2d-copy", True)
+    impls = src = dst = tsrc = tdst = None
 
     # matmul throughput
     sizes = [1024, 4096] if quick else [1024, 2048, 4096, 8192]
@@ -214,51 +228,44 @@ def bench_cuda(quick):
                 ref = (pa.cpu().numpy().astype(np.float64)
                        @ pb.cpu().numpy().astype(np.float64))
                 check(case, (pa @ pb).cpu().numpy(), ref, tol)
-            inner = max(2, int(4e11 / n**3))
-            flop = 2.0 * n**3
-            us = per_call_us(lambda: pa @ pb, inner, reps=9, sync=sync)
-            report("matmul", case, "pygpu", flop / us / 1e6, "TFLOP/s")
+            impls = {"pygpu": (bind(pygpu.matmul, pa, pb), syncs["pygpu"])}
             if TORCH_CUDA:
-                ta = torch.randn(n, n, dtype=getattr(torch, tdt), device="cuda")
-                tb = torch.randn(n, n, dtype=getattr(torch, tdt), device="cuda")
-                us = per_call_us(lambda: ta @ tb, inner, reps=9,
-                                 sync=torch.cuda.synchronize)
-                report("matmul", case, "torch", flop / us / 1e6, "TFLOP/s")
-                del ta, tb
+                tt = getattr(torch, tdt)
+                impls["torch"] = (bind(torch.matmul,
+                                       torch.randn(n, n, dtype=tt,
+                                                   device="cuda"),
+                                       torch.randn(n, n, dtype=tt,
+                                                   device="cuda")),
+                                  syncs["torch"])
             if CUPY_CUDA:
                 ca = cupy.random.standard_normal((n, n)).astype(tdt)
                 cb = cupy.random.standard_normal((n, n)).astype(tdt)
-                us = per_call_us(lambda: ca @ cb, inner, reps=9,
-                                 sync=cupy.cuda.runtime.deviceSynchronize)
-                report("matmul", case, "cupy", flop / us / 1e6, "TFLOP/s")
-                del ca, cb
-            ratios("matmul", case, True, "torch")
-            del pa, pb
+                impls["cupy"] = (bind(cupy.matmul, ca, cb), syncs["cupy"])
+            flop = 2.0 * n**3
+            run_case("matmul", case, impls, max(2, int(4e11 / n**3)), 9,
+                     "TFLOP/s", lambda us: flop / us / 1e6, "torch", True)
+            impls = pa = pb = ca = cb = None
 
     # fused linear + relu against torch's Linear then ReLU
+    lin_relu = pygpu.nn.functional.linear_relu
     for (bsz, fin, fout) in ((64, 784, 256), (4096, 4096, 4096)):
         case = f"linear+relu {bsz}x{fin}->{fout}"
         xx = pygpu.randn(bsz, fin, device="cuda")
         ww = pygpu.randn(fout, fin, device="cuda") * 0.05
         bb = pygpu.randn(fout, device="cuda")
-        got = pygpu.nn.functional.linear_relu(xx, ww, bb)
         ref = np.maximum(xx.cpu().numpy().astype(np.float64)
                          @ ww.cpu().numpy().astype(np.float64).T
                          + bb.cpu().numpy(), 0)
-        check(case, got.cpu().numpy(), ref, 1e-4)
-        inner = 200 if bsz < 1000 else 10
-        us = per_call_us(lambda: pygpu.nn.functional.linear_relu(xx, ww, bb),
-                         inner, reps=15, sync=sync)
-        report("linear", case, "pygpu", us, "us")
+        check(case, lin_relu(xx, ww, bb).cpu().numpy(), ref, 1e-4)
+        impls = {"pygpu": (bind(lin_relu, xx, ww, bb), syncs["pygpu"])}
         if TORCH_CUDA:
             lin = torch.nn.Linear(fin, fout, device="cuda")
             act = torch.nn.ReLU()
             tx = torch.randn(bsz, fin, device="cuda")
-            with torch.no_grad():
-                us = per_call_us(lambda: act(lin(tx)), inner, reps=15,
-                                 sync=torch.cuda.synchronize)
-            report("linear", case, "torch", us, "us")
-        ratios("linear", case, False, "torch")
+            impls["torch"] = (lambda f=lin, g=act, v=tx: g(f(v)),
+                              syncs["torch"])
+        run_case("linear", case, impls, 200 if bsz < 1000 else 10, 15,
+                 "us", lambda us: us, "torch", False)
 
 
 def main():
@@ -275,10 +282,12 @@ def main():
         print("device:", pygpu.cuda.get_device_name())
         bench_cuda(args.quick)
     if args.json:
-        meta = {"pygpu": pygpu.__version__, "numpy": np.__version__,
-                "torch": getattr(torch, "__version__", None),
-                "cupy": getattr(cupy, "__version__", None),
-                "device": pygpu.cuda.get_device_name() if HAS_CUDA else "cpu"}
+        meta = provenance()
+        meta.update({"pygpu": pygpu.__version__, "numpy": np.__version__,
+                     "torch": getattr(torch, "__version__", None),
+                     "cupy": getattr(cupy, "__version__", None),
+                     "device": pygpu.cuda.get_device_name() if HAS_CUDA
+                     else "cpu"})
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
     return 0

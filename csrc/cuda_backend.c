@@ -35,14 +35,13 @@ static int failure(cuda_ctx *c, cudaError_t err, const char *call)
     return PYGPU_ALLOC_ERROR;
 }
 
-/* Make `device` current; *prev receives the device to restore. */
-static cudaError_t enter_device(int device, int *prev)
+int pygpu_cuda_enter_device(int device, int *prev)
 {
     cudaError_t err = cudaGetDevice(prev);
 
     if (err != cudaSuccess) {
         *prev = device;
-        return err;
+        return (int)err;
     }
     if (*prev != device) {
         err = cudaSetDevice(device);
@@ -50,13 +49,13 @@ static cudaError_t enter_device(int device, int *prev)
             *prev = device; /* nothing to restore */
         }
     }
-    return err;
+    return (int)err;
 }
 
-static void leave_device(int device, int prev)
+void pygpu_cuda_leave_device(int device, int prev)
 {
-    if (prev != device) {
-        (void)cudaSetDevice(prev);
+    if (prev != device && cudaSetDevice(prev) != cudaSuccess) {
+        (void)cudaGetLastError();
     }
 }
 
@@ -65,13 +64,13 @@ static int device_alloc(void *ctx, int device, size_t size, void **ptr)
 {
     cuda_ctx *c = ctx;
     int prev;
-    cudaError_t err = enter_device(device, &prev);
+    cudaError_t err = (cudaError_t)pygpu_cuda_enter_device(device, &prev);
 
     if (err != cudaSuccess) {
         return failure(c, err, "cudaSetDevice");
     }
     err = cudaMalloc(ptr, size);
-    leave_device(device, prev);
+    pygpu_cuda_leave_device(device, prev);
     if (err != cudaSuccess) {
         return failure(c, err, "cudaMalloc");
     }
@@ -85,9 +84,9 @@ static void device_free(void *ctx, int device, void *ptr)
     (void)ctx;
     /* Errors cannot be reported from a free (it runs in deallocators);
      * at interpreter exit the runtime may already be unloading. */
-    if (enter_device(device, &prev) == cudaSuccess) {
+    if (pygpu_cuda_enter_device(device, &prev) == cudaSuccess) {
         (void)cudaFree(ptr);
-        leave_device(device, prev);
+        pygpu_cuda_leave_device(device, prev);
     }
     (void)cudaGetLastError();
 }
@@ -96,12 +95,12 @@ static int device_info(void *ctx, int device, size_t *free_bytes,
                        size_t *total_bytes)
 {
     int prev;
-    cudaError_t err = enter_device(device, &prev);
+    cudaError_t err = (cudaError_t)pygpu_cuda_enter_device(device, &prev);
 
     (void)ctx;
     if (err == cudaSuccess) {
         err = cudaMemGetInfo(free_bytes, total_bytes);
-        leave_device(device, prev);
+        pygpu_cuda_leave_device(device, prev);
     }
     if (err != cudaSuccess) {
         (void)cudaGetLastError();

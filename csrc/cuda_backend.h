@@ -20,6 +20,14 @@
 void pygpu_cuda_backend_init(pygpu_alloc_backend *backend, int device,
                              int pinned);
 
+/* Make `device` current for one operation; *prev receives the device to
+ * hand to pygpu_cuda_leave_device (on failure, `device` itself, so that
+ * leaving does nothing).  Returns the cudaError_t of the switch. */
+int pygpu_cuda_enter_device(int device, int *prev);
+/* Restore `prev` if it differs from `device`; a failed switch back leaves
+ * no error behind for the next check. */
+void pygpu_cuda_leave_device(int device, int prev);
+
 /* Number of CUDA devices; 0 (and the reason in *why) when the driver or
  * the devices are missing. */
 int pygpu_cuda_backend_device_count(const char **why);

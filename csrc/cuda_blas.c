@@ -305,8 +305,8 @@ int pygpu_blas_types(int dtype, int tf32, cudaDataType_t *data,
 }
 
 int pygpu_blas_gemm(pygpu_blas_dev *d, int dtype, int tf32, int kind,
-                    const pygpu_gemm_plan *p, void *c, cudaStream_t stream,
-                    pygpu_blas_err *e)
+                    const pygpu_gemm_plan *p, void *c, int accumulate,
+                    cudaStream_t stream, pygpu_blas_err *e)
 {
     static const float one_f = 1.0f, zero_f = 0.0f;
     static const double one_d = 1.0, zero_d = 0.0;
@@ -320,6 +320,9 @@ int pygpu_blas_gemm(pygpu_blas_dev *d, int dtype, int tf32, int kind,
     if (pygpu_blas_types(dtype, tf32, &type, &compute, &scale) < 0) {
         return pygpu_blas_check(CUBLAS_STATUS_NOT_SUPPORTED, "gemm dtype", e);
     }
+    if (kind == PYGPU_GEMM_ZERO && accumulate) {
+        return 0; /* C + (empty sum) is C */
+    }
     if (kind == PYGPU_GEMM_ZERO) {
         /* k == 0: the product is all zeros, and +0.0 is all-zero bits. */
         size_t bytes = (size_t)(p->batch * p->m * p->n) *
@@ -329,7 +332,8 @@ int pygpu_blas_gemm(pygpu_blas_dev *d, int dtype, int tf32, int kind,
                                      e);
     }
     alpha = scale == CUDA_R_64F ? (const void *)&one_d : (const void *)&one_f;
-    beta = scale == CUDA_R_64F ? (const void *)&zero_d : (const void *)&zero_f;
+    beta = scale == CUDA_R_64F ? (const void *)(accumulate ? &one_d : &zero_d)
+                               : (const void *)(accumulate ? &one_f : &zero_f);
     ta = p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     tb = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (pygpu_gemm_plan_fits_int(p)) {
@@ -381,7 +385,7 @@ int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
     pygpu_gemm_plan p;
     pygpu_blas_dev *d;
     cudaStream_t stream;
-    int tf32, kind;
+    int tf32, kind, prev, rc;
 
     tf32 = dtype == PYGPU_FLOAT32 && pygpu_get_allow_tf32();
     if (pygpu_blas_types(dtype, tf32, &type, &compute, &scale) < 0) {
@@ -395,16 +399,16 @@ int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
     if (kind == PYGPU_GEMM_NOOP) {
         return 0;
     }
-    if (pygpu_cuda_set_device(device) < 0) {
+    prev = pygpu_cuda_device_guard(device);
+    if (prev < 0) {
         return -1;
     }
     stream = (cudaStream_t)pygpu_cuda_current_stream(device);
     d = pygpu_blas_acquire(device, stream, &e);
     if (d != NULL) {
-        pygpu_blas_gemm(d, dtype, tf32, kind, &p, c, stream, &e);
+        pygpu_blas_gemm(d, dtype, tf32, kind, &p, c, 0, stream, &e);
     }
-    if (pygpu_blas_release(d, stream, &e) < 0) {
-        return pygpu_blas_raise(&e);
-    }
-    return 0;
+    rc = pygpu_blas_release(d, stream, &e) < 0 ? pygpu_blas_raise(&e) : 0;
+    pygpu_cuda_device_restore(prev);
+    return rc;
 }

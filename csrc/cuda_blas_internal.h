@@ -65,12 +65,13 @@ int pygpu_blas_check(cublasStatus_t st, const char *call, pygpu_blas_err *e);
 int pygpu_blas_cuda_check(cudaError_t err, const char *call,
                           const char *file, int line, pygpu_blas_err *e);
 
-/* Run a planned gemm (C = op(A) op(B), beta 0) or, for PYGPU_GEMM_ZERO,
- * zero-fill C, on d bound to `stream`.  dtype is a supported
- * pygpu_scalar.  0, or -1 with *e set. */
+/* Run a planned gemm, C = op(A) op(B) (accumulate 0) or C += op(A) op(B)
+ * (accumulate 1: beta 1, the sum rounded once), on d bound to `stream`.
+ * For PYGPU_GEMM_ZERO (k == 0) C is zero-filled, or left as it is when
+ * accumulating.  dtype is a supported pygpu_scalar.  0, or -1 with *e. */
 int pygpu_blas_gemm(pygpu_blas_dev *d, int dtype, int tf32, int kind,
-                    const pygpu_gemm_plan *p, void *c, cudaStream_t stream,
-                    pygpu_blas_err *e);
+                    const pygpu_gemm_plan *p, void *c, int accumulate,
+                    cudaStream_t stream, pygpu_blas_err *e);
 
 /* The cuda data type, cuBLAS compute type and scale type of a dtype;
  * -1 for a dtype cuBLAS products do not support. */

@@ -50,10 +50,11 @@ static lt_plan lt_cache[LT_SLOTS];
 static uint64_t lt_clock;
 static int lt_last; /* the slot hit last: checked first */
 
-/* cuBLASLt's kernels load the bias vectorised; a bias that is a view into
- * a larger buffer may be less aligned than the heuristic assumes (its
- * alignment preferences cover A, B, C and D only), so such a bias takes
- * the fallback path. */
+/* cuBLASLt's kernels load the bias vectorised.  The heuristic is documented
+ * to look at the bias pointer's alignment, but a bias that is a view into a
+ * larger buffer is rare enough that it takes the fallback path rather than
+ * a plan cached for one alignment and reused at another (the alignment is
+ * in the key as well).  Both paths round the biased sum once. */
 #define LT_MIN_BIAS_ALIGN 16
 
 static void lt_plan_clear(lt_plan *s)
@@ -309,7 +310,7 @@ int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
     pygpu_blas_dev *d;
     cudaStream_t stream;
     cudaError_t err;
-    int tf32, kind, done = 0;
+    int tf32, kind, prev, rc, done = 0;
 
     tf32 = dtype == PYGPU_FLOAT32 && pygpu_get_allow_tf32();
     if (pygpu_blas_types(dtype, tf32, &type, &compute, &scale) < 0) {
@@ -322,7 +323,8 @@ int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
     if (kind == PYGPU_GEMM_NOOP) {
         return 0;
     }
-    if (pygpu_cuda_set_device(device) < 0) {
+    prev = pygpu_cuda_device_guard(device);
+    if (prev < 0) {
         return -1;
     }
     stream = (cudaStream_t)pygpu_cuda_current_stream(device);
@@ -342,21 +344,28 @@ int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
                           &e);
         }
         if (done == 0) {
-            pygpu_blas_gemm(d, dtype, tf32, kind, &p, out, stream, &e);
+            /* The unfused path, as torch's addmm: out starts as the bias
+             * and the product accumulates onto it (beta 1), so the sum is
+             * rounded once, as in the fused epilogue. */
+            int ok = 0;
+            if (bias != NULL) {
+                err = pygpu_cuda_bias_act(dtype, out, bias, x->rows, w->rows,
+                                          PYGPU_BIAS_FILL, stream);
+                ok = pygpu_blas_cuda_check(err, "bias_act", __FILE__,
+                                           __LINE__, &e);
+            }
+            if (ok == 0) {
+                pygpu_blas_gemm(d, dtype, tf32, kind, &p, out, bias != NULL,
+                                stream, &e);
+            }
         }
     }
-    if (pygpu_blas_release(d, stream, &e) < 0) {
-        return pygpu_blas_raise(&e);
+    rc = pygpu_blas_release(d, stream, &e) < 0 ? pygpu_blas_raise(&e) : 0;
+    if (rc == 0 && done == 0 && relu) {
+        err = pygpu_cuda_relu_contig(dtype, out, out, x->rows * w->rows,
+                                     stream);
+        rc = pygpu_cuda_check_launch((int)err, "relu");
     }
-    if (done == 1 || (bias == NULL && !relu)) {
-        return 0;
-    }
-    /* The unfused epilogue, on the same stream after the product. */
-    if (bias != NULL) {
-        err = pygpu_cuda_bias_act(dtype, out, bias, x->rows, w->rows, relu,
-                                  stream);
-        return pygpu_cuda_check_launch((int)err, "bias_act");
-    }
-    err = pygpu_cuda_relu_contig(dtype, out, out, x->rows * w->rows, stream);
-    return pygpu_cuda_check_launch((int)err, "relu");
+    pygpu_cuda_device_restore(prev);
+    return rc;
 }

@@ -43,10 +43,10 @@ pygpu_cuda_set_device(int dev)
 }
 
 int
-pygpu_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind,
-                  int device)
+pygpu_cuda_memcpy(void *dst, int dst_device, const void *src,
+                  int src_device, size_t nbytes)
 {
-    (void)dst, (void)src, (void)nbytes, (void)kind, (void)device;
+    (void)dst, (void)dst_device, (void)src, (void)src_device, (void)nbytes;
     return refuse();
 }
 

@@ -5,6 +5,7 @@
  * cudart is linked statically, so importing pygpu never needs a driver:
  * without one every query answers "0 devices" with the reason kept. */
 #include "pygpu.h"
+#include "cuda_backend.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -121,6 +122,30 @@ fail:
     return -1;
 }
 
+int
+pygpu_cuda_device_guard(int dev)
+{
+    int prev;
+    cudaError_t err = (cudaError_t)pygpu_cuda_enter_device(dev, &prev);
+    if (err != cudaSuccess) {
+        pygpu_cuda_raise((int)err, "cudaSetDevice", __FILE__, __LINE__);
+        return -1;
+    }
+    return prev;
+}
+
+void
+pygpu_cuda_device_restore(int prev)
+{
+    int cur;
+    if (cudaGetDevice(&cur) == cudaSuccess) {
+        pygpu_cuda_leave_device(cur, prev);
+    }
+    else {
+        (void)cudaGetLastError();
+    }
+}
+
 void *
 pygpu_cuda_current_stream(int device)
 {
@@ -129,23 +154,32 @@ pygpu_cuda_current_stream(int device)
 }
 
 int
-pygpu_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind,
-                  int device)
+pygpu_cuda_memcpy(void *dst, int dst_device, const void *src, int src_device,
+                  size_t nbytes)
 {
     cudaError_t err;
-    enum cudaMemcpyKind k = kind == PYGPU_H2D   ? cudaMemcpyHostToDevice
-                            : kind == PYGPU_D2H ? cudaMemcpyDeviceToHost
-                                                : cudaMemcpyDefault;
-    if (pygpu_cuda_set_device(device) < 0) {
+    int peer = dst_device != PYGPU_HOST && src_device != PYGPU_HOST;
+    int prev = pygpu_cuda_device_guard(src_device != PYGPU_HOST ? src_device
+                                                                : dst_device);
+    if (prev < 0) {
         return -1;
     }
-    /* The copy waits for earlier work on the device: let other Python
+    /* The copy waits for earlier work on the device(s): let other Python
      * threads run meanwhile. */
     Py_BEGIN_ALLOW_THREADS
-    err = cudaMemcpy(dst, src, nbytes, k);
+    if (peer) {
+        err = cudaMemcpyPeer(dst, dst_device, src, src_device, nbytes);
+    }
+    else {
+        err = cudaMemcpy(dst, src, nbytes,
+                         src_device == PYGPU_HOST ? cudaMemcpyHostToDevice
+                                                  : cudaMemcpyDeviceToHost);
+    }
     Py_END_ALLOW_THREADS
+    pygpu_cuda_device_restore(prev);
     if (err != cudaSuccess) {
-        pygpu_cuda_raise((int)err, "cudaMemcpy", __FILE__, __LINE__);
+        pygpu_cuda_raise((int)err, peer ? "cudaMemcpyPeer" : "cudaMemcpy",
+                         __FILE__, __LINE__);
         return -1;
     }
     return 0;
@@ -154,11 +188,15 @@ pygpu_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind,
 int
 pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device)
 {
-    if (pygpu_cuda_set_device(device) < 0) {
+    cudaError_t err;
+    int prev = pygpu_cuda_device_guard(device);
+    if (prev < 0) {
         return -1;
     }
-    CHECK(cudaMemsetAsync(ptr, byte, nbytes,
-                          (cudaStream_t)pygpu_cuda_current_stream(device)));
+    err = cudaMemsetAsync(ptr, byte, nbytes,
+                          (cudaStream_t)pygpu_cuda_current_stream(device));
+    pygpu_cuda_device_restore(prev);
+    CHECK(err);
     return 0;
 fail:
     return -1;
@@ -251,18 +289,17 @@ current_device_py(PyObject *m, PyObject *noargs)
 static PyObject *
 synchronize_py(PyObject *m, PyObject *arg)
 {
-    int dev, cur;
+    int dev, prev;
     cudaError_t err;
-    if (device_arg(arg, &dev) < 0) {
+    if (device_arg(arg, &dev) < 0 ||
+        (prev = pygpu_cuda_device_guard(dev)) < 0) {
         return NULL;
     }
-    CHECK(cudaGetDevice(&cur));
-    CHECK(cudaSetDevice(dev));
     Py_BEGIN_ALLOW_THREADS
     err = cudaDeviceSynchronize();
     Py_END_ALLOW_THREADS
+    pygpu_cuda_device_restore(prev);
     CHECK(err);
-    CHECK(cudaSetDevice(cur));
     Py_RETURN_NONE;
 fail:
     return NULL;
@@ -271,15 +308,16 @@ fail:
 static PyObject *
 mem_get_info_py(PyObject *m, PyObject *arg)
 {
-    int dev, cur;
+    int dev, prev;
     size_t free_b, total_b;
-    if (device_arg(arg, &dev) < 0) {
+    cudaError_t err;
+    if (device_arg(arg, &dev) < 0 ||
+        (prev = pygpu_cuda_device_guard(dev)) < 0) {
         return NULL;
     }
-    CHECK(cudaGetDevice(&cur));
-    CHECK(cudaSetDevice(dev));
-    CHECK(cudaMemGetInfo(&free_b, &total_b));
-    CHECK(cudaSetDevice(cur));
+    err = cudaMemGetInfo(&free_b, &total_b);
+    pygpu_cuda_device_restore(prev);
+    CHECK(err);
     return Py_BuildValue("(KK)", (unsigned long long)free_b,
                          (unsigned long long)total_b);
 fail:

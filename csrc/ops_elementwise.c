@@ -100,11 +100,14 @@ pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
 #ifdef PYGPU_WITH_CUDA
 #define CUDA_RUN(dev, what, launch)                                          \
     do {                                                                     \
-        if (pygpu_cuda_set_device((dev).index) < 0) {                        \
+        int prev_ = pygpu_cuda_device_guard((dev).index);                    \
+        if (prev_ < 0) {                                                     \
             return -1;                                                       \
         }                                                                    \
         cudaStream_t stream = pygpu_cuda_current_stream((dev).index);        \
-        return pygpu_cuda_check_launch((int)(launch), what);                 \
+        int rc_ = pygpu_cuda_check_launch((int)(launch), what);              \
+        pygpu_cuda_device_restore(prev_);                                    \
+        return rc_;                                                          \
     } while (0)
 #else
 #define CUDA_RUN(dev, what, launch)                                          \

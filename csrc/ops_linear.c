@@ -31,23 +31,37 @@ pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
                      (long long)w->shape[1], (long long)out_f);
         return NULL;
     }
-    if (bias && (bias->ndim != 1 || bias->shape[0] != out_f)) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "linear: bias must have shape [%lld], got %d dims",
-                     (long long)out_f, bias->ndim);
-        return NULL;
+    /* A bias of shape [out_f], or a single value ([] or [1]), goes into
+     * the product's epilogue; any other shape is added afterwards with
+     * broadcasting (and its errors), as torch's addmm would. */
+    int64_t bias_n = bias ? pygpu_numel(bias->ndim, bias->shape) : 0;
+    if (bias && (bias->ndim > 1 || (bias_n != out_f && bias_n != 1))) {
+        PyObject *y = pygpu_op_linear(x, w, NULL, 0), *r;
+        if (y == NULL) {
+            return NULL;
+        }
+        r = pygpu_op_binary(PYGPU_ADD, y, (PyObject *)bias, NULL);
+        Py_DECREF(y);
+        if (r != NULL && relu) {
+            Py_SETREF(r, pygpu_op_unary(PYGPU_RELU, (TensorObject *)r, 1));
+        }
+        return r;
     }
-    /* x as a rows x in_f matrix: a view when its leading dims collapse. */
-    int64_t shape2[2] = {rows, in_f}, strides2[2];
-    x2 = pygpu_tensor_contiguous(x);
-    if (x2 == NULL) {
-        return NULL;
+    /* x as a rows x in_f matrix: itself when 2-D (products take strided
+     * matrices), else a view of a contiguous x. */
+    if (x->ndim == 2) {
+        x2 = (TensorObject *)Py_NewRef(x);
     }
-    strides2[0] = in_f;
-    strides2[1] = 1;
-    Py_SETREF(x2, pygpu_tensor_view(x2, 2, shape2, strides2, 0));
-    if (x2 == NULL) {
-        return NULL;
+    else {
+        int64_t shape2[2] = {rows, in_f}, strides2[2] = {in_f, 1};
+        x2 = pygpu_tensor_contiguous(x);
+        if (x2 == NULL) {
+            return NULL;
+        }
+        Py_SETREF(x2, pygpu_tensor_view(x2, 2, shape2, strides2, 0));
+        if (x2 == NULL) {
+            return NULL;
+        }
     }
     int64_t oshape[PYGPU_MAX_DIMS];
     memcpy(oshape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
@@ -62,7 +76,14 @@ pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
         goto fail;
     }
     if (bias) {
-        bc = pygpu_tensor_contiguous(bias);
+        /* a dense out_f vector: a single value is spread first */
+        int64_t one_shape[1] = {out_f}, one_stride[1] = {0};
+        TensorObject *bv = bias_n == out_f && bias->ndim == 1
+                               ? (TensorObject *)Py_NewRef(bias)
+                               : pygpu_tensor_view(bias, 1, one_shape,
+                                                   one_stride, 0);
+        bc = bv ? pygpu_tensor_contiguous(bv) : NULL;
+        Py_XDECREF(bv);
         if (bc == NULL) {
             goto fail;
         }
@@ -90,15 +111,15 @@ pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
     }
     else {
 #ifdef PYGPU_WITH_CUDA
-        pygpu_mat mx = {x2->data, rows, in_f, in_f, 1, 0};
-        pygpu_mat mw;
-        TensorObject *uw = pygpu_blas_operand(w, 0, NULL, &mw);
-        if (uw == NULL) {
-            goto fail;
-        }
-        int rc = pygpu_cuda_linear(out->dtype, out->device.index, out->data,
-                                   &mx, &mw, bc ? bc->data : NULL, relu);
-        Py_DECREF(uw);
+        pygpu_mat mx, mw;
+        TensorObject *ux = pygpu_blas_operand(x2, 0, NULL, &mx);
+        TensorObject *uw = ux ? pygpu_blas_operand(w, 0, NULL, &mw) : NULL;
+        int rc = uw ? pygpu_cuda_linear(out->dtype, out->device.index,
+                                        out->data, &mx, &mw,
+                                        bc ? bc->data : NULL, relu)
+                    : -1;
+        Py_XDECREF(ux);
+        Py_XDECREF(uw);
         if (rc < 0) {
             goto fail;
         }

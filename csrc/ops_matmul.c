@@ -136,8 +136,11 @@ batch_stride(const TensorObject *t, int nb, const int64_t *bshape)
     return stride < 0 ? 0 : stride;
 }
 
-/* Make a matrix operand usable by cuBLAS: itself, or a contiguous copy of
- * it expanded to the batch shape.  *mat describes it. */
+/* Make a matrix operand usable by cuBLAS: itself; or, when only its matrix
+ * strides are unusable, a contiguous copy of it (a broadcast batch keeps
+ * stride 0, so a shared weight is copied once, not once per batch item);
+ * or, when its batch dims cannot be walked with one stride, a contiguous
+ * copy expanded to the batch shape.  *mat describes it. */
 TensorObject *
 pygpu_blas_operand(TensorObject *t, int nb, const int64_t *bshape,
                 pygpu_mat *mat)
@@ -150,19 +153,27 @@ pygpu_blas_operand(TensorObject *t, int nb, const int64_t *bshape,
         use = (TensorObject *)Py_NewRef(t);
     }
     else {
-        /* expand to (batch..., rows, cols) and copy contiguously */
         int64_t shape[PYGPU_MAX_DIMS];
-        memcpy(shape, bshape, sizeof(int64_t) * (size_t)nb);
-        shape[nb] = rows;
-        shape[nb + 1] = cols;
-        use = pygpu_tensor_empty(nb + 2, shape, t->dtype, t->device);
+        int ndim = t->ndim;
+        if (bs >= 0) {
+            memcpy(shape, t->shape, sizeof(int64_t) * (size_t)ndim);
+        }
+        else { /* expand to (batch..., rows, cols) */
+            if (nb > 0) {
+                memcpy(shape, bshape, sizeof(int64_t) * (size_t)nb);
+            }
+            shape[nb] = rows;
+            shape[nb + 1] = cols;
+            ndim = nb + 2;
+        }
+        use = pygpu_tensor_empty(ndim, shape, t->dtype, t->device);
         if (use == NULL || pygpu_op_copy_same_device(use, t) < 0) {
             Py_XDECREF(use);
             return NULL;
         }
         rs = cols;
         cs = 1;
-        bs = rows * cols;
+        bs = batch_stride(use, nb, bshape);
     }
     mat->ptr = use->data;
     mat->rows = rows;

@@ -69,13 +69,16 @@ pygpu_op_random(TensorObject *t, int normal)
         return 0;
     }
 #ifdef PYGPU_WITH_CUDA
-    if (pygpu_cuda_set_device(t->device.index) < 0) {
+    int prev = pygpu_cuda_device_guard(t->device.index), rc;
+    if (prev < 0) {
         return -1;
     }
-    return pygpu_cuda_check_launch(
+    rc = pygpu_cuda_check_launch(
         (int)pygpu_cuda_random(t->dtype, t->data, n, normal, st,
                                pygpu_cuda_current_stream(t->device.index)),
         normal ? "randn" : "rand");
+    pygpu_cuda_device_restore(prev);
+    return rc;
 #else
     return pygpu_raise_no_cuda();
 #endif

@@ -21,18 +21,20 @@ run_reduce(int op, TensorObject *out, TensorObject *indices, TensorObject *in,
         return 0;
     }
 #ifdef PYGPU_WITH_CUDA
-    int rc = -1;
+    int rc = -1, prev;
     StorageObject *ws = NULL;
     int dev = in->device.index;
     size_t wsize = pygpu_cuda_reduce_workspace(op, in->dtype, outer, n, inner);
-    if (pygpu_cuda_set_device(dev) < 0) {
-        return -1;
-    }
     if (wsize > 0) {
         ws = pygpu_storage_new(in->device, wsize);
         if (ws == NULL) {
             return -1;
         }
+    }
+    prev = pygpu_cuda_device_guard(dev);
+    if (prev < 0) {
+        Py_XDECREF(ws);
+        return -1;
     }
     /* The workspace goes back to the cache right after the launch: later
      * work on the same stream is ordered after this kernel. */
@@ -41,6 +43,7 @@ run_reduce(int op, TensorObject *out, TensorObject *indices, TensorObject *in,
                                n, inner, ws ? ws->ptr : NULL,
                                pygpu_cuda_current_stream(dev)),
         redop_names[op]);
+    pygpu_cuda_device_restore(prev);
     Py_XDECREF(ws);
     return rc;
 #else

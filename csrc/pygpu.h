@@ -304,14 +304,18 @@ int pygpu_cuda_device_count(void); /* 0 when no driver/device */
 const char *pygpu_cuda_unavailable_reason(void);
 int pygpu_cuda_current_device(int *dev); /* 0 or -1 with exception */
 int pygpu_cuda_set_device(int dev);      /* 0 or -1 with exception */
-/* Device-to-host, host-to-device, device-to-device copies of nbytes on the
- * current stream of `device`; synchronous with respect to the host for D2H
- * (the data is there on return).  0 or -1 with exception. */
-int pygpu_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind,
-                      int device);
-#define PYGPU_H2D 1
-#define PYGPU_D2H 2
-#define PYGPU_D2D 3
+/* Make `dev` current for one operation: returns the device that was current
+ * (to hand to pygpu_cuda_device_restore afterwards), or -1 with exception.
+ * Like torch's device guard, an op on cuda:1 leaves cuda:0 current. */
+int pygpu_cuda_device_guard(int dev);
+void pygpu_cuda_device_restore(int prev); /* never fails */
+/* Copy nbytes between host memory (device PYGPU_HOST) and a GPU, or
+ * between two GPUs (cudaMemcpyPeer, ordered after earlier work on both).
+ * Synchronous with respect to the host for device-to-host copies (the data
+ * is there on return).  0 or -1 with exception. */
+#define PYGPU_HOST (-1)
+int pygpu_cuda_memcpy(void *dst, int dst_device, const void *src,
+                      int src_device, size_t nbytes);
 /* Fill nbytes at ptr on `device` with `byte` (cudaMemsetAsync on the
  * current stream).  0 or -1 with exception. */
 int pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device);

@@ -69,21 +69,11 @@ pygpu_tensor_to(TensorObject *src, pygpu_device dev, int dtype)
     }
     size_t nbytes = contiguous_nbytes(dst);
     if (nbytes > 0) {
-        int kind, device;
-        if (src->device.type == PYGPU_CPU) {
-            kind = PYGPU_H2D;
-            device = dev.index;
-        }
-        else if (dev.type == PYGPU_CPU) {
-            kind = PYGPU_D2H;
-            device = src->device.index;
-        }
-        else {
-            kind = PYGPU_D2D;
-            device = src->device.index;
-        }
-        if (pygpu_cuda_memcpy(dst->data, staged->data, nbytes, kind,
-                              device) < 0) {
+        int to = dev.type == PYGPU_CPU ? PYGPU_HOST : dev.index;
+        int from = src->device.type == PYGPU_CPU ? PYGPU_HOST
+                                                 : src->device.index;
+        if (pygpu_cuda_memcpy(dst->data, to, staged->data, from, nbytes) <
+            0) {
             goto fail;
         }
     }

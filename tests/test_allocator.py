@@ -619,6 +619,8 @@ class TestCudaAllocator:
             before["allocation.all.current"]
         st = alloc.malloc(MiB)  # still works
         assert st.size == MiB
+        # and no error is left behind for the next launch to report
+        assert (pygpu.ones(4, device="cuda") + 1).cpu().tolist() == [2.0] * 4
 
     def test_fraction(self, alloc):
         alloc.empty_cache()
@@ -626,6 +628,8 @@ class TestCudaAllocator:
         with pytest.raises(pygpu.cuda.OutOfMemoryError, match="memory cap"):
             alloc.malloc(64 * MiB, stream=0xC0FFEE000)
         assert cmem.get_per_process_memory_fraction(0) == 0.0
+        cmem.set_per_process_memory_fraction(1.0, 0)
+        assert (pygpu.ones(4, device="cuda") + 1).cpu().tolist() == [2.0] * 4
         cmem.set_per_process_memory_fraction(0.5, "cuda:0")
         assert abs(cmem.get_per_process_memory_fraction(0) - 0.5) < 1e-6
 

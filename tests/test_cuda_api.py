@@ -91,6 +91,20 @@ class TestWithGPU:
         cuda.synchronize()
         cuda.synchronize(0)
 
+    def test_ops_leave_current_device(self):
+        """Like torch's device guard: work on cuda:1 leaves cuda:0 current."""
+        if cuda.device_count() < 2:
+            pytest.skip("needs two GPUs")
+        cuda.set_device(0)
+        x = pygpu.ones(8, device="cuda:1")
+        y = (x + 1) @ pygpu.ones(8, device="cuda:1")
+        assert y.item() == 16.0 and x.sum().item() == 8.0
+        pygpu.randn(4, device="cuda:1")
+        cuda.synchronize(1)
+        cuda.mem_get_info(1)
+        assert cuda.current_device() == 0
+        assert pygpu.empty(1, device="cuda").device.index == 0
+
     def test_invalid_ordinal(self):
         n = cuda.device_count()
         with pytest.raises(RuntimeError, match="invalid device ordinal"):

@@ -84,6 +84,33 @@ def test_int64_exact_scalars(device):
     assert (t * -3).tolist() == [-3, -6]
 
 
+def test_int64_wraps(device):
+    """int64 arithmetic wraps around (two's complement) on every device."""
+    lo, hi = -2**63, 2**63 - 1
+    t = pygpu.tensor([hi, lo, lo, 5], device=device)
+    u = pygpu.tensor([1, -1, -1, 0], device=device)
+    assert (t + u).tolist() == [lo, hi, hi, 5]
+    assert (t - u).tolist() == [hi - 1, lo + 1, lo + 1, 5]
+    assert (t * 2).tolist() == [-2, 0, 0, 10]
+    assert (-t).tolist() == [lo + 1, lo, lo, -5]
+    assert pygpu.tensor([hi, 1], device=device).sum().item() == lo
+
+
+@pytest.mark.parametrize("src", [pygpu.float16, pygpu.float32,
+                                 pygpu.float64], ids=repr)
+def test_float_to_int64_edges(device, src):
+    """Truncation toward zero; NaN, the infinities and values beyond the
+    int64 range give INT64_MIN, the same on the CPU and CUDA."""
+    lo = -2**63
+    vals = [3.9, -3.9, 0.5, -0.0, float("nan"), float("inf"),
+            -float("inf"), 1e19, -1e19, 2.0**62, -2.0**63]
+    want = [3, -3, 0, 0, lo, lo, lo, lo, lo, 2**62, lo]
+    if src is pygpu.float16:  # beyond float16's range: the infinities
+        vals, want = vals[:7] + [60000.0], want[:7] + [60000]
+    t = pygpu.tensor(vals, dtype=src, device=device)
+    assert t.to(pygpu.int64).tolist() == want
+
+
 @pytest.mark.parametrize("da,db,expect", [
     (pygpu.float16, pygpu.float32, pygpu.float32),
     (pygpu.float32, pygpu.float64, pygpu.float64),

@@ -219,3 +219,73 @@ def test_linear_errors(device):
         F.linear(x, pygpu.ones(10, 784, dtype=pygpu.float64, device=device))
     with pytest.raises(TypeError):
         F.linear(x, "w")
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=repr)
+def test_linear_bias_shapes(device, rng, dt):
+    """A bias of one value ([] or [1]) spreads over the features; a bias of
+    another broadcastable shape is added afterwards, as torch's addmm."""
+    F = pygpu.nn.functional
+    x = rng.standard_normal((6, 4)).astype(dt.numpy_dtype)
+    w = rng.standard_normal((3, 4)).astype(dt.numpy_dtype)
+    tx, tw = pygpu.tensor(x, device=device), pygpu.tensor(w, device=device)
+    base = x.astype(np.float64) @ w.astype(np.float64).T
+    for bias in (np.array(0.75), np.array([-0.5]),
+                 rng.standard_normal((6, 3)), rng.standard_normal((6, 1))):
+        bias = bias.astype(dt.numpy_dtype)
+        tb = pygpu.tensor(bias, device=device)
+        for relu in (False, True):
+            got = (F.linear_relu if relu else F.linear)(tx, tw, tb)
+            ref = base + bias
+            if relu:
+                ref = np.maximum(ref, 0)
+            assert tuple(got.shape) == ref.shape
+            assert rel_err(got.cpu().numpy(), ref) <= TOL[name(dt)]
+    with pytest.raises(RuntimeError, match="must match the size"):
+        F.linear(tx, tw, pygpu.ones(2, dtype=dt, device=device))
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=repr)
+def test_linear_strided_input(device, rng, dt):
+    """A transposed or strided 2-D input needs no contiguous copy."""
+    F = pygpu.nn.functional
+    x = rng.standard_normal((5, 8)).astype(dt.numpy_dtype)
+    w = rng.standard_normal((3, 5)).astype(dt.numpy_dtype)
+    b = rng.standard_normal(3).astype(dt.numpy_dtype)
+    tx = pygpu.tensor(x, device=device)
+    tw, tb = pygpu.tensor(w, device=device), pygpu.tensor(b, device=device)
+    ref = x.T.astype(np.float64) @ w.astype(np.float64).T + b
+    assert rel_err(F.linear(tx.T, tw, tb).cpu().numpy(), ref) \
+        <= TOL[name(dt)]
+    w2 = rng.standard_normal((3, 10)).astype(dt.numpy_dtype)
+    ref = x[:, ::2].T.astype(np.float64) @ w2[:, ::2].astype(np.float64).T
+    got = F.linear(tx[:, ::2].T, pygpu.tensor(w2, device=device)[:, ::2])
+    assert rel_err(got.cpu().numpy(), ref) <= TOL[name(dt)]
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=repr)
+def test_broadcast_strided_weight(device, rng, dt):
+    """A shared (broadcast) weight without a unit stride is copied once and
+    still broadcast over the batch."""
+    x = rng.standard_normal((50, 3, 8)).astype(dt.numpy_dtype)
+    w = rng.standard_normal((8, 10)).astype(dt.numpy_dtype)
+    tx, tw = pygpu.tensor(x, device=device), pygpu.tensor(w, device=device)
+    check(tx @ tw[:, ::2], x, w[:, ::2], dt)
+    check(tw[::2, :].T @ tx[:, :, :4].mT, w[::2, :].T,
+          np.swapaxes(x[:, :, :4], -1, -2), dt)
+
+
+def test_linear_nan_bias_path(device):
+    """NaN in the input stays NaN through linear (bias epilogue); relu of it
+    is NaN when applied separately."""
+    F = pygpu.nn.functional
+    x = np.ones((4, 8), np.float32)
+    x[1, 3] = np.nan
+    w = np.full((16, 8), 0.5, np.float32)
+    b = np.arange(16, dtype=np.float32)
+    tx, tw = pygpu.tensor(x, device=device), pygpu.tensor(w, device=device)
+    tb = pygpu.tensor(b, device=device)
+    got = F.linear(tx, tw, tb).cpu().numpy()
+    assert np.isnan(got[1]).all() and not np.isnan(got[[0, 2, 3]]).any()
+    got = pygpu.relu(F.linear(tx, tw, tb)).cpu().numpy()
+    assert np.isnan(got[1]).all()

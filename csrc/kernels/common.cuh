@@ -63,9 +63,25 @@ template <> __host__ __device__ __forceinline__ double convert(__half x)
 {
     return static_cast<double>(__half2float(x));
 }
+/* Floating to int64 as the CPU loops do it: truncation toward zero inside
+ * the int64 range, INT64_MIN for NaN, the infinities and anything beyond
+ * (a bare cast saturates on the GPU instead). */
+template <typename F> __host__ __device__ __forceinline__ int64_t f2i64(F x)
+{
+    return (x >= F(-0x1p63) && x < F(0x1p63)) ? static_cast<int64_t>(x)
+                                               : INT64_MIN;
+}
+template <> __host__ __device__ __forceinline__ int64_t convert(float x)
+{
+    return f2i64(x);
+}
+template <> __host__ __device__ __forceinline__ int64_t convert(double x)
+{
+    return f2i64(x);
+}
 template <> __host__ __device__ __forceinline__ int64_t convert(__half x)
 {
-    return static_cast<int64_t>(__half2float(x));
+    return f2i64(__half2float(x));
 }
 
 /* A scalar as type T: int64 takes the exact integer, the floating types
@@ -199,6 +215,7 @@ template <auto KERNEL> int resident_blocks()
 
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= MAX_DEVICES) {
+        (void)cudaGetLastError(); /* the launcher's check must not see it */
         return FALLBACK;
     }
     int blocks = cache[dev].load(std::memory_order_relaxed);
@@ -210,6 +227,7 @@ template <auto KERNEL> int resident_blocks()
                                                           BLOCK, 0) !=
                 cudaSuccess ||
             sms <= 0 || per_sm <= 0) {
+            (void)cudaGetLastError();
             return FALLBACK;
         }
         blocks = sms * per_sm;

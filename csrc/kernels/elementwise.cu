@@ -11,17 +11,43 @@
 
 // ------------------------------------------------------------------ ops
 
+/* int64 goes through uint64, whose arithmetic wraps by definition, as the
+ * CPU loops do; x / 0 is 0 and x / -1 is the wrapped negation. */
+template <int OP>
+__device__ __forceinline__ int64_t binop_i64(int64_t a, int64_t b)
+{
+    uint64_t x = (uint64_t)a, y = (uint64_t)b;
+    if constexpr (OP == PYGPU_ADD) {
+        return (int64_t)(x + y);
+    } else if constexpr (OP == PYGPU_SUB) {
+        return (int64_t)(x - y);
+    } else if constexpr (OP == PYGPU_MUL) {
+        return (int64_t)(x * y);
+    } else {
+        return b == 0 ? 0 : b == -1 ? (int64_t)(0 - x) : a / b;
+    }
+}
+
+/* -x; int64 wraps (-INT64_MIN is INT64_MIN), floats flip the sign bit. */
+template <typename A> __device__ __forceinline__ A negate(A x)
+{
+    if constexpr (std::is_same<A, int64_t>::value) {
+        return (int64_t)(0 - (uint64_t)x);
+    } else {
+        return -x;
+    }
+}
+
 template <int OP, typename A> __device__ __forceinline__ A binop(A a, A b)
 {
-    if constexpr (OP == PYGPU_ADD) {
+    if constexpr (std::is_same<A, int64_t>::value) {
+        return binop_i64<OP>(a, b);
+    } else if constexpr (OP == PYGPU_ADD) {
         return a + b;
     } else if constexpr (OP == PYGPU_SUB) {
         return a - b;
     } else if constexpr (OP == PYGPU_MUL) {
         return a * b;
-    } else if constexpr (std::is_integral<A>::value) {
-        /* Integer division truncates; x / 0 gives 0 instead of garbage. */
-        return b == 0 ? A(0) : a / b;
     } else {
         return a / b;
     }
@@ -56,7 +82,7 @@ template <typename T, int OP> struct UnaryFn {
     __device__ void operator()(int64_t o, int64_t ia, int64_t) const
     {
         acc_t<T> x = convert<acc_t<T>>(a[ia]);
-        out[o] = convert<T>(OP == PYGPU_NEG ? -x : relu(x));
+        out[o] = convert<T>(OP == PYGPU_NEG ? negate(x) : relu(x));
     }
 };
 
@@ -181,6 +207,18 @@ extern "C" cudaError_t pygpu_cuda_copy(int out_dtype, void *out, int in_dtype,
         using To = decltype(to_tag);
         return dispatch_dtype(in_dtype, [&](auto from_tag) {
             using From = decltype(from_tag);
+            if constexpr (std::is_same<To, From>::value) {
+                /* A dense copy without conversion is a plain memcpy, at
+                 * the copy engine's full bandwidth. */
+                int dense = g->ndim == 0 ||
+                            (g->ndim == 1 && g->stride[0][0] == 1 &&
+                             g->stride[1][0] == 1);
+                if (dense) {
+                    size_t n = g->ndim == 0 ? 1 : (size_t)g->shape[0];
+                    return cudaMemcpyAsync(out, a, n * sizeof(To),
+                                           cudaMemcpyDeviceToDevice, stream);
+                }
+            }
             CopyFn<To, From> f{(To *)out, (const From *)a};
             return launch_elementwise<2>(f, g, stream);
         });

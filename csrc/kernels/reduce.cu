@@ -74,6 +74,9 @@ __device__ __forceinline__ Acc<A> combine(Acc<A> x, Acc<A> y)
             return x.v > y.v ? x : y;
         }
         return x.i <= y.i ? x : y;
+    } else if constexpr (std::is_same<A, int64_t>::value) {
+        /* wraps, as the CPU sum does */
+        return {(int64_t)((uint64_t)x.v + (uint64_t)y.v), 0};
     } else {
         return {x.v + y.v, 0};
     }

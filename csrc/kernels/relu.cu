@@ -80,11 +80,12 @@ __global__ void relu_vec_kernel(T *out, const T *in, int64_t n, int64_t head)
     }
 }
 
-/* out[r, c] = act(out[r, c] + bias[c]) over rows x cols.  A thread's column
+/* Over rows x cols: out[r, c] = out[r, c] + bias[c] (mode 0), relu of it
+ * (mode 1), or bias[c] alone (mode 2, PYGPU_BIAS_FILL).  A thread's column
  * advances by stride % cols per trip, so the modulo is taken only twice. */
 template <typename T>
 __global__ void bias_act_kernel(T *out, const T *bias, int64_t rows,
-                                int64_t cols, int apply_relu)
+                                int64_t cols, int mode)
 {
     using A = acc_t<T>;
     const int64_t n = rows * cols;
@@ -93,8 +94,12 @@ __global__ void bias_act_kernel(T *out, const T *bias, int64_t rows,
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     int64_t c = i % cols;
     for (; i < n; i += stride) {
-        A x = convert<A>(out[i]) + convert<A>(bias[c]);
-        out[i] = convert<T>(apply_relu ? relu(x) : x);
+        if (mode == PYGPU_BIAS_FILL) {
+            out[i] = bias[c];
+        } else {
+            A x = convert<A>(out[i]) + convert<A>(bias[c]);
+            out[i] = convert<T>(mode ? relu(x) : x);
+        }
         c += step;
         if (c >= cols) {
             c -= cols;
@@ -141,7 +146,7 @@ extern "C" cudaError_t pygpu_cuda_relu_contig(int dtype, void *out,
 
 extern "C" cudaError_t pygpu_cuda_bias_act(int dtype, void *out,
                                            const void *bias, int64_t rows,
-                                           int64_t cols, int apply_relu,
+                                           int64_t cols, int mode,
                                            cudaStream_t stream)
 {
     return dispatch_dtype(dtype, [&](auto tag) {
@@ -151,7 +156,7 @@ extern "C" cudaError_t pygpu_cuda_bias_act(int dtype, void *out,
         }
         constexpr auto kernel = bias_act_kernel<T>;
         kernel<<<grid_for<kernel>(rows * cols), BLOCK, 0, stream>>>(
-            (T *)out, (const T *)bias, rows, cols, apply_relu);
+            (T *)out, (const T *)bias, rows, cols, mode);
         return cudaGetLastError();
     });
 }
