@@ -381,11 +381,14 @@ int pygpu_allocator_malloc(pygpu_allocator *a, size_t size, void *stream,
     if (size == 0) {
         return PYGPU_ALLOC_OK;
     }
-    rounded = size > MAX_REQUEST ? MAX_REQUEST
-                                 : (size + ROUND - 1) / ROUND * ROUND;
-    pool = rounded <= SMALL_SIZE ? POOL_SMALL : POOL_LARGE;
-
     pthread_mutex_lock(&a->lock);
+    if (size > MAX_REQUEST) { /* no backend has that much: fail at once */
+        a->stats.num_ooms++;
+        rc = PYGPU_ALLOC_OOM;
+        goto done;
+    }
+    rounded = (size + ROUND - 1) / ROUND * ROUND;
+    pool = rounded <= SMALL_SIZE ? POOL_SMALL : POOL_LARGE;
     if (!a->caching) {
         rc = new_segment(a, rounded, pool, stream, &b);
         if (rc != PYGPU_ALLOC_OK) {

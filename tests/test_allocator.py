@@ -322,6 +322,19 @@ def test_limit_and_out_of_memory_message():
     assert a.malloc(512 * MiB).size == 512 * MiB
 
 
+def test_impossible_request():
+    """A request beyond any address space fails at once, not rounded down."""
+    a = new_allocator(GiB)
+    for n in (2**62 + 1, 2**64 - 1):
+        with pytest.raises(pygpu.cuda.OutOfMemoryError,
+                           match="Tried to allocate"):
+            a.malloc(n)
+    s = check_consistent(a)
+    assert s["num_ooms"] == 2 and s["allocated_bytes.all.current"] == 0
+    assert s["reserved_bytes.all.current"] == 0
+    assert a.malloc(MiB).size == MiB
+
+
 def test_out_of_capacity_message_and_recovery():
     a = new_allocator(100 * MiB)
     x = a.malloc(64 * MiB)
