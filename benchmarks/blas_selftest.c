@@ -6,15 +6,21 @@
  * entry points, the k == 0 memset, cuBLASLt descriptors / layouts /
  * alignment preferences / heuristic / epilogues with a descriptor reused
  * for a second bias pointer, the workspace handed over between streams).
- * Where the extension would take the bias/relu kernel (no cuBLASLt
- * algorithm, or a bias under 16-byte alignment) the epilogue is applied on
- * the host, so the gemm part is still checked.
+ * Where the extension takes the fallback (no cuBLASLt algorithm, or a
+ * bias under 16-byte alignment) the fallback's sequence is restated too:
+ * the output is filled with the bias (here by a copy from the host, in the
+ * extension by the bias_act kernel's PYGPU_BIAS_FILL mode) and the gemm
+ * accumulates into it (beta 1); only the relu kernel is applied on the
+ * host, so the gemm part is still checked.
  *
- *   gcc -std=c99 -O2 -I csrc -I $CUDA_HOME/include \
+ *   gcc -std=c11 -O2 -I csrc -I $CUDA_HOME/include \
  *       benchmarks/blas_selftest.c -o blas_selftest \
  *       -L $CUDA_HOME/lib64 -lcublasLt -lcublas -lcudart
  *
- * Prints each failure and then "N passed, M failed"; exits 1 on failure.
+ * Prints each failure ("FAIL <case> ..."), each skipped case ("SKIP <case>:
+ * why"), observations that are printed but not checked ("observation:"),
+ * then "S skipped" and, last, "N passed, M failed"; exits 1 when any case
+ * failed (2 on a setup error).
  */
 #define _POSIX_C_SOURCE 199309L
 
@@ -38,7 +44,7 @@ static const int dtype_size[] = {4, 2, 8};
 #define WORKSPACE_BYTES ((size_t)32 << 20)
 #define MIN_BIAS_ALIGN 16
 
-static int passed, failed, lt_used, lt_fallback;
+static int passed, failed, skipped, lt_used, lt_fallback;
 static cublasHandle_t handle;
 static cublasLtHandle_t lt_handle;
 static void *workspace;
@@ -338,6 +344,13 @@ static void report(int ok, const char *what, int dtype, int tf32, int64_t m,
            (long long)k, (long long)batch, detail);
 }
 
+/* A case that cannot run here: not a failure, but named and counted. */
+static void skip(const char *what, const char *why)
+{
+    skipped++;
+    printf("SKIP %s: %s\n", what, why);
+}
+
 /* ------------------------------------------- the extension's sequences */
 static void blas_types(int dtype, int tf32, cudaDataType_t *type,
                        cublasComputeType_t *compute, cudaDataType_t *scale)
@@ -358,10 +371,12 @@ static void blas_types(int dtype, int tf32, cudaDataType_t *type,
 }
 
 /* pygpu_blas_gemm: force64 takes the _64 entry points even when the sizes
- * fit an int. */
+ * fit an int; accumulate gives C += op(A) op(B) (beta 1, one rounding),
+ * and leaves C as it is for k == 0. */
 static cublasStatus_t run_gemm(int dtype, int tf32, int kind,
                                const pygpu_gemm_plan *p, void *c,
-                               cudaStream_t stream, int force64)
+                               cudaStream_t stream, int force64,
+                               int accumulate)
 {
     static const float one_f = 1.0f, zero_f = 0.0f;
     static const double one_d = 1.0, zero_d = 0.0;
@@ -371,6 +386,9 @@ static cublasStatus_t run_gemm(int dtype, int tf32, int kind,
     cublasOperation_t tb = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     const void *alpha, *beta;
 
+    if (kind == PYGPU_GEMM_ZERO && accumulate) {
+        return CUBLAS_STATUS_SUCCESS; /* C + (empty sum) is C */
+    }
     if (kind == PYGPU_GEMM_ZERO) {
         size_t bytes = (size_t)(p->batch * p->m * p->n) *
                        (size_t)dtype_size[dtype];
@@ -380,7 +398,9 @@ static cublasStatus_t run_gemm(int dtype, int tf32, int kind,
     }
     blas_types(dtype, tf32, &type, &compute, &scale);
     alpha = scale == CUDA_R_64F ? (const void *)&one_d : (const void *)&one_f;
-    beta = scale == CUDA_R_64F ? (const void *)&zero_d : (const void *)&zero_f;
+    beta = scale == CUDA_R_64F
+               ? (const void *)(accumulate ? &one_d : &zero_d)
+               : (const void *)(accumulate ? &one_f : &zero_f);
     if (pygpu_gemm_plan_fits_int(p) && !force64) {
         if (p->batch == 1) {
             return cublasGemmEx(handle, ta, tb, (int)p->m, (int)p->n,
@@ -410,6 +430,7 @@ static cublasStatus_t run_gemm(int dtype, int tf32, int kind,
 /* A cuBLASLt plan: lt_plan_build of cuda_blaslt.c. */
 typedef struct lt_plan {
     int use_lt;
+    int dtype, tf32; /* to name a failure */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
@@ -439,6 +460,8 @@ static void lt_build(lt_plan *s, int dtype, int tf32,
 
     memset(s, 0, sizeof(*s));
     memset(&result, 0, sizeof(result));
+    s->dtype = dtype;
+    s->tf32 = tf32;
     blas_types(dtype, tf32, &type, &compute, &scale);
     BLAS_OK(cublasLtMatmulDescCreate(&s->desc, compute, scale));
     BLAS_OK(cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -500,16 +523,20 @@ static void lt_free(lt_plan *s)
     BLAS_OK(cublasLtMatmulDescDestroy(s->desc));
 }
 
-/* lt_run of cuda_blaslt.c on a built plan: 1 done, 0 fallback. */
-static int lt_exec(lt_plan *s, int dtype, const pygpu_gemm_plan *p,
-                   void *out, const void *bias, cudaStream_t stream)
+/* lt_run of cuda_blaslt.c on a built plan: 1 done, 0 fallback.  A plan
+ * without an algorithm (use_lt 0) is the extension's ordinary fallback and
+ * is not reported here (each caller decides what it means for its case);
+ * a plan the heuristic gave that cublasLtMatmul then refuses is reported
+ * as a failure here, once. */
+static int lt_exec(lt_plan *s, const pygpu_gemm_plan *p, void *out,
+                   const void *bias, cudaStream_t stream)
 {
     static const float one_f = 1.0f, zero_f = 0.0f;
     static const double one_d = 1.0, zero_d = 0.0;
-    const void *alpha = dtype == F64 ? (const void *)&one_d
-                                     : (const void *)&one_f;
-    const void *beta = dtype == F64 ? (const void *)&zero_d
-                                    : (const void *)&zero_f;
+    const void *alpha = s->dtype == F64 ? (const void *)&one_d
+                                        : (const void *)&one_f;
+    const void *beta = s->dtype == F64 ? (const void *)&zero_d
+                                       : (const void *)&zero_f;
     cublasStatus_t st;
 
     if (!s->use_lt) {
@@ -524,13 +551,92 @@ static int lt_exec(lt_plan *s, int dtype, const pygpu_gemm_plan *p,
                         workspace_size, stream);
     if (st == CUBLAS_STATUS_NOT_SUPPORTED ||
         st == CUBLAS_STATUS_INVALID_VALUE) {
-        report(0, "cublasLtMatmul refused the heuristic's plan", dtype, 0,
-               p->n, p->m, p->k, 1, cublasGetStatusName(st));
+        report(0, "cublasLtMatmul refused the heuristic's plan", s->dtype,
+               s->tf32, p->n, p->m, p->k, 1, cublasGetStatusName(st));
         s->use_lt = 0;
         return 0;
     }
     BLAS_OK(st);
     return 1;
+}
+
+/* The fallback of pygpu_cuda_linear (cublasGemmEx and the bias_act
+ * kernel) as cuda_blaslt.c runs it: with a bias, out is first set to
+ * bias[col] in every row (the kernel's PYGPU_BIAS_FILL mode; here a copy
+ * from the host of the same values) and the gemm accumulates into it
+ * (beta 1), so the bias is added in the FP32 accumulator and the sum is
+ * rounded once, as in the fused epilogue; for k == 0 out is left holding
+ * the bias.  A relu (the relu kernel) is left to the caller, which applies
+ * it on the host. */
+static cublasStatus_t linear_fallback(int dtype, int tf32, int kind,
+                                      const pygpu_gemm_plan *p, void *out,
+                                      const double *bias_h, int64_t rows,
+                                      int64_t out_f)
+{
+    int64_t i, j;
+
+    if (bias_h != NULL && rows * out_f > 0) {
+        double *fill = malloc((size_t)(rows * out_f) * sizeof(double));
+        void *tmp;
+
+        for (i = 0; i < rows; i++) {
+            for (j = 0; j < out_f; j++) {
+                fill[i * out_f + j] = bias_h[j];
+            }
+        }
+        tmp = to_dtype(dtype, fill, rows * out_f);
+        CUDA_OK(cudaMemcpy(out, tmp,
+                           (size_t)(rows * out_f) * (size_t)dtype_size[dtype],
+                           cudaMemcpyHostToDevice));
+        free(tmp);
+        free(fill);
+    }
+    return run_gemm(dtype, tf32, kind, p, out, 0, 0, bias_h != NULL);
+}
+
+/* Which path linear_exec took. */
+enum {
+    LIN_FALLBACK = 0, /* routed to the fallback (shape, size or bias) */
+    LIN_FUSED = 1,    /* cuBLASLt with the fused epilogue */
+    LIN_NO_ALGO = 2,  /* eligible for cuBLASLt, which had no algorithm:
+                       * the fallback ran it, as in the extension */
+    LIN_REFUSED = 3   /* cublasLtMatmul refused the heuristic's plan: a
+                       * failure, already reported by lt_exec; the
+                       * fallback ran it, as in the extension */
+};
+
+/* pygpu_cuda_linear on one problem with a fresh plan: its routing (sizes
+ * that fit an int, m' and k' over 1, no bias or one aligned to 16 bytes),
+ * then cuBLASLt, else linear_fallback (whose relu the caller applies).
+ * bias_d and bias_h hold the same values (device, host).  *st is the
+ * fallback gemm's status (success when it did not run). */
+static int linear_exec(int dtype, int tf32, int kind, const pygpu_gemm_plan *p,
+                       void *out, const void *bias_d, const double *bias_h,
+                       int64_t rows, int64_t out_f, int relu,
+                       cublasStatus_t *st)
+{
+    int path = LIN_FALLBACK;
+
+    *st = CUBLAS_STATUS_SUCCESS;
+    if (kind == PYGPU_GEMM_CALL && pygpu_gemm_plan_fits_int(p) && p->m > 1 &&
+        p->k > 1 &&
+        (bias_d == NULL || pygpu_ptr_alignment(bias_d) >= MIN_BIAS_ALIGN)) {
+        lt_plan plan;
+
+        lt_build(&plan, dtype, tf32, p, out, bias_d, relu);
+        if (!plan.use_lt) {
+            path = LIN_NO_ALGO;
+        } else {
+            path = lt_exec(&plan, p, out, bias_d, 0) ? LIN_FUSED : LIN_REFUSED;
+        }
+        lt_free(&plan);
+    }
+    if (path != LIN_FUSED &&
+        (kind == PYGPU_GEMM_CALL || kind == PYGPU_GEMM_ZERO)) {
+        *st = linear_fallback(dtype, tf32, kind, p, out,
+                              bias_d != NULL ? bias_h : NULL, rows, out_f);
+    }
+    return path;
 }
 
 /* ---------------------------------------------------------------- tests */
@@ -551,7 +657,8 @@ static void test_matmul(int dtype, int tf32, int64_t m, int64_t n, int64_t k,
     c = output_alloc(dtype, total, 0, &cbase);
     kind = pygpu_gemm_plan_make(&oa.mat, &ob.mat, batch, &p);
     if (kind == PYGPU_GEMM_CALL || kind == PYGPU_GEMM_ZERO) {
-        cublasStatus_t st = run_gemm(dtype, tf32, kind, &p, c, 0, force64);
+        cublasStatus_t st = run_gemm(dtype, tf32, kind, &p, c, 0, force64,
+                                     0);
         if (st != CUBLAS_STATUS_SUCCESS) {
             ok = 0;
             snprintf(detail, sizeof(detail), "status %s",
@@ -638,7 +745,7 @@ static void test_linear(int dtype, int tf32, int64_t rows, int64_t out_f,
         (!with_bias || pygpu_ptr_alignment(bias_d[0]) >= MIN_BIAS_ALIGN)) {
         lt_build(&plan, dtype, tf32, &p, out, bias_d[0], relu);
         for (round = 0; round < 2; round++) {
-            used_lt = lt_exec(&plan, dtype, &p, out, bias_d[round], 0);
+            used_lt = lt_exec(&plan, &p, out, bias_d[round], 0);
             if (!used_lt) {
                 break;
             }
@@ -646,10 +753,11 @@ static void test_linear(int dtype, int tf32, int64_t rows, int64_t out_f,
         lt_free(&plan);
     }
     if (!used_lt && (kind == PYGPU_GEMM_CALL || kind == PYGPU_GEMM_ZERO)) {
-        cublasStatus_t st = run_gemm(dtype, tf32, kind, &p, out, 0, 0);
+        cublasStatus_t st = linear_fallback(dtype, tf32, kind, &p, out,
+                                            bias_h, rows, out_f);
         if (st != CUBLAS_STATUS_SUCCESS) {
             ok = 0;
-            snprintf(detail, sizeof(detail), "gemm status %s",
+            snprintf(detail, sizeof(detail), "fallback gemm status %s",
                      cublasGetStatusName(st));
         }
     } else if (kind < 0) {
@@ -681,13 +789,8 @@ static void test_linear(int dtype, int tf32, int64_t rows, int64_t out_f,
                 if (relu && ref < 0.0) {
                     ref = 0.0;
                 }
-                if (!used_lt) { /* the extension's kernel, here on the host */
-                    if (with_bias) {
-                        g += bias_h[j];
-                    }
-                    if (relu && g < 0.0) {
-                        g = 0.0;
-                    }
+                if (!used_lt && relu && g < 0.0) {
+                    g = 0.0; /* the extension's relu kernel, on the host */
                 }
                 ok = close_enough(dtype, tf32, g, ref, sumabs, in_f);
                 if (!ok) {
@@ -714,30 +817,46 @@ static void test_linear(int dtype, int tf32, int64_t rows, int64_t out_f,
     CUDA_OK(cudaFree(obase));
 }
 
-/* float32 without TF32 must be true FP32: every element of A is 1 + 2^-20,
- * which TF32 (10 mantissa bits) would round to 1.  With k = 64 and B = 1,
- * FP32 gives exactly 64 + 2^-14 in every element. */
-static void test_true_fp32(int use_lt)
+/* float32 without TF32 must be true FP32.  Every element of A is 1 + 2^-12
+ * and of B is 1, k = 64.  Each product is 1 + 2^-12, and every partial sum,
+ * in any order or split, is j (1 + 2^-12) = j + j 2^-12 for some j <= 64:
+ * below 128, where FP32's spacing is 2^-17, and a multiple of 2^-12, so
+ * it is exact.  FP32 gives exactly 64 + 2^-6 in every element.  TF32 keeps
+ * 10 mantissa bits: 1 + 2^-12 becomes 1 (2^-12 is under half the spacing
+ * 2^-10, so both rounding and truncation drop it) and the sum is exactly
+ * 64.  Without TF32 only 64 + 2^-6 passes; with TF32 allowed either value
+ * passes (TF32 is a permission, not an obligation: cuBLAS may still run
+ * FP32 kernels) and the counts of each are printed.
+ *
+ * On the cuBLASLt path the point is the compute type, not that cuBLASLt
+ * has an algorithm: without one the extension runs cublasGemmEx, whose
+ * FP32 is checked by use_lt 0, so that case is a skip, not a failure. */
+static void test_true_fp32(int use_lt, int tf32)
 {
     const int64_t n = 64;
+    const double want_fp32 = 64.0 + 0x1p-6, want_tf32 = 64.0;
     double *ones = malloc((size_t)(n * n) * sizeof(double));
     double *fine = malloc((size_t)(n * n) * sizeof(double));
-    double want = 64.0 + 0x1p-14, *got;
-    void *ha, *hb, *da, *db, *dc;
+    double *got = NULL;
+    void *ha, *hb, *da, *db, *dc, *cbase;
     pygpu_mat a = {NULL, 64, 64, 64, 1, 0}, b = {NULL, 64, 64, 64, 1, 0};
     pygpu_gemm_plan p;
-    int64_t i;
-    int ok = 1;
+    int64_t i, n_fp32 = 0, n_tf32 = 0, bad = 0, first_bad = -1;
+    int ran = 1;
+    char name[64], detail[256] = "";
 
+    snprintf(name, sizeof(name), "%s (%s)",
+             tf32 ? "fp32-or-tf32" : "true-fp32",
+             use_lt ? "cuBLASLt" : "cublasGemmEx");
     for (i = 0; i < n * n; i++) {
         ones[i] = 1.0;
-        fine[i] = 1.0 + 0x1p-20;
+        fine[i] = 1.0 + 0x1p-12;
     }
     ha = to_dtype(F32, fine, n * n);
     hb = to_dtype(F32, ones, n * n);
     CUDA_OK(cudaMalloc(&da, (size_t)(n * n) * 4));
     CUDA_OK(cudaMalloc(&db, (size_t)(n * n) * 4));
-    CUDA_OK(cudaMalloc(&dc, (size_t)(n * n) * 4));
+    dc = output_alloc(F32, n * n, 0, &cbase); /* NaN: unwritten shows */
     CUDA_OK(cudaMemcpy(da, ha, (size_t)(n * n) * 4, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(db, hb, (size_t)(n * n) * 4, cudaMemcpyHostToDevice));
     a.ptr = da;
@@ -745,28 +864,554 @@ static void test_true_fp32(int use_lt)
     pygpu_gemm_plan_make(&a, &b, 1, &p);
     if (use_lt) {
         lt_plan plan;
-        lt_build(&plan, F32, 0, &p, dc, NULL, 0);
-        ok = lt_exec(&plan, F32, &p, dc, NULL, 0);
+        lt_build(&plan, F32, tf32, &p, dc, NULL, 0);
+        if (!plan.use_lt) {
+            skip(name, "no cuBLASLt algorithm for this problem; the "
+                       "extension runs it with cublasGemmEx, checked by "
+                       "the cublasGemmEx case");
+            ran = 0;
+        } else if (!lt_exec(&plan, &p, dc, NULL, 0)) {
+            ran = 0; /* refused: lt_exec reported the failure */
+        }
         lt_free(&plan);
     } else {
-        BLAS_OK(run_gemm(F32, 0, PYGPU_GEMM_CALL, &p, dc, 0, 0));
+        BLAS_OK(run_gemm(F32, tf32, PYGPU_GEMM_CALL, &p, dc, 0, 0, 0));
     }
-    if (ok) {
+    if (ran) {
         got = output_fetch(F32, dc, n * n);
-        for (i = 0; ok && i < n * n; i++) {
-            ok = got[i] == want;
+        for (i = 0; i < n * n; i++) {
+            if (got[i] == want_fp32) {
+                n_fp32++;
+            } else if (got[i] == want_tf32) {
+                n_tf32++;
+            } else {
+                bad++;
+            }
+            if (first_bad < 0 &&
+                !(got[i] == want_fp32 || (tf32 && got[i] == want_tf32))) {
+                first_bad = i;
+            }
         }
-        free(got);
+        if (first_bad >= 0) {
+            snprintf(detail, sizeof(detail),
+                     "at %lld got %.10g want %s (%lld elements 64+2^-6, "
+                     "%lld exactly 64 as TF32 gives, %lld other)",
+                     (long long)first_bad, got[first_bad],
+                     tf32 ? "64+2^-6 or 64" : "64+2^-6 = 64.015625",
+                     (long long)n_fp32, (long long)n_tf32, (long long)bad);
+        }
+        if (tf32) {
+            printf("%s, TF32 allowed: %lld of %lld elements 64+2^-6 (FP32 "
+                   "seen), %lld exactly 64 (TF32 seen), %lld other\n",
+                   name, (long long)n_fp32, (long long)(n * n),
+                   (long long)n_tf32, (long long)bad);
+        }
+        report(first_bad < 0, name, F32, tf32, n, n, n, 1, detail);
     }
-    report(ok, use_lt ? "true-fp32 (cuBLASLt)" : "true-fp32 (cublasGemmEx)",
-           F32, 0, n, n, n, 1, "");
+    free(got);
     free(ones);
     free(fine);
     free(ha);
     free(hb);
     CUDA_OK(cudaFree(da));
     CUDA_OK(cudaFree(db));
-    CUDA_OK(cudaFree(dc));
+    CUDA_OK(cudaFree(cbase));
+}
+
+/* n values of a dtype at byte offset `off` into a fresh device buffer
+ * (*base: what to free). */
+static void *upload(int dtype, const double *v, int64_t n, size_t off,
+                    void **base)
+{
+    size_t bytes = (size_t)(n > 0 ? n : 1) * (size_t)dtype_size[dtype];
+    void *tmp = to_dtype(dtype, v, n);
+
+    CUDA_OK(cudaMalloc(base, bytes + off + 16));
+    CUDA_OK(cudaMemcpy((char *)*base + off, tmp, bytes,
+                       cudaMemcpyHostToDevice));
+    free(tmp);
+    return (char *)*base + off;
+}
+
+/* The raw bytes of n device elements. */
+static void *fetch_raw(int dtype, const void *dptr, int64_t n)
+{
+    size_t bytes = (size_t)(n > 0 ? n : 1) * (size_t)dtype_size[dtype];
+    void *out = malloc(bytes);
+
+    CUDA_OK(cudaMemcpy(out, dptr, bytes, cudaMemcpyDeviceToHost));
+    return out;
+}
+
+/* An element's bits as an integer ordered as the values are, so that the
+ * difference of two finite values is their distance in ulps of the dtype
+ * (+0.0 and -0.0 are both 0). */
+static int64_t ordered_bits(int dtype, const void *raw, int64_t i)
+{
+    if (dtype == F16) {
+        uint16_t h = ((const uint16_t *)raw)[i];
+        return (h & 0x8000u) ? -(int64_t)(h & 0x7fffu) : (int64_t)h;
+    }
+    if (dtype == F32) {
+        uint32_t u;
+        memcpy(&u, (const char *)raw + 4 * i, 4);
+        return (u & 0x80000000u) ? -(int64_t)(u & 0x7fffffffu) : (int64_t)u;
+    }
+    {
+        uint64_t u;
+        memcpy(&u, (const char *)raw + 8 * i, 8);
+        return (u >> 63) ? -(int64_t)(u & 0x7fffffffffffffffull)
+                         : (int64_t)u;
+    }
+}
+
+static const char *zero_name(double v)
+{
+    if (isnan(v)) {
+        return "NaN";
+    }
+    if (v != 0.0) {
+        return "nonzero";
+    }
+    return signbit(v) ? "-0.0" : "+0.0";
+}
+
+/* A batch count past 65535 (the CUDA grid's limit in y and z, which a
+ * kernel that maps the batch onto one of them would hit): a strided
+ * batched gemm of 70000 2 x 2 @ 2 x 2 products, every element of every
+ * batch item checked exactly (small integers: every sum is exact in
+ * float16 too).  bcast 1 or 2 shares A or B across the batch (batch
+ * stride 0). */
+static void test_big_batch(int dtype, int bcast)
+{
+    const int64_t batch = 70000, m = 2, n = 2, k = 2;
+    const int64_t na = (bcast == 1 ? 1 : batch) * m * k;
+    const int64_t nb = (bcast == 2 ? 1 : batch) * k * n;
+    const char *name = bcast == 1   ? "big batch, A broadcast"
+                       : bcast == 2 ? "big batch, B broadcast"
+                                    : "big batch";
+    double *av = malloc((size_t)na * sizeof(double));
+    double *bv = malloc((size_t)nb * sizeof(double));
+    double *got = NULL;
+    void *abase, *bbase, *cbase, *c;
+    pygpu_mat a, b;
+    pygpu_gemm_plan p;
+    int64_t i, j, l, bt, nbad = 0;
+    int kind, ok = 1;
+    char detail[200] = "";
+
+    for (i = 0; i < na; i++) {
+        av[i] = (double)((int64_t)(rng() % 17) - 8);
+    }
+    for (i = 0; i < nb; i++) {
+        bv[i] = (double)((int64_t)(rng() % 17) - 8);
+    }
+    a.ptr = upload(dtype, av, na, 0, &abase);
+    a.rows = m;
+    a.cols = k;
+    a.row_stride = k;
+    a.col_stride = 1;
+    a.batch_stride = bcast == 1 ? 0 : m * k;
+    b.ptr = upload(dtype, bv, nb, 0, &bbase);
+    b.rows = k;
+    b.cols = n;
+    b.row_stride = n;
+    b.col_stride = 1;
+    b.batch_stride = bcast == 2 ? 0 : k * n;
+    c = output_alloc(dtype, batch * m * n, 0, &cbase);
+    kind = pygpu_gemm_plan_make(&a, &b, batch, &p);
+    if (kind != PYGPU_GEMM_CALL || p.batch != batch ||
+        !pygpu_gemm_plan_fits_int(&p)) {
+        ok = 0;
+        snprintf(detail, sizeof(detail), "plan kind %d batch %lld fits_int %d",
+                 kind, (long long)p.batch, pygpu_gemm_plan_fits_int(&p));
+    } else {
+        cublasStatus_t st = run_gemm(dtype, 0, kind, &p, c, 0, 0, 0);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            ok = 0;
+            snprintf(detail, sizeof(detail), "status %s",
+                     cublasGetStatusName(st));
+        }
+    }
+    if (ok) {
+        got = output_fetch(dtype, c, batch * m * n);
+        for (bt = 0; bt < batch; bt++) {
+            const double *ab = av + (bcast == 1 ? 0 : bt * m * k);
+            const double *bb = bv + (bcast == 2 ? 0 : bt * k * n);
+            for (i = 0; i < m; i++) {
+                for (j = 0; j < n; j++) {
+                    double ref = 0.0, g = got[(bt * m + i) * n + j];
+                    for (l = 0; l < k; l++) {
+                        ref += ab[i * k + l] * bb[l * n + j];
+                    }
+                    if (g != ref) { /* NaN too */
+                        if (nbad++ == 0) {
+                            snprintf(detail, sizeof(detail),
+                                     "first at [%lld,%lld,%lld] got %.9g "
+                                     "want %.9g",
+                                     (long long)bt, (long long)i,
+                                     (long long)j, g, ref);
+                        }
+                    }
+                }
+            }
+        }
+        if (nbad > 0) {
+            size_t len = strlen(detail);
+            ok = 0;
+            snprintf(detail + len, sizeof(detail) - len,
+                     "; %lld wrong elements", (long long)nbad);
+        }
+    }
+    report(ok, name, dtype, 0, m, n, k, batch, detail);
+    free(got);
+    free(av);
+    free(bv);
+    CUDA_OK(cudaFree(abase));
+    CUDA_OK(cudaFree(bbase));
+    CUDA_OK(cudaFree(cbase));
+}
+
+/* NaN and -0.0 through a float32 linear (4 rows, 8 in, 8 out), on the
+ * fused cuBLASLt path (bias 256-byte aligned) and on the fallback (the same
+ * bias values 4 bytes into a buffer: under the 16-byte rule of
+ * cuda_blaslt.c, so the extension takes the fallback).  Row 1 of x holds a
+ * NaN, row 2 is all -0.0, the others small integers; w holds integers 1..3
+ * and the bias small integers with bias[0] = -0.0, so [2,0] is exactly
+ * -0.0 in IEEE arithmetic (a sum of -0.0 terms plus -0.0).
+ *
+ * BIAS epilogue, checked on both paths: row 1 is NaN throughout and every
+ * other element equals the host's value (==, so zeros of either sign
+ * pass).  RELU_BIAS: cuBLASLt does not document its relu on NaN or signed
+ * zeros, so on the fused path what it gives is printed as an observation,
+ * never checked: for the NaN row, for [2,0] and for the zeros it makes of
+ * negative values.  The sign of [2,0] after BIAS is printed the same way. */
+static void test_linear_nan(void)
+{
+    enum { R = 4, K = 8, N = 8 };
+    double xv[R * K], wv[N * K], bv[N], ref[R * N];
+    void *xbase, *wbase, *bbase_al, *bbase_un, *obase, *out;
+    const void *bias_al, *bias_un;
+    pygpu_mat x, w, wt;
+    pygpu_gemm_plan p;
+    int64_t i, j, l;
+    int kind, path;
+
+    for (i = 0; i < R; i++) {
+        for (l = 0; l < K; l++) {
+            xv[i * K + l] = i == 2 ? -0.0 : (double)((int64_t)(rng() % 7) - 3);
+        }
+    }
+    xv[1 * K + 3] = NAN;
+    for (i = 0; i < N * K; i++) {
+        wv[i] = (double)(1 + (int64_t)(rng() % 3));
+    }
+    for (j = 0; j < N; j++) {
+        bv[j] = (double)((int64_t)(rng() % 9) - 4);
+    }
+    bv[0] = -0.0;
+    for (i = 0; i < R; i++) {
+        for (j = 0; j < N; j++) {
+            double acc = -0.0; /* the IEEE sum: -0.0 is its identity */
+            for (l = 0; l < K; l++) {
+                acc += xv[i * K + l] * wv[j * K + l];
+            }
+            ref[i * N + j] = acc + bv[j];
+        }
+    }
+    x.ptr = upload(F32, xv, R * K, 0, &xbase);
+    x.rows = R;
+    x.cols = K;
+    x.row_stride = K;
+    x.col_stride = 1;
+    x.batch_stride = 0;
+    w.ptr = upload(F32, wv, N * K, 0, &wbase);
+    w.rows = N;
+    w.cols = K;
+    w.row_stride = K;
+    w.col_stride = 1;
+    w.batch_stride = 0;
+    bias_al = upload(F32, bv, N, 0, &bbase_al);
+    bias_un = upload(F32, bv, N, 4, &bbase_un);
+    wt = pygpu_mat_transpose(&w);
+    kind = pygpu_gemm_plan_make(&x, &wt, 1, &p);
+
+    for (path = 0; path < 2; path++) { /* 0: fused, 1: fallback */
+        const char *name = path == 0 ? "linear NaN, BIAS epilogue (fused)"
+                                     : "linear NaN, BIAS epilogue (fallback)";
+        const void *bias = path == 0 ? bias_al : bias_un;
+        cublasStatus_t st;
+        double *got;
+        int took, ok = 1;
+        char detail[200] = "";
+
+        out = output_alloc(F32, R * N, 0, &obase);
+        took = linear_exec(F32, 0, kind, &p, out, bias, bv, R, N, 0, &st);
+        if (path == 0 && took != LIN_FUSED) {
+            if (took == LIN_NO_ALGO) {
+                skip(name, "no cuBLASLt algorithm; the extension takes the "
+                           "fallback, checked by the fallback case");
+            } /* else a failure lt_exec has reported */
+            CUDA_OK(cudaFree(obase));
+            continue;
+        }
+        if (path == 1 && took != LIN_FALLBACK) {
+            ok = 0;
+            snprintf(detail, sizeof(detail),
+                     "a bias aligned to %u bytes did not take the fallback",
+                     pygpu_ptr_alignment(bias));
+        } else if (st != CUBLAS_STATUS_SUCCESS) {
+            ok = 0;
+            snprintf(detail, sizeof(detail), "fallback gemm status %s",
+                     cublasGetStatusName(st));
+        }
+        if (ok) {
+            got = output_fetch(F32, out, R * N);
+            for (i = 0; ok && i < R; i++) {
+                for (j = 0; ok && j < N; j++) {
+                    double g = got[i * N + j], r = ref[i * N + j];
+                    ok = isnan(r) ? isnan(g) : g == r;
+                    if (!ok) {
+                        snprintf(detail, sizeof(detail),
+                                 "at [%lld,%lld] got %.9g want %.9g%s",
+                                 (long long)i, (long long)j, g, r,
+                                 isnan(r) ? " (the NaN must propagate)" : "");
+                    }
+                }
+            }
+            printf("observation (not checked): %s: [2,0], -0.0 in IEEE "
+                   "arithmetic, comes out %s\n",
+                   name, zero_name(got[2 * N + 0]));
+            free(got);
+        }
+        report(ok, name, F32, 0, R, N, K, 1, detail);
+        CUDA_OK(cudaFree(obase));
+    }
+
+    /* RELU_BIAS on the fused path: observations only. */
+    {
+        cublasStatus_t st;
+        int took;
+
+        out = output_alloc(F32, R * N, 0, &obase);
+        took = linear_exec(F32, 0, kind, &p, out, bias_al, bv, R, N, 1, &st);
+        if (took != LIN_FUSED) {
+            printf("observation skipped: cuBLASLt did not run float32 "
+                   "RELU_BIAS %dx%d @ %dx%d^T (%s)\n", R, K, N, K,
+                   took == LIN_NO_ALGO ? "no algorithm" : "refused");
+        } else {
+            double *got = output_fetch(F32, out, R * N);
+            int nan_n = 0, pz = 0, nz = 0, other = 0, neg_pz = 0, neg_nz = 0;
+            int neg_other = 0;
+
+            for (j = 0; j < N; j++) {
+                double g = got[1 * N + j];
+                if (isnan(g)) {
+                    nan_n++;
+                } else if (g == 0.0) {
+                    if (signbit(g)) {
+                        nz++;
+                    } else {
+                        pz++;
+                    }
+                } else {
+                    other++;
+                }
+            }
+            for (i = 0; i < R; i++) {
+                for (j = 0; j < N; j++) {
+                    double g = got[i * N + j];
+                    if (i == 1 || !(ref[i * N + j] < 0.0)) {
+                        continue;
+                    }
+                    if (g == 0.0 && !signbit(g)) {
+                        neg_pz++;
+                    } else if (g == 0.0) {
+                        neg_nz++;
+                    } else {
+                        neg_other++;
+                    }
+                }
+            }
+            printf("observation (not checked): cuBLASLt RELU_BIAS float32, "
+                   "NaN input row: %d of %d outputs NaN, %d +0.0, %d -0.0, "
+                   "%d other (torch's relu keeps NaN)\n",
+                   nan_n, N, pz, nz, other);
+            printf("observation (not checked): cuBLASLt RELU_BIAS float32, "
+                   "pre-activation -0.0 at [2,0] gives %s\n",
+                   zero_name(got[2 * N + 0]));
+            printf("observation (not checked): cuBLASLt RELU_BIAS float32, "
+                   "negative pre-activations: %d give +0.0, %d give -0.0, "
+                   "%d other\n", neg_pz, neg_nz, neg_other);
+            free(got);
+        }
+        CUDA_OK(cudaFree(obase));
+    }
+    CUDA_OK(cudaFree(xbase));
+    CUDA_OK(cudaFree(wbase));
+    CUDA_OK(cudaFree(bbase_al));
+    CUDA_OK(cudaFree(bbase_un));
+}
+
+/* The same linear with bias (48 rows, 64 in, 40 out) on the fused path and
+ * on the fallback (the bias 4 bytes into its buffer), compared element by
+ * element.  x and w are multiples of 2^-6 in [-1, 1], so each product is a
+ * multiple of 2^-12 and every partial sum over k = 64 (|sum| <= 64) is
+ * exact in FP32 in any order or split: the two paths, whatever their
+ * kernels, reach the same exact sum.  Both then add the bias in the FP32
+ * accumulator (the epilogue; beta 1 over the bias-filled output) and round
+ * once to the output dtype, so they should agree bit for bit: float32 with
+ * a full-precision random bias (so that add rounds), float16 with a half
+ * bias (the rounding to half is where a fallback that rounded the product
+ * before adding the bias would be off by an ulp).  The largest difference
+ * is printed in ulps; more than 1 ulp of the output dtype fails, and so
+ * does either result being off the host's value. */
+static void test_fused_vs_fallback(int dtype)
+{
+    const int64_t rows = 48, in_f = 64, out_f = 40;
+    double *xv = malloc((size_t)(rows * in_f) * sizeof(double));
+    double *wv = malloc((size_t)(out_f * in_f) * sizeof(double));
+    double *bv = malloc((size_t)out_f * sizeof(double));
+    double *got[2] = {NULL, NULL};
+    void *raw[2] = {NULL, NULL}, *obase[2] = {NULL, NULL}, *out[2];
+    void *xbase, *wbase, *bbase_al, *bbase_un;
+    const void *bias[2];
+    pygpu_mat x, w, wt;
+    pygpu_gemm_plan p;
+    int64_t i, j, l, max_ulp = 0, at = -1, ndiff = 0;
+    int kind, path, ok = 1;
+    char detail[200] = "";
+    const char *name = "fused vs fallback linear+bias";
+
+    for (i = 0; i < rows * in_f; i++) {
+        xv[i] = (double)((int64_t)(rng() % 129) - 64) / 64.0;
+    }
+    for (i = 0; i < out_f * in_f; i++) {
+        wv[i] = (double)((int64_t)(rng() % 129) - 64) / 64.0;
+    }
+    for (j = 0; j < out_f; j++) {
+        bv[j] = random_value(dtype);
+    }
+    x.ptr = upload(dtype, xv, rows * in_f, 0, &xbase);
+    x.rows = rows;
+    x.cols = in_f;
+    x.row_stride = in_f;
+    x.col_stride = 1;
+    x.batch_stride = 0;
+    w.ptr = upload(dtype, wv, out_f * in_f, 0, &wbase);
+    w.rows = out_f;
+    w.cols = in_f;
+    w.row_stride = in_f;
+    w.col_stride = 1;
+    w.batch_stride = 0;
+    bias[0] = upload(dtype, bv, out_f, 0, &bbase_al);
+    bias[1] = upload(dtype, bv, out_f, 4, &bbase_un);
+    wt = pygpu_mat_transpose(&w);
+    kind = pygpu_gemm_plan_make(&x, &wt, 1, &p);
+
+    for (path = 0; ok && path < 2; path++) {
+        cublasStatus_t st;
+        int took;
+
+        out[path] = output_alloc(dtype, rows * out_f, 0, &obase[path]);
+        took = linear_exec(dtype, 0, kind, &p, out[path], bias[path], bv, rows,
+                           out_f, 0, &st);
+        if (path == 0 && took != LIN_FUSED) {
+            if (took == LIN_NO_ALGO) {
+                skip(dtype == F16 ? "fused vs fallback linear+bias float16"
+                                  : "fused vs fallback linear+bias float32",
+                     "no cuBLASLt algorithm, so no fused result to compare");
+            } /* else a failure lt_exec has reported */
+            goto done;
+        }
+        if (path == 1 && took != LIN_FALLBACK) {
+            ok = 0;
+            snprintf(detail, sizeof(detail),
+                     "a bias aligned to %u bytes did not take the fallback",
+                     pygpu_ptr_alignment(bias[1]));
+        } else if (st != CUBLAS_STATUS_SUCCESS) {
+            ok = 0;
+            snprintf(detail, sizeof(detail), "fallback gemm status %s",
+                     cublasGetStatusName(st));
+        }
+    }
+    if (ok) {
+        for (path = 0; path < 2; path++) {
+            raw[path] = fetch_raw(dtype, out[path], rows * out_f);
+            got[path] = output_fetch(dtype, out[path], rows * out_f);
+        }
+        for (i = 0; i < rows; i++) {
+            for (j = 0; j < out_f; j++) {
+                int64_t e = i * out_f + j, d;
+                double ref = bv[j], sumabs = absd(bv[j]);
+
+                for (l = 0; l < in_f; l++) {
+                    double t = xv[i * in_f + l] * wv[j * in_f + l];
+                    ref += t;
+                    sumabs += absd(t);
+                }
+                for (path = 0; path < 2; path++) {
+                    if (ok && !close_enough(dtype, 0, got[path][e], ref,
+                                            sumabs, in_f)) {
+                        ok = 0;
+                        snprintf(detail, sizeof(detail),
+                                 "%s at [%lld,%lld] got %.9g want %.9g",
+                                 path == 0 ? "fused" : "fallback",
+                                 (long long)i, (long long)j, got[path][e],
+                                 ref);
+                    }
+                }
+                if (isnan(got[0][e]) || isnan(got[1][e])) {
+                    continue; /* failed above */
+                }
+                d = ordered_bits(dtype, raw[0], e) -
+                    ordered_bits(dtype, raw[1], e);
+                d = d < 0 ? -d : d;
+                ndiff += d != 0;
+                if (d > max_ulp) {
+                    max_ulp = d;
+                    at = e;
+                }
+            }
+        }
+        printf("fused vs fallback linear+bias %s %lldx%lld (k=%lld): %s; "
+               "max difference %lld ulp (%lld of %lld elements differ)",
+               dtype_name[dtype], (long long)rows, (long long)out_f,
+               (long long)in_f,
+               ndiff == 0 ? "bit-identical" : "not bit-identical",
+               (long long)max_ulp, (long long)ndiff,
+               (long long)(rows * out_f));
+        if (at >= 0) {
+            printf(", largest at [%lld,%lld]: fused %.9g fallback %.9g",
+                   (long long)(at / out_f), (long long)(at % out_f),
+                   got[0][at], got[1][at]);
+        }
+        printf("\n");
+        if (ok && max_ulp > 1) {
+            ok = 0;
+            snprintf(detail, sizeof(detail),
+                     "max difference %lld ulp > 1 at [%lld,%lld]: fused "
+                     "%.9g fallback %.9g",
+                     (long long)max_ulp, (long long)(at / out_f),
+                     (long long)(at % out_f), got[0][at], got[1][at]);
+        }
+    }
+    report(ok, name, dtype, 0, rows, out_f, in_f, 1, detail);
+done:
+    for (path = 0; path < 2; path++) {
+        free(raw[path]);
+        free(got[path]);
+        if (obase[path] != NULL) {
+            CUDA_OK(cudaFree(obase[path]));
+        }
+    }
+    free(xv);
+    free(wv);
+    free(bv);
+    CUDA_OK(cudaFree(xbase));
+    CUDA_OK(cudaFree(wbase));
+    CUDA_OK(cudaFree(bbase_al));
+    CUDA_OK(cudaFree(bbase_un));
 }
 
 /* The workspace handed between streams as blas_bind does it: the default
@@ -796,11 +1441,12 @@ static void test_stream_switch(void)
             double *got;
             int64_t i, j, l;
             int ok = 1;
+            char detail[160] = "";
 
             operand_make(&oa, F32, m, k, 1, 0);
             operand_make(&ob, F32, k, n, 1, 0);
             pygpu_gemm_plan_make(&oa.mat, &ob.mat, 1, &p);
-            BLAS_OK(run_gemm(F32, 0, PYGPU_GEMM_CALL, &p, c, to, 0));
+            BLAS_OK(run_gemm(F32, 0, PYGPU_GEMM_CALL, &p, c, to, 0, 0));
             CUDA_OK(cudaStreamSynchronize(to));
             got = output_fetch(F32, c, m * n);
             for (i = 0; ok && i < m; i++) {
@@ -813,9 +1459,18 @@ static void test_stream_switch(void)
                         sumabs += absd(t);
                     }
                     ok = close_enough(F32, 0, got[i * n + j], ref, sumabs, k);
+                    if (!ok) {
+                        snprintf(detail, sizeof(detail),
+                                 "switch %d (%s) at [%lld,%lld] got %.9g "
+                                 "want %.9g", r,
+                                 to == 0 ? "to the legacy stream"
+                                         : "to a side stream",
+                                 (long long)i, (long long)j, got[i * n + j],
+                                 ref);
+                    }
                 }
             }
-            report(ok, "stream switch", F32, 0, m, n, k, 1, "");
+            report(ok, "stream switch", F32, 0, m, n, k, 1, detail);
             free(got);
             operand_free(&oa);
             operand_free(&ob);
@@ -841,10 +1496,13 @@ static void test_large_ld(void)
     pygpu_gemm_plan p;
     int64_t i, j, l;
     int ok, kind;
+    char detail[160] = "";
 
     CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
     if (free_b < bytes + ((size_t)2 << 30)) {
-        printf("skip large-ld test: %zu bytes free\n", free_b);
+        snprintf(detail, sizeof(detail), "needs %zu bytes free, %zu are",
+                 bytes + ((size_t)2 << 30), free_b);
+        skip("large ld (_64)", detail);
         return;
     }
     xv = malloc((size_t)(2 * k) * sizeof(double));
@@ -878,11 +1536,16 @@ static void test_large_ld(void)
     w.batch_stride = 0;
     kind = pygpu_gemm_plan_make(&x, &w, 1, &p);
     ok = kind == PYGPU_GEMM_CALL && !pygpu_gemm_plan_fits_int(&p);
-    if (ok) {
-        cublasStatus_t st = run_gemm(F16, 0, kind, &p, dc, 0, 0);
+    if (!ok) {
+        snprintf(detail, sizeof(detail),
+                 "plan kind %d fits_int %d (want a call past INT_MAX)", kind,
+                 pygpu_gemm_plan_fits_int(&p));
+    } else {
+        cublasStatus_t st = run_gemm(F16, 0, kind, &p, dc, 0, 0, 0);
         ok = st == CUBLAS_STATUS_SUCCESS;
         if (!ok) {
-            printf("large-ld: %s\n", cublasGetStatusName(st));
+            snprintf(detail, sizeof(detail), "status %s",
+                     cublasGetStatusName(st));
         }
     }
     if (ok) {
@@ -896,11 +1559,16 @@ static void test_large_ld(void)
                     sumabs += absd(t);
                 }
                 ok = close_enough(F16, 0, got[i * n + j], ref, sumabs, k);
+                if (!ok) {
+                    snprintf(detail, sizeof(detail),
+                             "at [%lld,%lld] got %.9g want %.9g",
+                             (long long)i, (long long)j, got[i * n + j], ref);
+                }
             }
         }
         free(got);
     }
-    report(ok, "large ld (_64)", F16, 0, 2, n, k, 1, "");
+    report(ok, "large ld (_64)", F16, 0, 2, n, k, 1, detail);
     free(xv);
     free(wv);
     free(xh);
@@ -949,19 +1617,19 @@ static void time_thin_path(void)
         goto done;
     }
     for (i = 0; i < 50; i++) {
-        lt_exec(&plan, F16, &p, dc, db, 0);
-        BLAS_OK(run_gemm(F16, 0, PYGPU_GEMM_CALL, &p, dc, 0, 0));
+        lt_exec(&plan, &p, dc, db, 0);
+        BLAS_OK(run_gemm(F16, 0, PYGPU_GEMM_CALL, &p, dc, 0, 0, 0));
     }
     CUDA_OK(cudaDeviceSynchronize());
     t0 = now_us();
     for (i = 0; i < iters; i++) {
-        lt_exec(&plan, F16, &p, dc, db, 0);
+        lt_exec(&plan, &p, dc, db, 0);
     }
     CUDA_OK(cudaDeviceSynchronize());
     t_lt = (now_us() - t0) / (double)iters;
     t0 = now_us();
     for (i = 0; i < iters; i++) {
-        BLAS_OK(run_gemm(F16, 0, PYGPU_GEMM_CALL, &p, dc, 0, 0));
+        BLAS_OK(run_gemm(F16, 0, PYGPU_GEMM_CALL, &p, dc, 0, 0, 0));
     }
     CUDA_OK(cudaDeviceSynchronize());
     t_gemm = (now_us() - t0) / (double)iters;
@@ -1025,14 +1693,26 @@ int main(void)
         test_matmul(F32, 1, m, n, k, 1 + (int64_t)(rng() % 2), 0);
         test_linear(F32, 1, m, n, k, (int)(rng() % 2), (int)(rng() % 2));
     }
-    test_true_fp32(0);
-    test_true_fp32(1);
+    test_true_fp32(0, 0);
+    test_true_fp32(1, 0);
+    test_true_fp32(0, 1);
+    test_true_fp32(1, 1);
+    for (dtype = F32; dtype <= F16; dtype++) {
+        int bcast;
+        for (bcast = 0; bcast < 3; bcast++) {
+            test_big_batch(dtype, bcast);
+        }
+    }
+    test_linear_nan();
+    test_fused_vs_fallback(F32);
+    test_fused_vs_fallback(F16);
     test_stream_switch();
     test_large_ld();
     time_thin_path();
 
     printf("linear: %d via cuBLASLt, %d via the gemm fallback\n", lt_used,
            lt_fallback);
+    printf("%d skipped\n", skipped);
     printf("%d passed, %d failed\n", passed, failed);
     CUDA_OK(cudaFree(workspace));
     BLAS_OK(cublasLtDestroy(lt_handle));
