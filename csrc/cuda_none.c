@@ -29,6 +29,12 @@ refuse(void)
 }
 
 int
+pygpu_cuda_require(void)
+{
+    return refuse();
+}
+
+int
 pygpu_cuda_current_device(int *dev)
 {
     (void)dev;

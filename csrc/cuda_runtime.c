@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,15 @@ static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static int probed_count = 0;
 static char probed_reason[256];
 static int launch_blocking = 0;
+/* Set in a child forked after the driver was initialised: the child's
+ * CUDA state (contexts, cached device memory) is not usable. */
+static atomic_int forked_child = 0;
+
+static void
+after_fork_in_child(void)
+{
+    atomic_store(&forked_child, 1);
+}
 
 /* Runs once: counts devices and remembers why there are none. */
 static void
@@ -27,6 +37,7 @@ probe(void)
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err == cudaSuccess && count > 0) {
         probed_count = count;
+        (void)pthread_atfork(NULL, NULL, after_fork_in_child);
         return;
     }
     (void)cudaGetLastError();
@@ -87,11 +98,18 @@ pygpu_cuda_raise(int err, const char *call, const char *file, int line)
         }                                                                    \
     } while (0)
 
-static int
-require_cuda(void)
+int
+pygpu_cuda_require(void)
 {
     if (pygpu_cuda_device_count() == 0) {
         PyErr_SetString(PyExc_RuntimeError, pygpu_cuda_unavailable_reason());
+        return -1;
+    }
+    if (atomic_load(&forked_child)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Cannot re-initialize CUDA in forked subprocess. To "
+                        "use CUDA with multiprocessing, you must use the "
+                        "'spawn' start method");
         return -1;
     }
     return 0;
@@ -100,7 +118,7 @@ require_cuda(void)
 int
 pygpu_cuda_current_device(int *dev)
 {
-    if (require_cuda() < 0) {
+    if (pygpu_cuda_require() < 0) {
         return -1;
     }
     CHECK(cudaGetDevice(dev));
@@ -234,7 +252,7 @@ device_arg(PyObject *arg, int *dev)
     if (v == -1 && PyErr_Occurred()) {
         return -1;
     }
-    if (require_cuda() < 0) {
+    if (pygpu_cuda_require() < 0) {
         return -1;
     }
     if (v < 0 || v >= pygpu_cuda_device_count()) {

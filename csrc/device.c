@@ -169,9 +169,7 @@ pygpu_device_resolve(pygpu_device *dev)
         return -1;
     }
     int count = pygpu_cuda_device_count();
-    if (count == 0) {
-        PyErr_Format(PyExc_RuntimeError, "%s",
-                     pygpu_cuda_unavailable_reason());
+    if (pygpu_cuda_require() < 0) {
         return -1;
     }
     if (dev->index < 0) {

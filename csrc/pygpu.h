@@ -303,6 +303,10 @@ int pygpu_cuda_device_count(void); /* 0 when no driver/device */
 /* Why CUDA is unusable, for messages; NULL if usable. */
 const char *pygpu_cuda_unavailable_reason(void);
 int pygpu_cuda_current_device(int *dev); /* 0 or -1 with exception */
+/* 0 if CUDA can be used here, else -1 with RuntimeError saying why (no
+ * driver or device, or a child forked after CUDA was initialised, in
+ * torch's words). */
+int pygpu_cuda_require(void);
 int pygpu_cuda_set_device(int dev);      /* 0 or -1 with exception */
 /* Make `dev` current for one operation: returns the device that was current
  * (to hand to pygpu_cuda_device_restore afterwards), or -1 with exception.

@@ -91,6 +91,30 @@ class TestWithGPU:
         cuda.synchronize()
         cuda.synchronize(0)
 
+    def test_forked_child_refuses_cuda(self):
+        """A child forked after CUDA was initialised gets torch's error
+        instead of the parent's unusable device state."""
+        import os
+        pygpu.ones(2, device="cuda").cpu()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child: report through the pipe, never return
+            code = b"no error"
+            try:
+                pygpu.ones(2, device="cuda")
+            except RuntimeError as e:
+                code = str(e).encode()[:200]
+            except BaseException:
+                code = b"other exception"
+            os.write(w, code)
+            os._exit(0)
+        os.close(w)
+        msg = os.read(r, 256).decode()
+        os.close(r)
+        os.waitpid(pid, 0)
+        assert msg.startswith("Cannot re-initialize CUDA in forked subprocess")
+        assert (pygpu.ones(2, device="cuda") + 1).cpu().tolist() == [2.0, 2.0]
+
     def test_ops_leave_current_device(self):
         """Like torch's device guard: work on cuda:1 leaves cuda:0 current."""
         if cuda.device_count() < 2:
