@@ -229,7 +229,11 @@ fail:
 static PyObject *Allocator_empty_cache(AllocatorObject *self, PyObject *unused)
 {
     (void)unused;
+    /* cudaFree may wait for the device; the core never calls Python, so
+     * other threads may run (and even allocate: they wait on its lock). */
+    Py_BEGIN_ALLOW_THREADS
     pygpu_allocator_empty_cache(self->alloc);
+    Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
 
