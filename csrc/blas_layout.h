@@ -3,7 +3,7 @@
  *
  * Pure C (no Python, no CUDA) so that the same mapping is used by
  * cuda_blas.c, checked on the host by benchmarks/blas_layout_check.c and
- * run on a GPU by benchmarks/blas_selftest.c.
+ * run on a GPU by benchmarks/blas_selftest/.
  *
  * The swap.  cuBLAS computes C' = op(A') op(B') on column-major matrices.
  * A row-major m x n matrix read as column-major is its transpose (n x m),
