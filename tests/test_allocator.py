@@ -71,7 +71,17 @@ def check_consistent(a):
 
 def accounting_case(a, size, block, segment, stream):
     """One allocation of `size` on a stream with nothing cached: exact deltas
-    while it lives, exact return to the baseline after."""
+    while it lives, exact return to the baseline after.  The garbage
+    collector is held off, so that no other tensor dies in between."""
+    gc.collect()
+    gc.disable()
+    try:
+        _accounting_case(a, size, block, segment, stream)
+    finally:
+        gc.enable()
+
+
+def _accounting_case(a, size, block, segment, stream):
     a.empty_cache()
     s0 = a.stats()
     st = a.malloc(size, stream=stream)
