@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "blas_layout.h"
+#include "test_layouts.h"
 
 static int passed, failed;
 
@@ -26,10 +27,7 @@ static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
 static uint64_t rng(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return test_xorshift(&rng_state);
 }
 
 static int64_t pick(const int64_t *v, int n)
@@ -45,45 +43,16 @@ typedef struct operand {
     int64_t base; /* offset of element 0 of batch 0 in buf */
 } operand;
 
-#define JUNK_BIG 1000003
-
-/* A stride for a dim of extent 1: anything, it is never stepped along. */
-static int64_t junk_stride(void)
-{
-    static const int64_t v[] = {0, 1, 2, 7, JUNK_BIG, -5};
-    return pick(v, 6);
-}
+#define JUNK_BIG 1000003 /* the largest stride test_layout gives a dim of 1 */
 
 /* Lay out a rows x cols operand, `batch` times, in one of several ways. */
 static void operand_make(operand *op, int64_t rows, int64_t cols,
                          int64_t batch, int shared)
 {
-    int layout = (int)(rng() % 4);
-    int64_t pad = (int64_t)(rng() % 3);
-    int64_t rs, cs, span, bstride, lo = 0, hi = 0;
+    int64_t rs, cs, span, bstride;
     int64_t b, i, j;
 
-    if (layout == 0 || layout == 1) { /* row-major, maybe padded rows */
-        cs = 1;
-        rs = cols + (layout == 1 ? pad : 0);
-    } else {                          /* column-major (a transposed view) */
-        rs = 1;
-        cs = rows + (layout == 3 ? pad : 0);
-    }
-    if (rows == 1) {
-        rs = junk_stride();
-    }
-    if (cols == 1) {
-        cs = junk_stride();
-    }
-    /* Offsets of the elements relative to element 0 span [lo, hi]. */
-    if (rows > 1) {
-        hi += (rows - 1) * rs;
-    }
-    if (cols > 1) {
-        hi += (cols - 1) * cs;
-    }
-    span = rows * cols == 0 ? 1 : hi - lo + 1;
+    span = test_layout(rows, cols, rng, &rs, &cs);
     bstride = (shared || batch == 1) ? 0 : span + (int64_t)(rng() % 3);
     if (batch == 1 && (rng() % 2)) {
         bstride = (int64_t)(rng() % 50) - 25; /* unused: anything goes */

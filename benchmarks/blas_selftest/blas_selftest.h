@@ -57,6 +57,7 @@
 #include <cuda_runtime_api.h>
 
 #include "blas_layout.h"
+#include "../test_layouts.h"
 
 /* dtype codes as in kernels.h (not included: it is the extension's). */
 enum { F32 = 0, F16 = 1, F64 = 2 };
@@ -113,6 +114,8 @@ typedef struct operand {
     void *dbuf;
 } operand;
 
+/* A dense row-major rows x cols matrix at ptr, not batched. */
+pygpu_mat dense_mat(const void *ptr, int64_t rows, int64_t cols);
 void operand_make(operand *op, int dtype, int64_t rows, int64_t cols,
                   int64_t batch, int shared);
 void operand_free(operand *op);

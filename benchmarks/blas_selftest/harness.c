@@ -17,10 +17,7 @@ static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
 
 uint64_t rng(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return test_xorshift(&rng_state);
 }
 
 static uint16_t half_from_float(float f)
@@ -133,36 +130,20 @@ static double from_dtype(int dtype, const void *buf, int64_t i)
 }
 
 /* ------------------------------------------------------------- operands */
-static int64_t junk_stride(void)
+pygpu_mat dense_mat(const void *ptr, int64_t rows, int64_t cols)
 {
-    static const int64_t v[] = {0, 1, 2, 7, 1000003, -5};
-    return v[rng() % 6];
+    pygpu_mat m = {ptr, rows, cols, cols, 1, 0};
+    return m;
 }
 
 void operand_make(operand *op, int dtype, int64_t rows, int64_t cols,
                   int64_t batch, int shared)
 {
-    int layout = (int)(rng() % 4);
-    int64_t pad = (int64_t)(rng() % 3), rs, cs, span, bstride, hi = 0;
+    int64_t rs, cs, span, bstride;
     int64_t b, i, j;
     void *tmp;
 
-    if (layout < 2) {
-        cs = 1;
-        rs = cols + (layout == 1 ? pad : 0);
-    } else {
-        rs = 1;
-        cs = rows + (layout == 3 ? pad : 0);
-    }
-    if (rows == 1) {
-        rs = junk_stride();
-    }
-    if (cols == 1) {
-        cs = junk_stride();
-    }
-    hi += rows > 1 ? (rows - 1) * rs : 0;
-    hi += cols > 1 ? (cols - 1) * cs : 0;
-    span = rows * cols == 0 ? 1 : hi + 1;
+    span = test_layout(rows, cols, rng, &rs, &cs);
     bstride = (shared || batch == 1) ? 0 : span + (int64_t)(rng() % 3);
     op->base = (int64_t)(rng() % 4);
     op->len = op->base + span + (batch > 1 ? (batch - 1) * bstride : 0) + 2;

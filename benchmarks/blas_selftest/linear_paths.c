@@ -83,18 +83,10 @@ void test_linear_nan(void)
             ref[i * N + j] = acc + bv[j];
         }
     }
-    x.ptr = upload(F32, xv, R * K, 0, &xbase);
-    x.rows = R;
-    x.cols = K;
-    x.row_stride = K;
-    x.col_stride = 1;
-    x.batch_stride = 0;
-    w.ptr = upload(F32, wv, N * K, 0, &wbase);
-    w.rows = N;
-    w.cols = K;
-    w.row_stride = K;
-    w.col_stride = 1;
-    w.batch_stride = 0;
+    x = dense_mat(upload(F32, xv, R * K, 0, &xbase), R,
+                   K);
+    w = dense_mat(upload(F32, wv, N * K, 0, &wbase), N,
+                   K);
     bias_al = upload(F32, bv, N, 0, &bbase_al);
     bias_un = upload(F32, bv, N, 4, &bbase_un);
     wt = pygpu_mat_transpose(&w);
@@ -256,18 +248,10 @@ void test_fused_vs_fallback(int dtype)
     for (j = 0; j < out_f; j++) {
         bv[j] = random_value(dtype);
     }
-    x.ptr = upload(dtype, xv, rows * in_f, 0, &xbase);
-    x.rows = rows;
-    x.cols = in_f;
-    x.row_stride = in_f;
-    x.col_stride = 1;
-    x.batch_stride = 0;
-    w.ptr = upload(dtype, wv, out_f * in_f, 0, &wbase);
-    w.rows = out_f;
-    w.cols = in_f;
-    w.row_stride = in_f;
-    w.col_stride = 1;
-    w.batch_stride = 0;
+    x = dense_mat(upload(dtype, xv, rows * in_f, 0, &xbase), rows,
+                   in_f);
+    w = dense_mat(upload(dtype, wv, out_f * in_f, 0, &wbase), out_f,
+                   in_f);
     bias[0] = upload(dtype, bv, out_f, 0, &bbase_al);
     bias[1] = upload(dtype, bv, out_f, 4, &bbase_un);
     wt = pygpu_mat_transpose(&w);
