@@ -409,6 +409,6 @@ int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
         pygpu_blas_gemm(d, dtype, tf32, kind, &p, c, 0, stream, &e);
     }
     rc = pygpu_blas_release(d, stream, &e) < 0 ? pygpu_blas_raise(&e) : 0;
-    pygpu_cuda_device_restore(prev);
+    pygpu_cuda_device_restore(device, prev);
     return rc;
 }

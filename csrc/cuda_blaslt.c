@@ -366,6 +366,6 @@ int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
                                      stream);
         rc = pygpu_cuda_check_launch((int)err, "relu");
     }
-    pygpu_cuda_device_restore(prev);
+    pygpu_cuda_device_restore(device, prev);
     return rc;
 }

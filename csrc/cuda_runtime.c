@@ -153,15 +153,9 @@ pygpu_cuda_device_guard(int dev)
 }
 
 void
-pygpu_cuda_device_restore(int prev)
+pygpu_cuda_device_restore(int dev, int prev)
 {
-    int cur;
-    if (cudaGetDevice(&cur) == cudaSuccess) {
-        pygpu_cuda_leave_device(cur, prev);
-    }
-    else {
-        (void)cudaGetLastError();
-    }
+    pygpu_cuda_leave_device(dev, prev);
 }
 
 void *
@@ -177,8 +171,8 @@ pygpu_cuda_memcpy(void *dst, int dst_device, const void *src, int src_device,
 {
     cudaError_t err;
     int peer = dst_device != PYGPU_HOST && src_device != PYGPU_HOST;
-    int prev = pygpu_cuda_device_guard(src_device != PYGPU_HOST ? src_device
-                                                                : dst_device);
+    int dev = src_device != PYGPU_HOST ? src_device : dst_device;
+    int prev = pygpu_cuda_device_guard(dev);
     if (prev < 0) {
         return -1;
     }
@@ -194,7 +188,7 @@ pygpu_cuda_memcpy(void *dst, int dst_device, const void *src, int src_device,
                                                   : cudaMemcpyDeviceToHost);
     }
     Py_END_ALLOW_THREADS
-    pygpu_cuda_device_restore(prev);
+    pygpu_cuda_device_restore(dev, prev);
     if (err != cudaSuccess) {
         pygpu_cuda_raise((int)err, peer ? "cudaMemcpyPeer" : "cudaMemcpy",
                          __FILE__, __LINE__);
@@ -213,7 +207,7 @@ pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device)
     }
     err = cudaMemsetAsync(ptr, byte, nbytes,
                           (cudaStream_t)pygpu_cuda_current_stream(device));
-    pygpu_cuda_device_restore(prev);
+    pygpu_cuda_device_restore(device, prev);
     CHECK(err);
     return 0;
 fail:
@@ -316,7 +310,7 @@ synchronize_py(PyObject *m, PyObject *arg)
     Py_BEGIN_ALLOW_THREADS
     err = cudaDeviceSynchronize();
     Py_END_ALLOW_THREADS
-    pygpu_cuda_device_restore(prev);
+    pygpu_cuda_device_restore(dev, prev);
     CHECK(err);
     Py_RETURN_NONE;
 fail:
@@ -334,7 +328,7 @@ mem_get_info_py(PyObject *m, PyObject *arg)
         return NULL;
     }
     err = cudaMemGetInfo(&free_b, &total_b);
-    pygpu_cuda_device_restore(prev);
+    pygpu_cuda_device_restore(dev, prev);
     CHECK(err);
     return Py_BuildValue("(KK)", (unsigned long long)free_b,
                          (unsigned long long)total_b);

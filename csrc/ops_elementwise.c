@@ -106,7 +106,7 @@ pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
         }                                                                    \
         cudaStream_t stream = pygpu_cuda_current_stream((dev).index);        \
         int rc_ = pygpu_cuda_check_launch((int)(launch), what);              \
-        pygpu_cuda_device_restore(prev_);                                    \
+        pygpu_cuda_device_restore((dev).index, prev_);                       \
         return rc_;                                                          \
     } while (0)
 #else

@@ -77,7 +77,7 @@ pygpu_op_random(TensorObject *t, int normal)
         (int)pygpu_cuda_random(t->dtype, t->data, n, normal, st,
                                pygpu_cuda_current_stream(t->device.index)),
         normal ? "randn" : "rand");
-    pygpu_cuda_device_restore(prev);
+    pygpu_cuda_device_restore(t->device.index, prev);
     return rc;
 #else
     return pygpu_raise_no_cuda();

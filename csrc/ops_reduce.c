@@ -43,7 +43,7 @@ run_reduce(int op, TensorObject *out, TensorObject *indices, TensorObject *in,
                                n, inner, ws ? ws->ptr : NULL,
                                pygpu_cuda_current_stream(dev)),
         redop_names[op]);
-    pygpu_cuda_device_restore(prev);
+    pygpu_cuda_device_restore(dev, prev);
     Py_XDECREF(ws);
     return rc;
 #else

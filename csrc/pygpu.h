@@ -312,7 +312,7 @@ int pygpu_cuda_set_device(int dev);      /* 0 or -1 with exception */
  * (to hand to pygpu_cuda_device_restore afterwards), or -1 with exception.
  * Like torch's device guard, an op on cuda:1 leaves cuda:0 current. */
 int pygpu_cuda_device_guard(int dev);
-void pygpu_cuda_device_restore(int prev); /* never fails */
+void pygpu_cuda_device_restore(int dev, int prev); /* never fails */
 /* Copy nbytes between host memory (device PYGPU_HOST) and a GPU, or
  * between two GPUs (cudaMemcpyPeer, ordered after earlier work on both).
  * Synchronous with respect to the host for device-to-host copies (the data

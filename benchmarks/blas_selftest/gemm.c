@@ -210,17 +210,9 @@ void test_big_batch(int dtype, int bcast)
     for (i = 0; i < nb; i++) {
         bv[i] = (double)((int64_t)(rng() % 17) - 8);
     }
-    a.ptr = upload(dtype, av, na, 0, &abase);
-    a.rows = m;
-    a.cols = k;
-    a.row_stride = k;
-    a.col_stride = 1;
+    a = dense_mat(upload(dtype, av, na, 0, &abase), m, k);
     a.batch_stride = bcast == 1 ? 0 : m * k;
-    b.ptr = upload(dtype, bv, nb, 0, &bbase);
-    b.rows = k;
-    b.cols = n;
-    b.row_stride = n;
-    b.col_stride = 1;
+    b = dense_mat(upload(dtype, bv, nb, 0, &bbase), k, n);
     b.batch_stride = bcast == 2 ? 0 : k * n;
     c = output_alloc(dtype, batch * m * n, 0, &cbase);
     kind = pygpu_gemm_plan_make(&a, &b, batch, &p);
