@@ -1,6 +1,6 @@
 /* cpu_elementwise.c - CPU loops of the elementwise ops: binary (tensor or
- * scalar operand), unary, dtype conversion, fill, contiguous relu and the
- * bias + relu epilogue of linear.
+ * scalar operand), unary, dtype conversion, fill and contiguous relu (the
+ * bias + relu epilogue of linear is in cpu_linear.c).
  *
  * Structure: one generic driver walks the outer dims of a pygpu_geom with
  * an index counter and hands each innermost row to a typed "inner loop".
@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cpu_arith.h"
 #include "half.h"
 #include "kernels/kernels.h"
 
@@ -91,63 +92,6 @@ static void for_each_row(const pygpu_geom *g, int nops, char *const base[3],
             return;
         }
     }
-}
-
-/* ------------------------------------------------ per-dtype arithmetic */
-
-#define AS_IS(x) (x)
-
-#define F_ADD(x, y) ((x) + (y))
-#define F_SUB(x, y) ((x) - (y))
-#define F_MUL(x, y) ((x) * (y))
-#define F_DIV(x, y) ((x) / (y))
-
-/* int64 through uint64, whose arithmetic is defined to wrap. */
-static inline int64_t i64_add(int64_t x, int64_t y)
-{
-    return (int64_t)((uint64_t)x + (uint64_t)y);
-}
-
-static inline int64_t i64_sub(int64_t x, int64_t y)
-{
-    return (int64_t)((uint64_t)x - (uint64_t)y);
-}
-
-static inline int64_t i64_mul(int64_t x, int64_t y)
-{
-    return (int64_t)((uint64_t)x * (uint64_t)y);
-}
-
-/* Truncating division.  x / 0 is defined as 0, and x / -1 is negation so
- * that INT64_MIN / -1 wraps instead of raising SIGFPE. */
-static inline int64_t i64_div(int64_t x, int64_t y)
-{
-    if (y == 0) {
-        return 0;
-    }
-    if (y == -1) {
-        return i64_sub(0, x);
-    }
-    return x / y;
-}
-
-/* float -> int64 truncates toward zero.  C leaves NaN and values outside
- * the int64 range undefined; they give INT64_MIN, as x86 and PyTorch's CPU
- * conversion do, on every platform. */
-static inline int64_t f64_to_i64(double x)
-{
-    if (x >= -0x1p63 && x < 0x1p63) {
-        return (int64_t)x;
-    }
-    return INT64_MIN;
-}
-
-/* int64 -> float16: an int64 beyond 2^53 rounds in the double, but all of
- * those are far above 65520 and become Inf either way, so the result is
- * still correctly rounded. */
-static inline uint16_t i64_to_half(int64_t x)
-{
-    return pygpu_double_to_half((double)x);
 }
 
 /* ----------------------------------------------------------- binary ops */
@@ -323,10 +267,6 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
     }
 
 #define F_NEG(x) (-(x))
-/* x < 0 is false for NaN, so NaN passes through, and -0.0 stays -0.0, both
- * as in PyTorch.  A plain compare and select: gcc vectorizes it without
- * -ffast-math. */
-#define F_RELU(x) ((x) < 0 ? 0 : (x))
 #define H_NEG(x) ((uint16_t)((x) ^ 0x8000u))
 /* float16 patterns 0x8001 .. 0xfc00 are the negative numbers, -Inf
  * included; -0.0 (0x8000) and the NaNs above 0xfc00 are kept. */
@@ -459,59 +399,6 @@ void pygpu_cpu_fill(int dtype, void *out, pygpu_scalar_value value,
         break;
     case PYGPU_INT64:
         FILL_LOOP(int64_t, out, value.i, n);
-        break;
-    default:
-        break;
-    }
-}
-
-/* ------------------------------------------------------------- bias_act */
-
-/* Adds the bias row to every row of out, then applies relu if asked; the
- * relu test is hoisted out of the loops so each loop body is branch-free.
- * float16 adds in float and rounds once. */
-#define BIAS_ACT_LOOP(NAME, T, CT, LD, ST, ADD)                              \
-    static void NAME(T *out, const T *bias, int64_t rows, int64_t cols,      \
-                     int relu)                                               \
-    {                                                                        \
-        for (int64_t r = 0; r < rows; r++) {                                 \
-            T *o = out + r * cols;                                           \
-            if (relu) {                                                      \
-                for (int64_t j = 0; j < cols; j++) {                         \
-                    CT v = ADD(LD(o[j]), LD(bias[j]));                       \
-                    o[j] = ST(F_RELU(v));                                    \
-                }                                                            \
-            } else {                                                         \
-                for (int64_t j = 0; j < cols; j++) {                         \
-                    o[j] = ST(ADD(LD(o[j]), LD(bias[j])));                   \
-                }                                                            \
-            }                                                                \
-        }                                                                    \
-    }
-
-BIAS_ACT_LOOP(bias_act_f32, float, float, AS_IS, AS_IS, F_ADD)
-BIAS_ACT_LOOP(bias_act_f16, uint16_t, float, pygpu_half_to_float,
-              pygpu_float_to_half, F_ADD)
-BIAS_ACT_LOOP(bias_act_f64, double, double, AS_IS, AS_IS, F_ADD)
-BIAS_ACT_LOOP(bias_act_i64, int64_t, int64_t, AS_IS, AS_IS, i64_add)
-
-void pygpu_cpu_bias_act(int dtype, void *out, const void *bias,
-                        int64_t rows, int64_t cols, int relu)
-{
-    switch (dtype) {
-    case PYGPU_FLOAT32:
-        bias_act_f32((float *)out, (const float *)bias, rows, cols, relu);
-        break;
-    case PYGPU_FLOAT16:
-        bias_act_f16((uint16_t *)out, (const uint16_t *)bias, rows, cols,
-                     relu);
-        break;
-    case PYGPU_FLOAT64:
-        bias_act_f64((double *)out, (const double *)bias, rows, cols, relu);
-        break;
-    case PYGPU_INT64:
-        bias_act_i64((int64_t *)out, (const int64_t *)bias, rows, cols,
-                     relu);
         break;
     default:
         break;
