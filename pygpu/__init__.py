@@ -64,7 +64,8 @@ __all__ = [
     "mul", "div", "neg", "relu", "relu_", "sum", "mean", "max", "cuda",
     "nn", "backends", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "OutOfMemoryError", "CudaError",
-    "is_tensor", "numel",
+    "is_tensor", "numel", "amp", "autocast", "is_autocast_enabled",
+    "get_autocast_dtype", "save", "load",
 ]
 
 
@@ -76,3 +77,8 @@ def is_tensor(obj):
 def numel(input):
     """The number of elements of a tensor."""
     return input.numel()
+
+
+from . import amp  # noqa: E402
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,E501
+from .serialization import load, save  # noqa: E402
