@@ -94,11 +94,15 @@ class Module:
     def _children_changed(self):
         """Called when a submodule is added, replaced or removed."""
 
-    def _forget(self, name):
+    def _forget(self, name, keep=None):
+        """Drop name from the tables other than keep (a replacement in
+        the same table keeps its place, as in a dict)."""
         d = self.__dict__
         for table in ("_parameters", "_buffers", "_modules"):
-            d[table].pop(name, None)
-        self._non_persistent_buffers_set.discard(name)
+            if table != keep:
+                d[table].pop(name, None)
+        if keep != "_buffers":
+            self._non_persistent_buffers_set.discard(name)
 
     def __setattr__(self, name, value):
         d = self.__dict__
@@ -109,7 +113,7 @@ class Module:
                                  "Module.__init__() call")
         if isinstance(value, Parameter):
             was_module = name in modules
-            self._forget(name)
+            self._forget(name, "_parameters")
             params[name] = value
             if was_module:
                 self._children_changed()
@@ -120,7 +124,7 @@ class Module:
                                 f"None expected)")
             params[name] = None
         elif isinstance(value, Module):
-            self._forget(name)
+            self._forget(name, "_modules")
             modules[name] = value
             self._children_changed()
         elif modules is not None and name in modules:
@@ -154,7 +158,7 @@ class Module:
             raise TypeError(f"cannot assign '{type(param).__name__}' object "
                             f"to parameter '{name}' (torch.nn.Parameter or "
                             f"None required)")
-        self._forget(name)
+        self._forget(name, "_parameters")
         self._parameters[name] = param
         object.__setattr__(self, name, param)
 
@@ -167,7 +171,7 @@ class Module:
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object "
                             f"to buffer '{name}' (torch Tensor or None "
                             f"required)")
-        self._forget(name)
+        self._forget(name, "_buffers")
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent_buffers_set.add(name)
@@ -178,7 +182,7 @@ class Module:
             raise TypeError(f"{type(module).__name__} is not a Module "
                             f"subclass")
         _check_name("module", name, self)
-        self._forget(name)
+        self._forget(name, "_modules")
         self._modules[name] = module
         object.__setattr__(self, name, module)
         self._children_changed()
