@@ -17,8 +17,8 @@ import numpy as np
 
 import pygpu
 from pygpu import nn
-from bench_ops import CUPY_CUDA, HAS_CUDA, TORCH_CUDA, check, compare, \
-    ratios, report, rows, torch  # noqa: F401 - shared conventions
+from bench_ops import HAS_CUDA, TORCH_CUDA, check, compare, ratios, \
+    report, rows, torch
 from provenance import provenance
 
 BATCHES = (32, 1024, 8192)

@@ -39,6 +39,13 @@ def _check_name(kind, name, owner):
         raise KeyError(f"attribute '{name}' already exists")
 
 
+def _expect(value, cls, kind, name, expected):
+    """TypeError in torch's words unless value is None or a cls."""
+    if value is not None and (cls is None or not isinstance(value, cls)):
+        raise TypeError(f"cannot assign '{type(value).__name__}' as {kind} "
+                        f"'{name}' ({expected} or None expected)")
+
+
 def _parse_to(*args, **kwargs):
     """(device, dtype) from to()'s forms: device, dtype, (device, dtype),
     a tensor, and the device=/dtype=/non_blocking= keywords."""
@@ -118,27 +125,18 @@ class Module:
             if was_module:
                 self._children_changed()
         elif params is not None and name in params:
-            if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as "
-                                f"parameter '{name}' (torch.nn.Parameter or "
-                                f"None expected)")
+            _expect(value, None, "parameter", name, "torch.nn.Parameter")
             params[name] = None
         elif isinstance(value, Module):
             self._forget(name, "_modules")
             modules[name] = value
             self._children_changed()
         elif modules is not None and name in modules:
-            if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as "
-                                f"child module '{name}' (torch.nn.Module or "
-                                f"None expected)")
+            _expect(value, None, "child module", name, "torch.nn.Module")
             modules[name] = None
             self._children_changed()
         elif buffers is not None and name in buffers:
-            if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as "
-                                f"buffer '{name}' (torch.Tensor or None "
-                                f"expected)")
+            _expect(value, Tensor, "buffer", name, "torch.Tensor")
             buffers[name] = value
         object.__setattr__(self, name, value)
 
@@ -149,42 +147,35 @@ class Module:
         if was_module:
             self._children_changed()
 
+    def _register(self, table, kind, name, value, cls, expected):
+        if table not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before "
+                                 f"Module.__init__() call")
+        if value is not None and not isinstance(value, cls):
+            raise TypeError(f"cannot assign '{type(value).__name__}' object "
+                            f"to {kind} '{name}' ({expected} or None "
+                            f"required)")
+        _check_name(kind, name, self)
+        self._forget(name, table)
+        self.__dict__[table][name] = value
+        object.__setattr__(self, name, value)
+
     def register_parameter(self, name, param):
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before "
-                                 "Module.__init__() call")
-        _check_name("parameter", name, self)
-        if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object "
-                            f"to parameter '{name}' (torch.nn.Parameter or "
-                            f"None required)")
-        self._forget(name, "_parameters")
-        self._parameters[name] = param
-        object.__setattr__(self, name, param)
+        self._register("_parameters", "parameter", name, param, Parameter,
+                       "torch.nn.Parameter")
 
     def register_buffer(self, name, tensor, persistent=True):
-        if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before "
-                                 "Module.__init__() call")
-        _check_name("buffer", name, self)
-        if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object "
-                            f"to buffer '{name}' (torch Tensor or None "
-                            f"required)")
-        self._forget(name, "_buffers")
-        self._buffers[name] = tensor
+        self._register("_buffers", "buffer", name, tensor, Tensor,
+                       "torch Tensor")
         if not persistent:
             self._non_persistent_buffers_set.add(name)
-        object.__setattr__(self, name, tensor)
 
     def add_module(self, name, module):
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module "
                             f"subclass")
-        _check_name("module", name, self)
-        self._forget(name, "_modules")
-        self._modules[name] = module
-        object.__setattr__(self, name, module)
+        self._register("_modules", "module", name, module, Module,
+                       "torch.nn.Module")
         self._children_changed()
 
     register_module = add_module

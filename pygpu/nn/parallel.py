@@ -42,8 +42,8 @@ def scatter(obj, devices, dim=0):
     Returns one entry per device that received a chunk."""
     devices = [_as_device(d) for d in devices]
     if isinstance(obj, _C.Tensor):
-        return [c.to(d) for c, d in zip(_chunks(obj, len(devices), dim),
-                                         devices)]
+        chunks = _chunks(obj, len(devices), dim)
+        return [c.to(d) for c, d in zip(chunks, devices)]
     if isinstance(obj, tuple) and obj:
         return [tuple(x) for x in zip(*(scatter(o, devices, dim)
                                         for o in obj))]
