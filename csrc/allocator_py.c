@@ -56,12 +56,43 @@ fail:
 }
 
 /* ------------------------------------------------------------ lifecycle */
+/* The core runs over these hooks, whose ctx is the object's own backend:
+ * a backend allocation (cudaMalloc, cudaHostAlloc: seconds for gigabytes)
+ * runs without the GIL, as the core runs it without its lock. */
+static int raw_alloc_nogil(void *ctx, int device, size_t size, void **ptr)
+{
+    const pygpu_alloc_backend *be = ctx;
+    PyThreadState *ts = PyGILState_Check() ? PyEval_SaveThread() : NULL;
+    int rc = be->raw_alloc(be->ctx, device, size, ptr);
+
+    if (ts != NULL) {
+        PyEval_RestoreThread(ts);
+    }
+    return rc;
+}
+
+static void raw_free_through(void *ctx, int device, void *ptr)
+{
+    const pygpu_alloc_backend *be = ctx;
+
+    be->raw_free(be->ctx, device, ptr);
+}
+
+static int mem_info_through(void *ctx, int device, size_t *free_bytes,
+                            size_t *total_bytes)
+{
+    const pygpu_alloc_backend *be = ctx;
+
+    return be->mem_info(be->ctx, device, free_bytes, total_bytes);
+}
+
 AllocatorObject *pygpu_allocator_object_new(const pygpu_alloc_backend *backend,
                                             size_t capacity, pygpu_device dev,
                                             int core_device, int caching)
 {
     PyTypeObject *tp = pygpu_state->Allocator_Type;
     AllocatorObject *self = (AllocatorObject *)tp->tp_alloc(tp, 0);
+    pygpu_alloc_backend core;
 
     if (self == NULL) {
         return NULL;
@@ -73,8 +104,12 @@ AllocatorObject *pygpu_allocator_object_new(const pygpu_alloc_backend *backend,
     }
     self->device = dev;
     self->caching = caching != 0;
-    self->alloc = pygpu_allocator_new(&self->backend, core_device,
-                                      self->caching);
+    core.name = self->backend.name;
+    core.raw_alloc = raw_alloc_nogil;
+    core.raw_free = raw_free_through;
+    core.mem_info = mem_info_through;
+    core.ctx = &self->backend; /* lives as long as the core */
+    self->alloc = pygpu_allocator_new(&core, core_device, self->caching);
     if (self->alloc == NULL) {
         Py_DECREF(self);
         PyErr_NoMemory();
@@ -136,6 +171,12 @@ static PyObject *Allocator_malloc(AllocatorObject *self, PyObject *args,
         return NULL;
     }
     if (pygpu_to_size(n_obj, "nbytes", &nbytes) < 0) {
+        return NULL;
+    }
+    /* A CUDA or pinned allocator (not a host one): refused in a child
+     * forked after CUDA was initialised. */
+    if ((self->device.type == PYGPU_CUDA || self->device.index < 0) &&
+        pygpu_cuda_require() < 0) {
         return NULL;
     }
     if (s_obj != NULL) {
@@ -273,7 +314,7 @@ static PyObject *Allocator_get_limit(AllocatorObject *self, PyObject *unused)
 
 static int mem_info(AllocatorObject *self, size_t *free_b, size_t *total_b)
 {
-    const pygpu_alloc_backend *be = pygpu_allocator_backend(self->alloc);
+    const pygpu_alloc_backend *be = &self->backend;
 
     if (be->mem_info(be->ctx, pygpu_allocator_device(self->alloc), free_b,
                      total_b) != 0) {

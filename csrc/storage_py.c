@@ -36,7 +36,7 @@ static size_t request_size(size_t nbytes, int caching)
 
 static void raise_oom(AllocatorObject *self, size_t nbytes)
 {
-    const pygpu_alloc_backend *be = pygpu_allocator_backend(self->alloc);
+    const pygpu_alloc_backend *be = &self->backend;
     int device = pygpu_allocator_device(self->alloc);
     size_t free_b = 0, total_b = 0, limit;
     pygpu_alloc_stats st;
@@ -81,15 +81,14 @@ static void raise_backend_error(AllocatorObject *self, size_t nbytes)
 #ifdef PYGPU_WITH_CUDA
     char msg[256];
 
-    if (pygpu_cuda_backend_describe(pygpu_allocator_backend(self->alloc), msg,
-                                    sizeof(msg))) {
+    if (pygpu_cuda_backend_describe(&self->backend, msg, sizeof(msg))) {
         PyErr_SetString(pygpu_state->CudaError, msg);
         return;
     }
 #endif
     PyErr_Format(pygpu_state->CudaError,
                  "allocating %zu bytes failed in the '%s' backend", nbytes,
-                 pygpu_allocator_backend(self->alloc)->name);
+                 self->backend.name);
 }
 
 static int collect_garbage(void)
