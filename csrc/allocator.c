@@ -228,11 +228,10 @@ static size_t segment_size(size_t rounded)
     return (rounded + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
 }
 
-/* One attempt at `size` bytes from the backend, honouring the limit.
- * Called and returns with the lock held, but drops it while the backend
- * works (cudaMalloc and cudaHostAlloc can take seconds): other threads
- * keep allocating from the cache and freeing meanwhile.  The bytes being
- * obtained count against the limit until the caller adds the segment. */
+/* One attempt at `size` bytes from the backend, honouring the limit
+ * (bytes in flight count against it).  Called with the lock held and no
+ * inactive-split change pending; the lock is dropped while the backend
+ * works, which can take seconds. */
 static int raw_alloc(pygpu_allocator *a, size_t size, void **ptr)
 {
     int rc;

@@ -56,36 +56,6 @@ fail:
 }
 
 /* ------------------------------------------------------------ lifecycle */
-/* The core runs over these hooks, whose ctx is the object's own backend:
- * a backend allocation (cudaMalloc, cudaHostAlloc: seconds for gigabytes)
- * runs without the GIL, as the core runs it without its lock. */
-static int raw_alloc_nogil(void *ctx, int device, size_t size, void **ptr)
-{
-    const pygpu_alloc_backend *be = ctx;
-    PyThreadState *ts = PyGILState_Check() ? PyEval_SaveThread() : NULL;
-    int rc = be->raw_alloc(be->ctx, device, size, ptr);
-
-    if (ts != NULL) {
-        PyEval_RestoreThread(ts);
-    }
-    return rc;
-}
-
-static void raw_free_through(void *ctx, int device, void *ptr)
-{
-    const pygpu_alloc_backend *be = ctx;
-
-    be->raw_free(be->ctx, device, ptr);
-}
-
-static int mem_info_through(void *ctx, int device, size_t *free_bytes,
-                            size_t *total_bytes)
-{
-    const pygpu_alloc_backend *be = ctx;
-
-    return be->mem_info(be->ctx, device, free_bytes, total_bytes);
-}
-
 AllocatorObject *pygpu_allocator_object_new(const pygpu_alloc_backend *backend,
                                             size_t capacity, pygpu_device dev,
                                             int core_device, int caching)
@@ -104,11 +74,7 @@ AllocatorObject *pygpu_allocator_object_new(const pygpu_alloc_backend *backend,
     }
     self->device = dev;
     self->caching = caching != 0;
-    core.name = self->backend.name;
-    core.raw_alloc = raw_alloc_nogil;
-    core.raw_free = raw_free_through;
-    core.mem_info = mem_info_through;
-    core.ctx = &self->backend; /* lives as long as the core */
+    pygpu_backend_without_gil(&core, &self->backend); /* outlives core */
     self->alloc = pygpu_allocator_new(&core, core_device, self->caching);
     if (self->alloc == NULL) {
         Py_DECREF(self);

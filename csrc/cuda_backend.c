@@ -187,8 +187,9 @@ int pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
     if (last_error == cudaSuccess) {
         return 0;
     }
-    snprintf(buf, n, "CUDA error: %s (%s) in %s", cudaGetErrorString(last_error),
-             cudaGetErrorName(last_error), last_call);
+    snprintf(buf, n, "CUDA error: %s (%s) in %s",
+             cudaGetErrorString(last_error), cudaGetErrorName(last_error),
+             last_call);
     last_error = cudaSuccess;
     return 1;
 }
