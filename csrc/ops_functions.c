@@ -14,6 +14,11 @@ pygpu_binary_call(int op, const char *name, PyObject *input,
                          name);
             return NULL;
         }
+        /* pygpu_op_binary sees the scaled copy; other itself is read. */
+        if (out != NULL && Tensor_Check(other) &&
+            pygpu_check_write(out, NULL, (TensorObject *)other) < 0) {
+            return NULL;
+        }
         other = scaled = PyNumber_Multiply(other, alpha);
         if (scaled == NULL) {
             return NULL;
