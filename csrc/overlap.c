@@ -13,13 +13,17 @@ typedef struct {
 
 /* t's dims of size > 1 into d[], sorted by stride (smallest first), the
  * strides as magnitudes times scale (1: elements, itemsize: bytes);
- * returns how many. */
+ * returns how many.  scale 0 is itemsize, and leaves out zero strides
+ * (they reach no other address). */
 static int
 sorted_dims(const TensorObject *t, int64_t scale, dim_step *d)
 {
-    int n = 0;
+    int n = 0, addresses = scale == 0;
+    if (addresses) {
+        scale = pygpu_dtype_table[t->dtype].itemsize;
+    }
     for (int i = 0; i < t->ndim; i++) {
-        if (t->shape[i] > 1) {
+        if (t->shape[i] > 1 && !(addresses && t->strides[i] == 0)) {
             dim_step s = {t->shape[i], scale * (t->strides[i] < 0
                                                     ? -t->strides[i]
                                                     : t->strides[i])};
@@ -167,13 +171,17 @@ steps_reach(const dim_step *d, int n, int64_t lo, int64_t hi, int is_signed,
     return r;
 }
 
-/* Whether a tensor with sorted dims d[0..n) (bytes) and byte range
- * [lo, hi) holding numel elements of itemsize fills that range. */
+/* Whether the elements of itemsize at sorted dims d[0..n) (bytes) fill
+ * the byte range [lo, hi). */
 static int
-is_dense(const dim_step *d, int n, uintptr_t lo, uintptr_t hi, int64_t numel,
+is_dense(const dim_step *d, int n, uintptr_t lo, uintptr_t hi,
          int64_t itemsize)
 {
-    return strides_separate(d, n) && hi - lo == (uintptr_t)(numel * itemsize);
+    int64_t count = 1;
+    for (int i = 0; i < n; i++) {
+        count *= d[i].size;
+    }
+    return strides_separate(d, n) && hi - lo == (uintptr_t)(count * itemsize);
 }
 
 int
@@ -181,12 +189,11 @@ pygpu_get_overlap(const TensorObject *a, const TensorObject *b)
 {
     uintptr_t alo, ahi, blo, bhi;
     dim_step da[PYGPU_MAX_DIMS], db[PYGPU_MAX_DIMS];
-    int64_t numa = pygpu_numel(a->ndim, a->shape),
-            numb = pygpu_numel(b->ndim, b->shape),
-            isa = pygpu_dtype_table[a->dtype].itemsize,
+    int64_t isa = pygpu_dtype_table[a->dtype].itemsize,
             isb = pygpu_dtype_table[b->dtype].itemsize;
     int budget = 4096, r = -1;
-    if (numa == 0 || numb == 0 ||
+    if (pygpu_numel(a->ndim, a->shape) == 0 ||
+        pygpu_numel(b->ndim, b->shape) == 0 ||
         !pygpu_device_equal(&a->device, &b->device)) {
         return PYGPU_ALIAS_NONE;
     }
@@ -198,18 +205,18 @@ pygpu_get_overlap(const TensorObject *a, const TensorObject *b)
     if (a->data == b->data && same_order(a, b)) {
         return PYGPU_ALIAS_FULL; /* element for element */
     }
-    int na = sorted_dims(a, isa, da), nb = sorted_dims(b, isb, db);
+    int na = sorted_dims(a, 0, da), nb = sorted_dims(b, 0, db);
     int same_steps = na == nb && isa == isb;
     for (int i = 0; same_steps && i < na; i++) {
         same_steps = da[i].size == db[i].size && da[i].stride == db[i].stride;
     }
     /* Every byte of a dense tensor's range is in one of its elements: the
      * question is whether an element of the other one meets that range. */
-    if (is_dense(da, na, alo, ahi, numa, isa) && strides_separate(db, nb)) {
+    if (is_dense(da, na, alo, ahi, isa) && strides_separate(db, nb)) {
         r = steps_reach(db, nb, (int64_t)(alo - blo) - isb + 1,
                         (int64_t)(ahi - blo) - 1, 0, &budget);
     }
-    else if (is_dense(db, nb, blo, bhi, numb, isb) &&
+    else if (is_dense(db, nb, blo, bhi, isb) &&
              strides_separate(da, na)) {
         r = steps_reach(da, na, (int64_t)(blo - alo) - isa + 1,
                         (int64_t)(bhi - alo) - 1, 0, &budget);

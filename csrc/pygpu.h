@@ -225,7 +225,8 @@ TensorObject *pygpu_tensor_from_data(PyObject *data, int dtype,
                                      pygpu_device dev);
 /* A NumPy array viewing a CPU tensor's memory. */
 PyObject *pygpu_tensor_to_ndarray(TensorObject *t);
-/* Copy/convert between any two tensors of equal shape, any devices. */
+/* Copy/convert between any two tensors of equal shape, any devices
+ * (unchecked: copy_ and t[k] = v go through pygpu_tensor_assign). */
 int pygpu_tensor_copy_into(TensorObject *dst, TensorObject *src);
 /* A new contiguous tensor on dev with dtype, holding src's values. */
 TensorObject *pygpu_tensor_to(TensorObject *src, pygpu_device dev,
