@@ -273,6 +273,20 @@ scalar_operand(PyObject *obj, pygpu_scalar_value *v, int *cat)
 
 /* --------------------------------------------------------------- binary */
 
+/* The written-to tensor (in place or out=) must have the result's shape. */
+static int
+check_out_shape(const TensorObject *out, int ndim, const int64_t *shape)
+{
+    if (ndim != out->ndim ||
+        memcmp(shape, out->shape, sizeof(int64_t) * (size_t)ndim) != 0) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "output with the shape of the in-place operand "
+                        "doesn't match the broadcast shape");
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
               int scalar_first, TensorObject *out)
@@ -284,6 +298,10 @@ binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
         dtype = PYGPU_FLOAT32; /* true division */
     }
     if (out != NULL) {
+        if (pygpu_check_same_device(t, out) < 0 ||
+            check_out_shape(out, t->ndim, t->shape) < 0) {
+            return NULL;
+        }
         if (category(dtype) > category(out->dtype)) {
             PyErr_Format(PyExc_RuntimeError,
                          "result type Float can't be cast to the desired "
@@ -327,6 +345,7 @@ binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
     int64_t shape[PYGPU_MAX_DIMS];
     pygpu_geom g;
     if (pygpu_check_same_device(a, b) < 0 ||
+        (out != NULL && pygpu_check_same_device(a, out) < 0) ||
         pygpu_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &ndim,
                                shape) < 0) {
         return NULL;
@@ -336,11 +355,7 @@ binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
         dtype = PYGPU_FLOAT32;
     }
     if (out != NULL) {
-        if (ndim != out->ndim ||
-            memcmp(shape, out->shape, sizeof(int64_t) * (size_t)ndim) != 0) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "output with the shape of the in-place operand "
-                            "doesn't match the broadcast shape");
+        if (check_out_shape(out, ndim, shape) < 0) {
             return NULL;
         }
         if (category(dtype) > category(out->dtype)) {
@@ -392,6 +407,13 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
     pygpu_scalar_value s;
     int cat, r;
     PyObject *item = NULL, *res;
+    /* In place or out=: what is written must be writable, free of internal
+     * overlap, and share no memory with an input but element for element. */
+    if (out != NULL &&
+        pygpu_check_write(out, Tensor_Check(a) ? (TensorObject *)a : NULL,
+                          Tensor_Check(b) ? (TensorObject *)b : NULL) < 0) {
+        return NULL;
+    }
     if (is_cpu_scalar_tensor(b, a) || is_cpu_scalar_tensor(a, b)) {
         PyObject **which = is_cpu_scalar_tensor(b, a) ? &b : &a;
         item = pygpu_t_item(*which, NULL);
@@ -407,10 +429,9 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
         res = r < 0 ? NULL
                     : binary_scalar(op, (TensorObject *)a, s, cat, 0, out);
     }
-    else if (Tensor_Check(b) && out == NULL &&
-             (r = scalar_operand(a, &s, &cat)) != 0) {
+    else if (Tensor_Check(b) && (r = scalar_operand(a, &s, &cat)) != 0) {
         res = r < 0 ? NULL
-                    : binary_scalar(op, (TensorObject *)b, s, cat, 1, NULL);
+                    : binary_scalar(op, (TensorObject *)b, s, cat, 1, out);
     }
     else if (PyErr_Occurred()) {
         res = NULL;
@@ -428,6 +449,9 @@ PyObject *
 pygpu_op_unary(int op, TensorObject *a, int inplace)
 {
     pygpu_geom g;
+    if (inplace && pygpu_check_write(a, a, NULL) < 0) {
+        return NULL;
+    }
     TensorObject *res = inplace ? (TensorObject *)Py_NewRef(a)
                                 : pygpu_tensor_empty(a->ndim, a->shape,
                                                      a->dtype, a->device);

@@ -14,6 +14,11 @@ pygpu_binary_call(int op, const char *name, PyObject *input,
                          name);
             return NULL;
         }
+        /* pygpu_op_binary sees the scaled copy; other itself is read. */
+        if (out != NULL && Tensor_Check(other) &&
+            pygpu_check_write(out, NULL, (TensorObject *)other) < 0) {
+            return NULL;
+        }
         other = scaled = PyNumber_Multiply(other, alpha);
         if (scaled == NULL) {
             return NULL;
@@ -41,11 +46,12 @@ binary_fn(int op, const char *name, PyObject *const *args, Py_ssize_t nargs,
     if (pygpu_parse_args(name, args, nargs, kwnames, names, 4, 2, 2, a) < 0) {
         return NULL;
     }
-    if (a[3] != NULL && a[3] != Py_None) {
-        PyErr_Format(PyExc_TypeError, "%s(): out= is not supported", name);
+    int has_out = a[3] != NULL && a[3] != Py_None;
+    if (has_out && pygpu_tensor_arg(a[3], name, "out") < 0) {
         return NULL;
     }
-    return pygpu_binary_call(op, name, a[0], a[1], a[2], NULL);
+    return pygpu_binary_call(op, name, a[0], a[1], a[2],
+                             has_out ? (TensorObject *)a[3] : NULL);
 }
 
 #define BINARY_FN(name, op)                                                  \

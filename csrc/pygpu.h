@@ -98,6 +98,7 @@ typedef struct {
     pygpu_device device;   /* index always set for CUDA */
     int64_t shape[PYGPU_MAX_DIMS];
     int64_t strides[PYGPU_MAX_DIMS]; /* in elements */
+    int readonly;          /* over immutable memory: every write refused */
     PyObject *dict;
     PyObject *weakreflist;
 } TensorObject;
@@ -228,13 +229,20 @@ TensorObject *pygpu_tensor_from_data(PyObject *data, int dtype,
                                      pygpu_device dev);
 /* A NumPy array viewing a CPU tensor's memory. */
 PyObject *pygpu_tensor_to_ndarray(TensorObject *t);
-/* Copy/convert between any two tensors of equal shape, any devices. */
+/* Copy/convert between any two tensors of equal shape, any devices
+ * (unchecked: copy_ and t[k] = v go through pygpu_tensor_assign). */
 int pygpu_tensor_copy_into(TensorObject *dst, TensorObject *src);
 /* A new contiguous tensor on dev with dtype, holding src's values. */
 TensorObject *pygpu_tensor_to(TensorObject *src, pygpu_device dev,
                               int dtype);
 /* src itself (new reference) if contiguous, else a contiguous copy. */
 TensorObject *pygpu_tensor_contiguous(TensorObject *src);
+/* dst <- src broadcast to dst's shape, any devices (copy_, t[k] = v),
+ * after pygpu_check_write. */
+int pygpu_tensor_assign(TensorObject *dst, TensorObject *src);
+/* t.expand(*sizes) (tensor_views.c). */
+PyObject *pygpu_t_expand(PyObject *op, PyObject *const *args,
+                         Py_ssize_t nargs);
 /* t.T as a new view (tensor_views.c). */
 PyObject *pygpu_t_get_T(PyObject *op, void *closure);
 /* t.item(): the single element as a Python number (tensor_convert.c). */
@@ -295,6 +303,28 @@ int pygpu_broadcast_shapes(int na, const int64_t *sa, int nb,
 /* RuntimeError "Expected all tensors to be on the same device, but found at
  * least two devices, cuda:0 and cpu!" unless a and b share a device. */
 int pygpu_check_same_device(const TensorObject *a, const TensorObject *b);
+
+/* --------------------------------------------------------------- overlap */
+/* overlap.c: torch's memory-overlap rules.  Only definite answers raise. */
+enum { PYGPU_MEM_NO, PYGPU_MEM_YES, PYGPU_MEM_TOO_HARD };
+enum {
+    PYGPU_ALIAS_NONE,
+    PYGPU_ALIAS_FULL,    /* the same elements at the same indices */
+    PYGPU_ALIAS_PARTIAL, /* some memory shared otherwise */
+    PYGPU_ALIAS_TOO_HARD
+};
+/* Whether two indices of t reach one address (YES: a zero stride of a
+ * dim larger than 1, or a stride k times a smaller one within its size). */
+int pygpu_has_internal_overlap(const TensorObject *t);
+/* How the memory of a and b relates; zero-element tensors never overlap. */
+int pygpu_get_overlap(const TensorObject *a, const TensorObject *b);
+/* ValueError "assignment destination is read-only" for a read-only t. */
+int pygpu_check_writable(const TensorObject *t);
+/* Before writing out from in1/in2 (either may be NULL): writable, no
+ * internal overlap, no partial overlap with an input (RuntimeError in
+ * torch's words).  0 or -1 with the exception. */
+int pygpu_check_write(const TensorObject *out, const TensorObject *in1,
+                      const TensorObject *in2);
 
 /* ------------------------------------------------------------------- cuda */
 /* Implemented in cuda_runtime.c, or in cuda_none.c for a CPU-only build,

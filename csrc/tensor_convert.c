@@ -100,6 +100,33 @@ pygpu_tensor_copy_into(TensorObject *dst, TensorObject *src)
     return rc;
 }
 
+int
+pygpu_tensor_assign(TensorObject *dst, TensorObject *src)
+{
+    PyObject *shape = NULL, *expanded = NULL;
+    int rc = -1;
+    if (pygpu_check_write(dst, src, NULL) < 0) {
+        return -1;
+    }
+    if (dst->dtype == src->dtype &&
+        pygpu_get_overlap(dst, src) == PYGPU_ALIAS_FULL) {
+        return 0; /* x.copy_(x) */
+    }
+    shape = pygpu_size_new(dst->ndim, dst->shape);
+    if (shape == NULL) {
+        goto fail;
+    }
+    expanded = pygpu_t_expand((PyObject *)src, &shape, 1);
+    if (expanded == NULL) {
+        goto fail;
+    }
+    rc = pygpu_tensor_copy_into(dst, (TensorObject *)expanded);
+fail:
+    Py_XDECREF(shape);
+    Py_XDECREF(expanded);
+    return rc;
+}
+
 /* ----------------------------------------------------------- .to() */
 
 /* Classify one positional argument of .to(): a dtype, a tensor, or a
@@ -250,7 +277,8 @@ pygpu_tensor_to_ndarray(TensorObject *t)
         PyArray_DescrFromType(pygpu_dtype_table[t->dtype].npy_type);
     PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, t->ndim, dims,
                                          strides, t->data,
-                                         NPY_ARRAY_WRITEABLE, NULL);
+                                         t->readonly ? 0 : NPY_ARRAY_WRITEABLE,
+                                         NULL);
     if (arr == NULL) {
         return NULL;
     }

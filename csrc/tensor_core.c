@@ -197,6 +197,7 @@ view_as_type(PyTypeObject *tp, TensorObject *src, int ndim,
         return NULL;
     }
     t->base = Py_NewRef(src->base);
+    t->readonly = src->readonly;
     t->dtype = src->dtype;
     t->device = src->device;
     t->ndim = ndim;

@@ -177,10 +177,12 @@ from_numpy(PyObject *self, PyObject *arg)
                      Py_TYPE(arg)->tp_name);
         return NULL;
     }
-    if (!PyArray_ISWRITEABLE((PyArrayObject *)arg)) {
-        /* torch warns and shares anyway; we do the same, silently */
+    TensorObject *t = pygpu_tensor_from_ndarray((PyArrayObject *)arg);
+    if (t != NULL) {
+        /* torch warns and shares anyway; here every write is refused */
+        t->readonly = !PyArray_ISWRITEABLE((PyArrayObject *)arg);
     }
-    return (PyObject *)pygpu_tensor_from_ndarray((PyArrayObject *)arg);
+    return (PyObject *)t;
 }
 
 static PyObject *

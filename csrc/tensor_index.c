@@ -3,9 +3,6 @@
  * into such a view. */
 #include "pygpu.h"
 
-PyObject *pygpu_t_expand(PyObject *op, PyObject *const *args,
-                         Py_ssize_t nargs);
-
 /* t[index] for ints, slices (positive steps), None and Ellipsis. */
 PyObject *
 pygpu_t_getitem(PyObject *op, PyObject *key)
@@ -117,7 +114,7 @@ fail:
     return r;
 }
 
-/* t[index] = value: a view, then an elementwise copy (broadcast). */
+/* t[index] = value: a view, then a checked copy (broadcast) into it. */
 int
 pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value)
 {
@@ -140,20 +137,7 @@ pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value)
             goto fail;
         }
     }
-    PyObject *expanded = NULL;
-    {
-        PyObject *shape = pygpu_size_new(view->ndim, view->shape);
-        if (shape == NULL) {
-            goto fail;
-        }
-        expanded = pygpu_t_expand((PyObject *)src, &shape, 1);
-        Py_DECREF(shape);
-    }
-    if (expanded == NULL) {
-        goto fail;
-    }
-    rc = pygpu_tensor_copy_into(view, (TensorObject *)expanded);
-    Py_DECREF(expanded);
+    rc = pygpu_tensor_assign(view, src);
 fail:
     Py_XDECREF(view);
     Py_XDECREF(src);

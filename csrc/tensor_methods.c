@@ -163,17 +163,7 @@ t_copy_(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
                      Py_TYPE(a[0])->tp_name);
         return NULL;
     }
-    PyObject *shape = pygpu_size_new(SELF->ndim, SELF->shape);
-    if (shape == NULL) {
-        return NULL;
-    }
-    PyObject *src = pygpu_t_expand(a[0], &shape, 1);
-    Py_DECREF(shape);
-    if (src == NULL) {
-        return NULL;
-    }
-    int rc = pygpu_tensor_copy_into(SELF, (TensorObject *)src);
-    Py_DECREF(src);
+    int rc = pygpu_tensor_assign(SELF, (TensorObject *)a[0]);
     return rc < 0 ? NULL : Py_NewRef(op);
 }
 
@@ -183,7 +173,7 @@ t_fill_(PyObject *op, PyObject *value)
     /* A contiguous tensor is filled directly; a view through a copy of a
      * filled temporary (rare). */
     double v = PyFloat_AsDouble(value);
-    if (v == -1.0 && PyErr_Occurred()) {
+    if ((v == -1.0 && PyErr_Occurred()) || pygpu_check_writable(SELF) < 0) {
         return NULL;
     }
     if (pygpu_is_contiguous(SELF)) {
