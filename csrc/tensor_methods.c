@@ -363,6 +363,7 @@ t_set_data(PyObject *op, PyObject *value, void *c)
     SELF->data = src->data;
     SELF->dtype = src->dtype;
     SELF->device = src->device;
+    SELF->readonly = src->readonly;
     SELF->ndim = src->ndim;
     memcpy(SELF->shape, src->shape, sizeof(src->shape));
     memcpy(SELF->strides, src->strides, sizeof(src->strides));

@@ -173,3 +173,13 @@ def test_writeable_arrays_stay_writeable():
     a.flags.writeable = False
     t.add_(1)
     np.testing.assert_array_equal(a, np.arange(2.0, 8.0))
+
+
+def test_data_assignment_carries_readonly_both_ways():
+    t = pygpu.zeros(2, 3, dtype=pygpu.float64)
+    t.data = pygpu.from_numpy(ro_array())
+    with pytest.raises(ValueError, match=READONLY):
+        t.add_(1)
+    t.data = pygpu.ones(2, 3, dtype=pygpu.float64)
+    t.add_(1)
+    np.testing.assert_array_equal(t.numpy(), np.full((2, 3), 2.0))
