@@ -1,12 +1,20 @@
 /* tensor_index.c - t[key] and t[key] = value for ints, slices (positive
- * steps), None and Ellipsis: views of the same memory, and a broadcast copy
- * into such a view. */
+ * steps), None, Ellipsis and bools: views of the same memory, and a
+ * broadcast copy into such a view. */
 #include "pygpu.h"
 
 PyObject *pygpu_t_expand(PyObject *op, PyObject *const *args,
                          Py_ssize_t nargs);
 
-/* t[index] for ints, slices (positive steps), None and Ellipsis. */
+/* A bool index (Python or NumPy), which adds a dim of size 1 (True) or 0
+ * (False) as in NumPy and torch, rather than an int. */
+static int
+is_bool_index(PyObject *k)
+{
+    return PyBool_Check(k) || PyArray_IsScalar(k, Bool);
+}
+
+/* t[index] for ints, slices (positive steps), None, Ellipsis and bools. */
 PyObject *
 pygpu_t_getitem(PyObject *op, PyObject *key)
 {
@@ -35,7 +43,7 @@ pygpu_t_getitem(PyObject *op, PyObject *key)
                 goto fail;
             }
         }
-        else if (k != Py_None) {
+        else if (k != Py_None && !is_bool_index(k)) {
             nidx++;
         }
     }
@@ -53,6 +61,15 @@ pygpu_t_getitem(PyObject *op, PyObject *key)
         if (k == Py_None) {
             shape[n] = 1;
             strides[n] = 1;
+            n++;
+        }
+        else if (is_bool_index(k)) {
+            int v = PyObject_IsTrue(k);
+            if (v < 0) {
+                goto fail;
+            }
+            shape[n] = v;
+            strides[n] = 0;
             n++;
         }
         else if (k == Py_Ellipsis) {
