@@ -228,14 +228,24 @@ static size_t segment_size(size_t rounded)
     return (rounded + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
 }
 
-/* One attempt at `size` bytes from the backend, honouring the limit. */
+/* One attempt at `size` bytes from the backend, honouring the limit
+ * (bytes in flight count against it).  Called with the lock held and no
+ * inactive-split change pending; the lock is dropped while the backend
+ * works, which can take seconds. */
 static int raw_alloc(pygpu_allocator *a, size_t size, void **ptr)
 {
-    if (a->limit != 0 &&
-        (uint64_t)a->stats.reserved_bytes.current + size > a->limit) {
+    int rc;
+
+    if (a->limit != 0 && (uint64_t)a->stats.reserved_bytes.current +
+                                 a->inflight + size > a->limit) {
         return PYGPU_ALLOC_OOM;
     }
-    return a->backend.raw_alloc(a->backend.ctx, a->device, size, ptr);
+    a->inflight += size;
+    pthread_mutex_unlock(&a->lock);
+    rc = a->backend.raw_alloc(a->backend.ctx, a->device, size, ptr);
+    pthread_mutex_lock(&a->lock);
+    a->inflight -= size;
+    return rc;
 }
 
 static void release_segment(pygpu_allocator *a, segment *s)
@@ -262,24 +272,29 @@ static void release_segment(pygpu_allocator *a, segment *s)
     free(s);
 }
 
-/* Return every wholly free segment to the backend. */
-static void release_cached(pygpu_allocator *a)
+/* Return every wholly free segment to the backend; the bytes returned. */
+static size_t release_cached(pygpu_allocator *a)
 {
     segment *s = a->segments, *next;
+    size_t released = 0;
 
     while (s != NULL) {
         next = s->next;
         if (!s->head->allocated && s->head->next == NULL) {
+            released += s->size;
             free_remove(a, s->head);
             release_segment(a, s);
         }
         s = next;
     }
+    return released;
 }
 
 /* A new segment of `size` bytes on `stream`, as one block (not in the free
  * tree).  Empties the cache and retries once when the backend is out of
- * memory or the limit is reached. */
+ * memory or the limit is reached.  The lock is dropped around each backend
+ * call (see raw_alloc); the segment joins the lists, and the figures move,
+ * only once it is obtained, so they stay exact. */
 static int new_segment(pygpu_allocator *a, size_t size, int pool,
                        void *stream, pygpu_block **out)
 {
@@ -493,10 +508,13 @@ void pygpu_allocator_free(pygpu_allocator *a, pygpu_block *b)
     pthread_mutex_unlock(&a->lock);
 }
 
-void pygpu_allocator_empty_cache(pygpu_allocator *a)
+size_t pygpu_allocator_empty_cache(pygpu_allocator *a)
 {
+    size_t released;
+
     pthread_mutex_lock(&a->lock);
-    release_cached(a);
+    released = release_cached(a);
     apply_pending(a);
     pthread_mutex_unlock(&a->lock);
+    return released;
 }

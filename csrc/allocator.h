@@ -21,7 +21,10 @@
  * (num_alloc_retries counts that), then reports PYGPU_ALLOC_OOM (num_ooms).
  *
  * A size-0 request succeeds with a NULL block and changes no figure.
- * Every function takes the allocator's mutex; all are thread-safe.
+ * Every function takes the allocator's mutex; all are thread-safe.  The
+ * mutex is not held while raw_alloc runs, so a backend's raw_alloc must be
+ * thread-safe on its own (raw_free and mem_info run under the mutex or
+ * outside it, and must be too).
  */
 #ifndef PYGPU_ALLOCATOR_H
 #define PYGPU_ALLOCATOR_H
@@ -96,7 +99,8 @@ void *pygpu_block_ptr(const pygpu_block *b);
 size_t pygpu_block_size(const pygpu_block *b); /* rounded size */
 void *pygpu_block_stream(const pygpu_block *b);
 
-void pygpu_allocator_empty_cache(pygpu_allocator *a);
+/* Returns the bytes given back to the backend. */
+size_t pygpu_allocator_empty_cache(pygpu_allocator *a);
 void pygpu_allocator_get_stats(pygpu_allocator *a, pygpu_alloc_stats *out);
 /* Resets the peaks of every stat to their current values. */
 void pygpu_allocator_reset_peak(pygpu_allocator *a);
@@ -125,8 +129,7 @@ size_t pygpu_allocator_segments(pygpu_allocator *a, pygpu_segment_info *out,
  * mem_info reports (capacity - used, capacity). */
 typedef struct pygpu_host_backend_ctx {
     size_t capacity;
-    size_t used;
-    /* used is updated under the allocator's lock */
+    size_t used; /* only through __atomic builtins: raw_alloc runs unlocked */
 } pygpu_host_backend_ctx;
 void pygpu_host_backend_init(pygpu_alloc_backend *backend,
                              pygpu_host_backend_ctx *ctx, size_t capacity);

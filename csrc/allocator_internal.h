@@ -37,6 +37,7 @@ struct pygpu_allocator {
     int device;
     int caching;
     size_t limit;                 /* 0: none */
+    size_t inflight;              /* bytes being obtained from the backend */
     pygpu_block *pools[2];        /* free-tree roots */
     segment *segments;
     pygpu_block *spare;           /* recycled block structs, via next */

@@ -23,19 +23,15 @@ static AllocatorObject *device_allocators[PYGPU_CUDA_MAX_DEVICES];
 static AllocatorObject *pinned_allocator;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Called after pygpu_cuda_require succeeded. */
 static AllocatorObject *make_allocator(int device, int pinned)
 {
-    const char *why = "unknown reason";
     const char *env = getenv("PYGPU_NO_CUDA_CACHING");
     int caching = !(env != NULL && strcmp(env, "1") == 0);
-    int count = pygpu_cuda_backend_device_count(&why);
+    int count = pygpu_cuda_device_count();
     pygpu_alloc_backend backend;
     pygpu_device dev;
 
-    if (count == 0) {
-        PyErr_Format(PyExc_RuntimeError, "CUDA is not available: %s", why);
-        return NULL;
-    }
     if (pinned) {
         dev.type = PYGPU_CPU;
         dev.index = -1;
@@ -60,6 +56,11 @@ static AllocatorObject *registry_get(AllocatorObject **slot, int device,
 {
     AllocatorObject *a, *made;
 
+    /* Every use of a CUDA or pinned allocator starts here: CUDA's lazy
+     * initialisation, and the refusal in a forked child. */
+    if (pygpu_cuda_require() < 0) {
+        return NULL;
+    }
     pthread_mutex_lock(&registry_lock);
     a = *slot;
     pthread_mutex_unlock(&registry_lock);
@@ -84,9 +85,25 @@ static AllocatorObject *registry_get(AllocatorObject **slot, int device,
 AllocatorObject *pygpu_cuda_allocator(int device)
 {
     if (device < 0 || device >= PYGPU_CUDA_MAX_DEVICES) {
+        if (pygpu_cuda_require() < 0) {
+            return NULL;
+        }
         return make_allocator(device, 0); /* raises the ordinal error */
     }
     return registry_get(&device_allocators[device], device, 0);
+}
+
+size_t pygpu_cuda_allocator_release(int device)
+{
+    AllocatorObject *a = NULL;
+
+    if (device < 0 || device >= PYGPU_CUDA_MAX_DEVICES) {
+        return 0;
+    }
+    pthread_mutex_lock(&registry_lock);
+    a = device_allocators[device]; /* kept for the life of the process */
+    pthread_mutex_unlock(&registry_lock);
+    return a != NULL ? pygpu_allocator_empty_cache(a->alloc) : 0;
 }
 
 AllocatorObject *pygpu_pinned_allocator(void)

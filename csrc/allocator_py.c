@@ -62,6 +62,7 @@ AllocatorObject *pygpu_allocator_object_new(const pygpu_alloc_backend *backend,
 {
     PyTypeObject *tp = pygpu_state->Allocator_Type;
     AllocatorObject *self = (AllocatorObject *)tp->tp_alloc(tp, 0);
+    pygpu_alloc_backend core;
 
     if (self == NULL) {
         return NULL;
@@ -73,8 +74,8 @@ AllocatorObject *pygpu_allocator_object_new(const pygpu_alloc_backend *backend,
     }
     self->device = dev;
     self->caching = caching != 0;
-    self->alloc = pygpu_allocator_new(&self->backend, core_device,
-                                      self->caching);
+    pygpu_backend_without_gil(&core, &self->backend); /* outlives core */
+    self->alloc = pygpu_allocator_new(&core, core_device, self->caching);
     if (self->alloc == NULL) {
         Py_DECREF(self);
         PyErr_NoMemory();
@@ -136,6 +137,12 @@ static PyObject *Allocator_malloc(AllocatorObject *self, PyObject *args,
         return NULL;
     }
     if (pygpu_to_size(n_obj, "nbytes", &nbytes) < 0) {
+        return NULL;
+    }
+    /* A CUDA or pinned allocator (not a host one): refused in a child
+     * forked after CUDA was initialised. */
+    if ((self->device.type == PYGPU_CUDA || self->device.index < 0) &&
+        pygpu_cuda_require() < 0) {
         return NULL;
     }
     if (s_obj != NULL) {
@@ -273,7 +280,7 @@ static PyObject *Allocator_get_limit(AllocatorObject *self, PyObject *unused)
 
 static int mem_info(AllocatorObject *self, size_t *free_b, size_t *total_b)
 {
-    const pygpu_alloc_backend *be = pygpu_allocator_backend(self->alloc);
+    const pygpu_alloc_backend *be = &self->backend;
 
     if (be->mem_info(be->ctx, pygpu_allocator_device(self->alloc), free_b,
                      total_b) != 0) {

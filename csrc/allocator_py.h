@@ -21,6 +21,11 @@ AllocatorObject *pygpu_allocator_object_new(const pygpu_alloc_backend *backend,
                                             size_t capacity, pygpu_device dev,
                                             int core_device, int caching);
 
+/* Fill *core with hooks that call *inner's, releasing the GIL (when the
+ * caller holds it) around raw_alloc; *inner must outlive the core. */
+void pygpu_backend_without_gil(pygpu_alloc_backend *core,
+                               const pygpu_alloc_backend *inner);
+
 /* A Storage of nbytes from a on stream: the core, then on out-of-memory a
  * gc.collect() and one more try, then OutOfMemoryError.  NULL with an
  * exception. */

@@ -1,9 +1,9 @@
 /* cuda_backend.c - the cudaMalloc and cudaHostAlloc backends of the caching
  * allocator (see cuda_backend.h).  Compiled only in a CUDA build.
  *
- * The core calls these hooks with its mutex held, so a context's
- * remembered error is written under that lock; the Python layer reads it
- * right after the failing call returned, while holding the GIL.
+ * The core calls raw_alloc without its mutex, so several threads may be in
+ * these hooks at once.  A failure is remembered per thread: the Python
+ * layer reads it right after the failing call returned, in the same thread.
  */
 #define _DEFAULT_SOURCE /* sysconf(_SC_AVPHYS_PAGES) */
 
@@ -13,25 +13,29 @@
 #include <stdio.h>
 #include <unistd.h>
 
+/* The hooks tell the devices apart by the device number the core passes;
+ * the contexts only make each backend's ctx distinct. */
 typedef struct cuda_ctx {
     int pinned;
-    cudaError_t last_error; /* cudaSuccess: nothing to report */
-    const char *last_call;
 } cuda_ctx;
 
-static cuda_ctx device_ctx[PYGPU_CUDA_MAX_DEVICES];
-static cuda_ctx pinned_ctx = {1, cudaSuccess, NULL};
+static cuda_ctx device_ctx = {0};
+static cuda_ctx pinned_ctx = {1};
+
+/* This thread's last failure other than out-of-memory. */
+static _Thread_local cudaError_t last_error = cudaSuccess;
+static _Thread_local const char *last_call = NULL;
 
 /* Classify a failed call; every failure also clears the runtime's last
  * error so that it does not surface later in an unrelated check. */
-static int failure(cuda_ctx *c, cudaError_t err, const char *call)
+static int failure(cudaError_t err, const char *call)
 {
     (void)cudaGetLastError();
     if (err == cudaErrorMemoryAllocation) {
         return PYGPU_ALLOC_OOM;
     }
-    c->last_error = err;
-    c->last_call = call;
+    last_error = err;
+    last_call = call;
     return PYGPU_ALLOC_ERROR;
 }
 
@@ -62,17 +66,17 @@ void pygpu_cuda_leave_device(int device, int prev)
 /* ---------------------------------------------------------- device memory */
 static int device_alloc(void *ctx, int device, size_t size, void **ptr)
 {
-    cuda_ctx *c = ctx;
     int prev;
     cudaError_t err = (cudaError_t)pygpu_cuda_enter_device(device, &prev);
 
+    (void)ctx;
     if (err != cudaSuccess) {
-        return failure(c, err, "cudaSetDevice");
+        return failure(err, "cudaSetDevice");
     }
     err = cudaMalloc(ptr, size);
     pygpu_cuda_leave_device(device, prev);
     if (err != cudaSuccess) {
-        return failure(c, err, "cudaMalloc");
+        return failure(err, "cudaMalloc");
     }
     return PYGPU_ALLOC_OK;
 }
@@ -116,11 +120,12 @@ static int pinned_alloc(void *ctx, int device, size_t size, void **ptr)
 {
     cudaError_t err;
 
+    (void)ctx;
     (void)device;
     /* Portable: pinned for every device's context, not only the current. */
     err = cudaHostAlloc(ptr, size, cudaHostAllocPortable);
     if (err != cudaSuccess) {
-        return failure(ctx, err, "cudaHostAlloc");
+        return failure(err, "cudaHostAlloc");
     }
     return PYGPU_ALLOC_OK;
 }
@@ -168,42 +173,23 @@ void pygpu_cuda_backend_init(pygpu_alloc_backend *backend, int device,
         backend->raw_alloc = device_alloc;
         backend->raw_free = device_free;
         backend->mem_info = device_info;
-        backend->ctx = &device_ctx[device];
+        backend->ctx = &device_ctx;
     }
-}
-
-int pygpu_cuda_backend_device_count(const char **why)
-{
-    int n = 0;
-    cudaError_t err = cudaGetDeviceCount(&n);
-
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        *why = cudaGetErrorString(err);
-        return 0;
-    }
-    if (n == 0) {
-        *why = "no CUDA-capable device is detected";
-    }
-    return n;
 }
 
 int pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
                                 size_t n)
 {
-    cuda_ctx *c;
-
     if (backend->raw_alloc != device_alloc &&
         backend->raw_alloc != pinned_alloc) {
         return 0;
     }
-    c = backend->ctx;
-    if (c->last_error == cudaSuccess) {
+    if (last_error == cudaSuccess) {
         return 0;
     }
     snprintf(buf, n, "CUDA error: %s (%s) in %s",
-             cudaGetErrorString(c->last_error),
-             cudaGetErrorName(c->last_error), c->last_call);
-    c->last_error = cudaSuccess;
+             cudaGetErrorString(last_error), cudaGetErrorName(last_error),
+             last_call);
+    last_error = cudaSuccess;
     return 1;
 }

@@ -2,7 +2,7 @@
  * cudaHostAlloc (page-locked host memory), for the caching allocator core.
  *
  * Plain C, no Python.h; compiled only in a CUDA build.  A failure other
- * than out-of-memory is remembered in the backend's context so that the
+ * than out-of-memory is remembered for the calling thread so that the
  * Python layer can report it after the core returns PYGPU_ALLOC_ERROR.
  */
 #ifndef PYGPU_CUDA_BACKEND_H
@@ -15,8 +15,7 @@
 #define PYGPU_CUDA_MAX_DEVICES 64
 
 /* Fill `backend` for CUDA device `device` (pinned == 0) or for pinned host
- * memory (pinned != 0, device ignored).  The contexts are process-wide
- * statics, one per device and one for pinned memory. */
+ * memory (pinned != 0, device ignored). */
 void pygpu_cuda_backend_init(pygpu_alloc_backend *backend, int device,
                              int pinned);
 
@@ -28,11 +27,8 @@ int pygpu_cuda_enter_device(int device, int *prev);
  * no error behind for the next check. */
 void pygpu_cuda_leave_device(int device, int prev);
 
-/* Number of CUDA devices; 0 (and the reason in *why) when the driver or
- * the devices are missing. */
-int pygpu_cuda_backend_device_count(const char **why);
-
-/* If `backend` is one of these backends and remembers a failure, write
+/* If `backend` is one of these backends and the calling thread's last
+ * call into them failed other than for memory, write
  * "CUDA error: <string> (<name>) in <call>" into buf and return 1;
  * otherwise return 0. */
 int pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,

@@ -142,8 +142,11 @@ static int blas_dev_init(pygpu_blas_dev *d, int device, pygpu_blas_err *e)
     }
     ws_size = major >= 9 ? BLAS_WORKSPACE_HOPPER : BLAS_WORKSPACE_OTHER;
     err = cudaMalloc(&ws, ws_size);
+    if (pygpu_cuda_oom_retry(device, (int)err, 0)) {
+        err = cudaMalloc(&ws, ws_size); /* the cache gave memory back */
+    }
     if (err == cudaErrorMemoryAllocation) {
-        /* The device is full (perhaps of cached blocks): run without a
+        /* The device is full even without cached blocks: run without a
          * workspace, which only narrows the kernels cuBLAS may pick. */
         (void)cudaGetLastError();
         ws = NULL;
@@ -260,6 +263,17 @@ pygpu_blas_dev *pygpu_blas_acquire(int device, cudaStream_t stream,
         return NULL;
     }
     return d;
+}
+
+int pygpu_blas_oom_retry(int device, pygpu_blas_err *e, int *attempts)
+{
+    if ((*attempts)++ > 0 ||
+        !pygpu_cuda_oom_retry(device, e->status,
+                              e->kind == PYGPU_BLAS_ERR_CUBLAS)) {
+        return 0;
+    }
+    e->kind = PYGPU_BLAS_ERR_NONE;
+    return 1;
 }
 
 int pygpu_blas_release(pygpu_blas_dev *d, cudaStream_t stream,
@@ -385,7 +399,7 @@ int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
     pygpu_gemm_plan p;
     pygpu_blas_dev *d;
     cudaStream_t stream;
-    int tf32, kind, prev, rc;
+    int tf32, kind, prev, rc, attempts = 0;
 
     tf32 = dtype == PYGPU_FLOAT32 && pygpu_get_allow_tf32();
     if (pygpu_blas_types(dtype, tf32, &type, &compute, &scale) < 0) {
@@ -404,11 +418,14 @@ int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
         return -1;
     }
     stream = (cudaStream_t)pygpu_cuda_current_stream(device);
-    d = pygpu_blas_acquire(device, stream, &e);
-    if (d != NULL) {
-        pygpu_blas_gemm(d, dtype, tf32, kind, &p, c, 0, stream, &e);
-    }
-    rc = pygpu_blas_release(d, stream, &e) < 0 ? pygpu_blas_raise(&e) : 0;
+    do { /* twice at most: see pygpu_blas_oom_retry */
+        d = pygpu_blas_acquire(device, stream, &e);
+        if (d != NULL) {
+            pygpu_blas_gemm(d, dtype, tf32, kind, &p, c, 0, stream, &e);
+        }
+        rc = pygpu_blas_release(d, stream, &e);
+    } while (rc < 0 && pygpu_blas_oom_retry(device, &e, &attempts));
+    rc = rc < 0 ? pygpu_blas_raise(&e) : 0;
     pygpu_cuda_device_restore(device, prev);
     return rc;
 }

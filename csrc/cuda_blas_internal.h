@@ -56,6 +56,11 @@ pygpu_blas_dev *pygpu_blas_acquire(int device, cudaStream_t stream,
  * (possibly a new one from the marking), else 0. */
 int pygpu_blas_release(pygpu_blas_dev *d, cudaStream_t stream,
                        pygpu_blas_err *e);
+/* After a failed call (mutex not held): when e is an allocation failure
+ * and emptying the device's cache gave memory back (pygpu_cuda_oom_retry),
+ * clear e and return 1 so that the caller runs the whole call once more;
+ * *attempts (0 at first) makes that happen once.  Else 0, e kept. */
+int pygpu_blas_oom_retry(int device, pygpu_blas_err *e, int *attempts);
 /* Raise e as CudaError (GIL held, mutex not held); returns -1. */
 int pygpu_blas_raise(const pygpu_blas_err *e);
 

@@ -299,6 +299,48 @@ static int lt_run(pygpu_blas_dev *d, int device, int dtype, int tf32,
     return pygpu_blas_check(st, "cublasLtMatmul", e) < 0 ? -1 : 1;
 }
 
+/* One try at linear on d (mutex held): 1 if the fused path did it all,
+ * 0 if the unfused path ran (relu still to apply), -1 with *e. */
+static int linear_once(pygpu_blas_dev *d, int device, int dtype, int tf32,
+                       int kind, const pygpu_gemm_plan *p, void *out,
+                       const pygpu_mat *x, const pygpu_mat *w,
+                       const void *bias, int relu, cudaStream_t stream,
+                       pygpu_blas_err *e)
+{
+    cudaError_t err;
+    int done = 0;
+
+    /* cuBLASLt's layouts take 64-bit sizes but, as documented, only
+     * int32 values are supported; bigger problems take the fallback
+     * and its 64-bit entry points.  Like torch, a weight with a single
+     * output or input feature (m' or k' of 1) takes the fallback too:
+     * cuBLASLt has had bugs with such degenerate shapes, and these
+     * matrix-vector products gain nothing from the fusion. */
+    if (kind == PYGPU_GEMM_CALL && pygpu_gemm_plan_fits_int(p) &&
+        p->m > 1 && p->k > 1 &&
+        (bias == NULL ||
+         pygpu_ptr_alignment(bias) >= LT_MIN_BIAS_ALIGN)) {
+        done = lt_run(d, device, dtype, tf32, p, out, bias, relu, stream, e);
+    }
+    if (done == 0) {
+        /* The unfused path, as torch's addmm: out starts as the bias
+         * and the product accumulates onto it (beta 1), so the sum is
+         * rounded once, as in the fused epilogue. */
+        int ok = 0;
+        if (bias != NULL) {
+            err = pygpu_cuda_bias_act(dtype, out, bias, x->rows, w->rows,
+                                      PYGPU_BIAS_FILL, stream);
+            ok = pygpu_blas_cuda_check(err, "bias_act", __FILE__,
+                                       __LINE__, e);
+        }
+        if (ok == 0) {
+            pygpu_blas_gemm(d, dtype, tf32, kind, p, out, bias != NULL,
+                            stream, e);
+        }
+    }
+    return done < 0 || e->kind != PYGPU_BLAS_ERR_NONE ? -1 : done;
+}
+
 int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
                       const pygpu_mat *w, const void *bias, int relu)
 {
@@ -309,8 +351,7 @@ int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
     pygpu_gemm_plan p;
     pygpu_blas_dev *d;
     cudaStream_t stream;
-    cudaError_t err;
-    int tf32, kind, prev, rc, done = 0;
+    int tf32, kind, prev, rc, done = 0, attempts = 0;
 
     tf32 = dtype == PYGPU_FLOAT32 && pygpu_get_allow_tf32();
     if (pygpu_blas_types(dtype, tf32, &type, &compute, &scale) < 0) {
@@ -328,43 +369,20 @@ int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
         return -1;
     }
     stream = (cudaStream_t)pygpu_cuda_current_stream(device);
-    d = pygpu_blas_acquire(device, stream, &e);
-    if (d != NULL) {
-        /* cuBLASLt's layouts take 64-bit sizes but, as documented, only
-         * int32 values are supported; bigger problems take the fallback
-         * and its 64-bit entry points.  Like torch, a weight with a single
-         * output or input feature (m' or k' of 1) takes the fallback too:
-         * cuBLASLt has had bugs with such degenerate shapes, and these
-         * matrix-vector products gain nothing from the fusion. */
-        if (kind == PYGPU_GEMM_CALL && pygpu_gemm_plan_fits_int(&p) &&
-            p.m > 1 && p.k > 1 &&
-            (bias == NULL ||
-             pygpu_ptr_alignment(bias) >= LT_MIN_BIAS_ALIGN)) {
-            done = lt_run(d, device, dtype, tf32, &p, out, bias, relu, stream,
-                          &e);
+    do { /* twice at most, see pygpu_blas_oom_retry: the bias refilled */
+        done = 0;
+        d = pygpu_blas_acquire(device, stream, &e);
+        if (d != NULL) {
+            done = linear_once(d, device, dtype, tf32, kind, &p, out, x, w,
+                               bias, relu, stream, &e);
         }
-        if (done == 0) {
-            /* The unfused path, as torch's addmm: out starts as the bias
-             * and the product accumulates onto it (beta 1), so the sum is
-             * rounded once, as in the fused epilogue. */
-            int ok = 0;
-            if (bias != NULL) {
-                err = pygpu_cuda_bias_act(dtype, out, bias, x->rows, w->rows,
-                                          PYGPU_BIAS_FILL, stream);
-                ok = pygpu_blas_cuda_check(err, "bias_act", __FILE__,
-                                           __LINE__, &e);
-            }
-            if (ok == 0) {
-                pygpu_blas_gemm(d, dtype, tf32, kind, &p, out, bias != NULL,
-                                stream, &e);
-            }
-        }
-    }
-    rc = pygpu_blas_release(d, stream, &e) < 0 ? pygpu_blas_raise(&e) : 0;
+        rc = pygpu_blas_release(d, stream, &e);
+    } while (rc < 0 && pygpu_blas_oom_retry(device, &e, &attempts));
+    rc = rc < 0 ? pygpu_blas_raise(&e) : 0;
     if (rc == 0 && done == 0 && relu) {
-        err = pygpu_cuda_relu_contig(dtype, out, out, x->rows * w->rows,
-                                     stream);
-        rc = pygpu_cuda_check_launch((int)err, "relu");
+        PYGPU_CUDA_LAUNCH(rc, device, "relu",
+                          pygpu_cuda_relu_contig(dtype, out, out,
+                                                 x->rows * w->rows, stream));
     }
     pygpu_cuda_device_restore(device, prev);
     return rc;

@@ -70,6 +70,13 @@ pygpu_cuda_check_launch(int err, const char *what)
     return refuse();
 }
 
+int
+pygpu_cuda_oom_retry(int device, int status, int cublas)
+{
+    (void)device, (void)status, (void)cublas;
+    return 0;
+}
+
 PyObject *
 pygpu_cuda_raise(int err, const char *call, const char *file, int line)
 {

@@ -7,6 +7,7 @@
 #include "pygpu.h"
 #include "cuda_backend.h"
 
+#include <cublas_api.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,7 +16,7 @@
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static int probed_count = 0;
-static char probed_reason[256];
+static char probed_reason[512];
 static int launch_blocking = 0;
 /* Set in a child forked after the driver was initialised: the child's
  * CUDA state (contexts, cached device memory) is not usable. */
@@ -27,7 +28,43 @@ after_fork_in_child(void)
     atomic_store(&forked_child, 1);
 }
 
-/* Runs once: counts devices and remembers why there are none. */
+/* Why the runtime refused, in torch's words where torch has them. */
+static void
+explain(cudaError_t err, int count)
+{
+    int driver = 0;
+
+    if (err == cudaErrorInsufficientDriver &&
+        (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0)) {
+        snprintf(probed_reason, sizeof(probed_reason),
+                 "Found no NVIDIA driver on your system. Please check that "
+                 "you have an NVIDIA GPU and installed a driver from "
+                 "http://www.nvidia.com/Download/index.aspx");
+    }
+    else if (err == cudaErrorInsufficientDriver) {
+        snprintf(probed_reason, sizeof(probed_reason),
+                 "The NVIDIA driver on your system is too old (found "
+                 "version %d.%d; this CUDA %d.%d runtime needs a newer one). "
+                 "Please update your GPU driver by downloading and installing "
+                 "a new version from the URL: "
+                 "http://www.nvidia.com/Download/index.aspx",
+                 driver / 1000, (driver % 1000) / 10, CUDART_VERSION / 1000,
+                 (CUDART_VERSION % 1000) / 10);
+    }
+    else if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
+        snprintf(probed_reason, sizeof(probed_reason),
+                 "No CUDA GPUs are available");
+    }
+    else {
+        snprintf(probed_reason, sizeof(probed_reason),
+                 "CUDA is not available: cudaGetDeviceCount failed: %s (%s)",
+                 cudaGetErrorString(err), cudaGetErrorName(err));
+    }
+    (void)cudaGetLastError();
+}
+
+/* Runs once (pthread_once): counts devices, remembers why there are none,
+ * and once the driver is initialised registers the fork handler. */
 static void
 probe(void)
 {
@@ -40,22 +77,20 @@ probe(void)
         (void)pthread_atfork(NULL, NULL, after_fork_in_child);
         return;
     }
-    (void)cudaGetLastError();
-    if (err == cudaErrorInsufficientDriver) {
-        snprintf(probed_reason, sizeof(probed_reason),
-                 "Found no NVIDIA driver on your system (or it is older "
-                 "than this CUDA %d.%d runtime needs): CUDA is not available",
-                 CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
+    explain(err, count);
+}
+
+static int
+refuse_in_forked_child(void)
+{
+    if (atomic_load(&forked_child)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Cannot re-initialize CUDA in forked subprocess. To "
+                        "use CUDA with multiprocessing, you must use the "
+                        "'spawn' start method");
+        return -1;
     }
-    else if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
-        snprintf(probed_reason, sizeof(probed_reason),
-                 "No CUDA GPUs are available");
-    }
-    else {
-        snprintf(probed_reason, sizeof(probed_reason),
-                 "CUDA is not available: cudaGetDeviceCount failed: %s (%s)",
-                 cudaGetErrorString(err), cudaGetErrorName(err));
-    }
+    return 0;
 }
 
 int
@@ -105,14 +140,7 @@ pygpu_cuda_require(void)
         PyErr_SetString(PyExc_RuntimeError, pygpu_cuda_unavailable_reason());
         return -1;
     }
-    if (atomic_load(&forked_child)) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "Cannot re-initialize CUDA in forked subprocess. To "
-                        "use CUDA with multiprocessing, you must use the "
-                        "'spawn' start method");
-        return -1;
-    }
-    return 0;
+    return refuse_in_forked_child();
 }
 
 int
@@ -140,11 +168,17 @@ fail:
     return -1;
 }
 
+/* Every CUDA op passes here, so the tensors a forked child inherited are
+ * refused too. */
 int
 pygpu_cuda_device_guard(int dev)
 {
     int prev;
-    cudaError_t err = (cudaError_t)pygpu_cuda_enter_device(dev, &prev);
+    cudaError_t err;
+    if (refuse_in_forked_child() < 0) {
+        return -1;
+    }
+    err = (cudaError_t)pygpu_cuda_enter_device(dev, &prev);
     if (err != cudaSuccess) {
         pygpu_cuda_raise((int)err, "cudaSetDevice", __FILE__, __LINE__);
         return -1;
@@ -235,6 +269,28 @@ pygpu_cuda_check_launch(int err, const char *what)
         return -1;
     }
     return 0;
+}
+
+int
+pygpu_cuda_oom_retry(int device, int status, int cublas)
+{
+    int oom;
+    if (cublas) {
+        /* cublasCreate reports a failed allocation as ALLOC_FAILED or
+         * NOT_INITIALIZED; a kernel cuBLAS could not load fails its launch
+         * (EXECUTION_FAILED). */
+        oom = status == CUBLAS_STATUS_ALLOC_FAILED ||
+              status == CUBLAS_STATUS_NOT_INITIALIZED ||
+              status == CUBLAS_STATUS_EXECUTION_FAILED;
+    }
+    else {
+        oom = status == cudaErrorMemoryAllocation;
+    }
+    if (!oom) {
+        return 0;
+    }
+    (void)cudaGetLastError(); /* the retry must not see it */
+    return pygpu_cuda_allocator_release(device) > 0;
 }
 
 /* ------------------------------------------------------ Python functions */

@@ -14,20 +14,30 @@
  * The header keeps the address 256-byte aligned, as cudaMalloc's are. */
 #define HEADER 256
 
+/* The core calls raw_alloc without its lock, so `used` is reserved with a
+ * compare-and-swap before the memory is taken, and given back on failure. */
 static int host_raw_alloc(void *ctx, int device, size_t size, void **ptr)
 {
     pygpu_host_backend_ctx *c = ctx;
+    size_t used = __atomic_load_n(&c->used, __ATOMIC_RELAXED);
     void *base = NULL;
 
     (void)device;
-    if (size > c->capacity - c->used || size > SIZE_MAX - HEADER) {
+    if (size > SIZE_MAX - HEADER) {
         return PYGPU_ALLOC_OOM;
     }
+    do {
+        if (size > c->capacity - used) {
+            return PYGPU_ALLOC_OOM;
+        }
+    } while (!__atomic_compare_exchange_n(&c->used, &used, used + size, 1,
+                                          __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
     if (posix_memalign(&base, HEADER, size + HEADER) != 0) {
+        __atomic_fetch_sub(&c->used, size, __ATOMIC_RELAXED);
         return PYGPU_ALLOC_OOM;
     }
     *(size_t *)base = size;
-    c->used += size;
     *ptr = (char *)base + HEADER;
     return PYGPU_ALLOC_OK;
 }
@@ -42,17 +52,17 @@ static void host_raw_free(void *ctx, int device, void *ptr)
         return;
     }
     base = (char *)ptr - HEADER;
-    c->used -= *(size_t *)base;
+    __atomic_fetch_sub(&c->used, *(size_t *)base, __ATOMIC_RELAXED);
     free(base);
 }
 
 static int host_mem_info(void *ctx, int device, size_t *free_bytes,
                          size_t *total_bytes)
 {
-    const pygpu_host_backend_ctx *c = ctx;
+    pygpu_host_backend_ctx *c = ctx;
 
     (void)device;
-    *free_bytes = c->capacity - c->used;
+    *free_bytes = c->capacity - __atomic_load_n(&c->used, __ATOMIC_RELAXED);
     *total_bytes = c->capacity;
     return 0;
 }

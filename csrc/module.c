@@ -8,6 +8,7 @@
  */
 #define PYGPU_IMPORT_ARRAY
 #include "pygpu.h"
+#include "autocast.h"
 
 static pygpu_module_state the_state;
 pygpu_module_state *pygpu_state = NULL;
@@ -112,6 +113,7 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_reduce_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_matmul_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_linear_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_autocast_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_random_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_cuda_functions) < 0) {
         goto fail;

@@ -106,7 +106,8 @@ pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
             return -1;                                                       \
         }                                                                    \
         cudaStream_t stream = pygpu_cuda_current_stream((dev).index);        \
-        int rc_ = pygpu_cuda_check_launch((int)(launch), what);              \
+        int rc_;                                                             \
+        PYGPU_CUDA_LAUNCH(rc_, (dev).index, what, launch);                   \
         pygpu_cuda_device_restore((dev).index, prev_);                       \
         return rc_;                                                          \
     } while (0)

@@ -3,6 +3,7 @@
  * BIAS / RELU_BIAS epilogue on CUDA, NumPy's matmul then one bias+relu
  * pass on the CPU. */
 #include "pygpu.h"
+#include "autocast.h"
 #include "blas.h"
 
 #include <string.h>
@@ -11,8 +12,15 @@ PyObject *
 pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
                 int relu)
 {
-    TensorObject *x2 = NULL, *out = NULL, *bc = NULL;
+    TensorObject *x2 = NULL, *out = NULL, *bc = NULL, *in[3] = {x, w, bias},
+                 *c[3];
     PyObject *result = NULL;
+    int cast = pygpu_autocast_inputs(3, in, c);
+    if (cast != 0) {
+        result = cast < 0 ? NULL : pygpu_op_linear(c[0], c[1], c[2], relu);
+        pygpu_autocast_release(cast < 0 ? 0 : 3, c);
+        return result;
+    }
     if (pygpu_check_matmul_pair(x, w) < 0 || (bias && pygpu_check_matmul_pair(x, bias) < 0)) {
         return NULL;
     }

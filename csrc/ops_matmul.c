@@ -3,6 +3,7 @@
  * words, then NumPy's matmul on the CPU or cuBLAS on CUDA.  linear is in
  * ops_linear.c. */
 #include "pygpu.h"
+#include "autocast.h"
 #include "blas.h"
 
 #include <stdatomic.h>
@@ -224,8 +225,15 @@ PyObject *
 pygpu_op_matmul(PyObject *ao, PyObject *bo)
 {
     TensorObject *a = (TensorObject *)ao, *b = (TensorObject *)bo;
-    TensorObject *a2 = NULL, *b2 = NULL, *out = NULL;
+    TensorObject *a2 = NULL, *b2 = NULL, *out = NULL, *in[2] = {a, b}, *c[2];
     PyObject *result = NULL;
+    int cast = pygpu_autocast_inputs(2, in, c);
+    if (cast != 0) {
+        result = cast < 0 ? NULL : pygpu_op_matmul((PyObject *)c[0],
+                                                   (PyObject *)c[1]);
+        pygpu_autocast_release(cast < 0 ? 0 : 2, c);
+        return result;
+    }
     if (pygpu_check_matmul_pair(a, b) < 0) {
         return NULL;
     }

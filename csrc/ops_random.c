@@ -73,10 +73,10 @@ pygpu_op_random(TensorObject *t, int normal)
     if (prev < 0) {
         return -1;
     }
-    rc = pygpu_cuda_check_launch(
-        (int)pygpu_cuda_random(t->dtype, t->data, n, normal, st,
-                               pygpu_cuda_current_stream(t->device.index)),
-        normal ? "randn" : "rand");
+    PYGPU_CUDA_LAUNCH(rc, t->device.index, normal ? "randn" : "rand",
+                      pygpu_cuda_random(t->dtype, t->data, n, normal, st,
+                                        pygpu_cuda_current_stream(
+                                            t->device.index)));
     pygpu_cuda_device_restore(t->device.index, prev);
     return rc;
 #else

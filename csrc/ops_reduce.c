@@ -38,11 +38,11 @@ run_reduce(int op, TensorObject *out, TensorObject *indices, TensorObject *in,
     }
     /* The workspace goes back to the cache right after the launch: later
      * work on the same stream is ordered after this kernel. */
-    rc = pygpu_cuda_check_launch(
-        (int)pygpu_cuda_reduce(op, in->dtype, out->data, idx, in->data, outer,
-                               n, inner, ws ? ws->ptr : NULL,
-                               pygpu_cuda_current_stream(dev)),
-        redop_names[op]);
+    PYGPU_CUDA_LAUNCH(rc, dev, redop_names[op],
+                      pygpu_cuda_reduce(op, in->dtype, out->data, idx,
+                                        in->data, outer, n, inner,
+                                        ws ? ws->ptr : NULL,
+                                        pygpu_cuda_current_stream(dev)));
     pygpu_cuda_device_restore(dev, prev);
     Py_XDECREF(ws);
     return rc;

@@ -206,6 +206,10 @@ int pygpu_promote(int a, int b);
 StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes);
 /* The allocator of a CUDA device, created on first use (borrowed). */
 AllocatorObject *pygpu_cuda_allocator(int device);
+/* CUDA build: give the cached blocks of `device`'s allocator (if it exists
+ * yet) back to the driver, as empty_cache does; the bytes given back.
+ * Calls no Python API.  Use pygpu_cuda_oom_retry rather than this. */
+size_t pygpu_cuda_allocator_release(int device);
 
 /* ----------------------------------------------------------------- tensor */
 /* An uninitialised contiguous tensor.  shape may be NULL when ndim == 0. */
@@ -320,7 +324,10 @@ int pygpu_cuda_device_count(void); /* 0 when no driver/device */
 /* Why CUDA is unusable, for messages; NULL if usable. */
 const char *pygpu_cuda_unavailable_reason(void);
 int pygpu_cuda_current_device(int *dev); /* 0 or -1 with exception */
-/* 0 if CUDA can be used here, else -1 with RuntimeError saying why (no
+/* CUDA's lazy initialisation, which every first use of CUDA goes through
+ * (device parsing, queries, the CUDA and pinned allocators): probes the
+ * driver once and, when it is usable, registers the fork handler, once.
+ * 0 if CUDA can be used here, else -1 with RuntimeError saying why (no
  * driver or device, or a child forked after CUDA was initialised, in
  * torch's words). */
 int pygpu_cuda_require(void);
@@ -343,6 +350,25 @@ int pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device);
 /* After an op's launch: translate `err` (a cudaError_t) into CudaError
  * naming `what`; with PYGPU_LAUNCH_BLOCKING=1 also synchronize and check. */
 int pygpu_cuda_check_launch(int err, const char *what);
+/* Memory the caching allocator does not see: a kernel's code is loaded
+ * into device memory at its first launch, cuBLAS handles and workspaces on
+ * first use.  When `status` (a cudaError_t, or a cublasStatus_t if
+ * `cublas`) says such an allocation failed and emptying `device`'s cache
+ * gave memory back, returns 1: the caller tries once more.  Otherwise 0.
+ * Calls no Python API, takes no lock but the allocator's. */
+int pygpu_cuda_oom_retry(int device, int status, int cublas);
+/* rc = the launch (an expression giving a cudaError_t) on `device`,
+ * launched once more if pygpu_cuda_oom_retry says so, then checked by
+ * pygpu_cuda_check_launch: 0 or -1 with exception.  A launch that failed
+ * queued nothing, so launching again is safe. */
+#define PYGPU_CUDA_LAUNCH(rc, device, what, launch)                          \
+    do {                                                                     \
+        int err_ = (int)(launch);                                            \
+        if (err_ != 0 && pygpu_cuda_oom_retry((device), err_, 0)) {          \
+            err_ = (int)(launch);                                            \
+        }                                                                    \
+        (rc) = pygpu_cuda_check_launch(err_, (what));                        \
+    } while (0)
 /* Raise CudaError for `err` from `call`; clears the sticky error. */
 PyObject *pygpu_cuda_raise(int err, const char *call, const char *file,
                            int line);

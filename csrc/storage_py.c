@@ -1,6 +1,7 @@
 /* storage_py.c - the Storage type and the path every allocation takes
- * from Python: the core, then on out-of-memory a gc.collect() and one more
- * try, then OutOfMemoryError with PyTorch's message.
+ * from Python: the core (whose backend allocations run without the GIL),
+ * then on out-of-memory a gc.collect() and one more try, then
+ * OutOfMemoryError with PyTorch's message.
  */
 #include "pygpu.h"
 
@@ -9,6 +10,47 @@
 #ifdef PYGPU_WITH_CUDA
 #include "cuda_backend.h"
 #endif
+
+/* ------------------------------------------------- backend without GIL */
+/* The core runs over these hooks, whose ctx is the real backend: a backend
+ * allocation (cudaMalloc, cudaHostAlloc: seconds for gigabytes) runs
+ * without the GIL, as the core runs it without its lock. */
+static int raw_alloc_nogil(void *ctx, int device, size_t size, void **ptr)
+{
+    const pygpu_alloc_backend *be = ctx;
+    PyThreadState *ts = PyGILState_Check() ? PyEval_SaveThread() : NULL;
+    int rc = be->raw_alloc(be->ctx, device, size, ptr);
+
+    if (ts != NULL) {
+        PyEval_RestoreThread(ts);
+    }
+    return rc;
+}
+
+static void raw_free_through(void *ctx, int device, void *ptr)
+{
+    const pygpu_alloc_backend *be = ctx;
+
+    be->raw_free(be->ctx, device, ptr);
+}
+
+static int mem_info_through(void *ctx, int device, size_t *free_bytes,
+                            size_t *total_bytes)
+{
+    const pygpu_alloc_backend *be = ctx;
+
+    return be->mem_info(be->ctx, device, free_bytes, total_bytes);
+}
+
+void pygpu_backend_without_gil(pygpu_alloc_backend *core,
+                               const pygpu_alloc_backend *inner)
+{
+    core->name = inner->name;
+    core->raw_alloc = raw_alloc_nogil;
+    core->raw_free = raw_free_through;
+    core->mem_info = mem_info_through;
+    core->ctx = (void *)inner;
+}
 
 /* ------------------------------------------------------ out of memory */
 /* The segment the core would have asked the backend for: PyTorch reports
@@ -36,7 +78,7 @@ static size_t request_size(size_t nbytes, int caching)
 
 static void raise_oom(AllocatorObject *self, size_t nbytes)
 {
-    const pygpu_alloc_backend *be = pygpu_allocator_backend(self->alloc);
+    const pygpu_alloc_backend *be = &self->backend;
     int device = pygpu_allocator_device(self->alloc);
     size_t free_b = 0, total_b = 0, limit;
     pygpu_alloc_stats st;
@@ -81,15 +123,14 @@ static void raise_backend_error(AllocatorObject *self, size_t nbytes)
 #ifdef PYGPU_WITH_CUDA
     char msg[256];
 
-    if (pygpu_cuda_backend_describe(pygpu_allocator_backend(self->alloc), msg,
-                                    sizeof(msg))) {
+    if (pygpu_cuda_backend_describe(&self->backend, msg, sizeof(msg))) {
         PyErr_SetString(pygpu_state->CudaError, msg);
         return;
     }
 #endif
     PyErr_Format(pygpu_state->CudaError,
                  "allocating %zu bytes failed in the '%s' backend", nbytes,
-                 pygpu_allocator_backend(self->alloc)->name);
+                 self->backend.name);
 }
 
 static int collect_garbage(void)

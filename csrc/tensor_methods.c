@@ -357,6 +357,29 @@ t_get_data(PyObject *op, void *c)
     return t_detach(op, NULL);
 }
 
+/* t.data = other: t now views other's memory with other's geometry, dtype
+ * and device (torch's way for Module.to to keep Parameter objects). */
+static int
+t_set_data(PyObject *op, PyObject *value, void *c)
+{
+    if (value == NULL || !Tensor_Check(value)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "data must be a Tensor (it cannot be deleted)");
+        return -1;
+    }
+    TensorObject *src = (TensorObject *)value;
+    PyObject *old = SELF->base;
+    SELF->base = Py_NewRef(src->base);
+    SELF->data = src->data;
+    SELF->dtype = src->dtype;
+    SELF->device = src->device;
+    SELF->ndim = src->ndim;
+    memcpy(SELF->shape, src->shape, sizeof(src->shape));
+    memcpy(SELF->strides, src->strides, sizeof(src->strides));
+    Py_XDECREF(old);
+    return 0;
+}
+
 PyGetSetDef pygpu_tensor_getset[] = {
     {"shape", t_get_shape, NULL, "The shape, a pygpu.Size.", NULL},
     {"dtype", t_get_dtype, NULL, "The element type.", NULL},
@@ -367,7 +390,9 @@ PyGetSetDef pygpu_tensor_getset[] = {
     {"nbytes", t_get_nbytes, NULL, "Bytes of all elements.", NULL},
     {"T", pygpu_t_get_T, NULL, "All dims reversed (a view).", NULL},
     {"mT", pygpu_t_get_mT, NULL, "Last two dims swapped (a view).", NULL},
-    {"data", t_get_data, NULL, "The tensor itself, as a new view.", NULL},
+    {"data", t_get_data, t_set_data,
+     "The tensor as a new view; assigning rebinds this tensor to another's\n"
+     "memory, shape, dtype and device.", NULL},
     {"requires_grad", t_get_false, NULL,
      "Always False: pygpu has no autograd.", NULL},
     {"grad", t_get_none, NULL, "Always None: pygpu has no autograd.", NULL},

@@ -66,7 +66,8 @@ __all__ = [
     "mul", "div", "neg", "relu", "relu_", "sum", "mean", "max", "cuda",
     "nn", "backends", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "OutOfMemoryError", "CudaError",
-    "is_tensor", "numel", "equal",
+    "is_tensor", "numel", "equal", "amp", "autocast", "is_autocast_enabled",
+    "get_autocast_dtype", "save", "load",
 ]
 
 
@@ -94,3 +95,8 @@ def equal(input, other):
     if input.shape != other.shape:
         return False
     return bool(_np.array_equal(input.cpu().numpy(), other.cpu().numpy()))
+
+
+from . import amp  # noqa: E402
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,E501
+from .serialization import load, save  # noqa: E402

@@ -7,149 +7,119 @@
 # under compute-sanitizer memcheck with the caching allocator off, and
 # writes OUTDIR/gpu_check.json beside the full logs and benchmark JSON.
 #
-# GPU_CHECK_SKIP lists stages to leave out ("tests selftests bench
-# sanitizer"); the build always runs and is quick when build/ is kept.  All
-# stages take about ten minutes, so under a 10-minute limit per command run
-# it twice: GPU_CHECK_SKIP="bench sanitizer", then GPU_CHECK_SKIP="tests
-# selftests".  PYGPU_CUDA_ARCH (default here: 90, Hopper) picks targets.
+# Every step runs under `timeout`, and the whole run keeps within a budget
+# (GPU_CHECK_BUDGET seconds, default 560: under a 10-minute limit per
+# command), so a hang costs one step, not the run.  The suite and the
+# sanitizer pass run one pytest per test file (a file's limit:
+# GPU_CHECK_FILE_TIMEOUT, default 240 s, and 180 s under the sanitizer);
+# pytest's faulthandler dumps the stack of a test still running after
+# GPU_CHECK_TEST_TIMEOUT (default 120 s) into that file's log.  Each step
+# ends as ok, fail, timeout or skipped (no time left, or not wanted), and
+# gpu_check.json, rewritten after every stage and on exit, says which.
+#
+# GPU_CHECK_SKIP lists stages to leave out ("build tests selftests bench
+# sanitizer").  All stages take about ten minutes, so run it twice:
+# GPU_CHECK_SKIP="bench sanitizer", then GPU_CHECK_SKIP="tests selftests"
+# (the second build is quick when build/ is kept).  PYGPU_CUDA_ARCH
+# (default here: 90, Hopper) picks targets.
 set -uo pipefail
 OUT=${1:?usage: gpu_check.sh OUTDIR}
-mkdir -p "$OUT"
+mkdir -p "$OUT/logs" "$OUT/junit"
+rm -f "$OUT"/junit/*.xml "$OUT/gpu_check.json"
 OUT=$(cd "$OUT" && pwd)
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
 CUDA_ROOT=${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}
 NVCC=${NVCC:-$CUDA_ROOT/bin/nvcc}
 export PYGPU_CUDA_ARCH=${PYGPU_CUDA_ARCH:-90}
 SKIP=" ${GPU_CHECK_SKIP:-} "
+BUDGET=${GPU_CHECK_BUDGET:-560}
+FILE_TIMEOUT=${GPU_CHECK_FILE_TIMEOUT:-240}
+SAN_FILE_TIMEOUT=${GPU_CHECK_SANITIZER_FILE_TIMEOUT:-180}
+TEST_TIMEOUT=${GPU_CHECK_TEST_TIMEOUT:-120}
+START=$(date +%s)
 TMP=$(mktemp -d)
-declare -A took
+STEPS=$OUT/steps.tsv # stage <TAB> step <TAB> status <TAB> seconds
+: >"$STEPS"
 
-stage() { # stage NAME: remember when it started; false if skipped
-    STAGE=$1
-    STAGE_T0=$(date +%s)
-    [[ "$SKIP" != *" $1 "* ]]
-}
-done_stage() {
-    took[$STAGE]=$(( $(date +%s) - STAGE_T0 ))
-}
-
-stage build
-(
-    echo "== pip install -e . (no isolation, no index) =="
-    PYGPU_FORCE_CUDA=1 "$PY" -m pip install -v --no-build-isolation \
-        --no-deps --no-index -e . 2>&1 | tail -n 40
-    rc=${PIPESTATUS[0]}
-    if [ "$rc" -ne 0 ]; then
-        echo "== pip failed ($rc): setup.py build_ext --inplace =="
-        PYGPU_FORCE_CUDA=1 "$PY" setup.py build_ext --inplace 2>&1 | tail -n 40
-        rc=${PIPESTATUS[0]}
+# step STAGE NAME LIMIT LOG CMD...: run CMD under timeout (cut to the time
+# left in the budget), output to LOG, and record ok/fail/timeout/skipped.
+step() {
+    local stage=$1 name=$2 limit=$3 log=$4 left t0 rc status
+    shift 4
+    left=$((BUDGET - ($(date +%s) - START) - 15))
+    if [ "$left" -lt 5 ]; then
+        echo "not run: the ${BUDGET} s budget is spent" >"$log"
+        printf '%s\t%s\tskipped\t0\n' "$stage" "$name" >>"$STEPS"
+        return 0
     fi
-    exit "$rc"
-) >"$OUT/build.log" 2>&1
-build_rc=$?
-done_stage
-
-tests_rc=0
-demo_rc=0
-if stage tests; then
-    "$PY" -m pytest -q -rs --require-gpu tests --junitxml="$OUT/junit.xml" \
-        >"$OUT/tests.log" 2>&1
-    tests_rc=$?
-    "$PY" -m pygpu >"$OUT/demo.log" 2>&1
-    demo_rc=$?
-    done_stage
-fi
-
-# Python-free self-tests of the kernels and of the cuBLAS call sequences.
-selftest_rc=0
-if stage selftests; then
-{
-    $NVCC -std=c++17 -O3 -DPYGPU_WITH_CUDA -I csrc -arch=native \
-        benchmarks/kernels_selftest/*.cu csrc/kernels/*.cu \
-        -o "$TMP/kselftest" && "$TMP/kselftest"
-} >"$OUT/kernels_selftest.log" 2>&1 || selftest_rc=1
-{
-    gcc -std=c11 -O2 -I csrc -I "$CUDA_ROOT/include" \
-        benchmarks/blas_selftest/*.c -L "$CUDA_ROOT/lib64" \
-        -Wl,-rpath,"$CUDA_ROOT/lib64" -lcublasLt -lcublas -lcudart \
-        -o "$TMP/blasselftest" && "$TMP/blasselftest"
-} >"$OUT/blas_selftest.log" 2>&1 || selftest_rc=1
-done_stage
-fi
-
-bench_rc=0
-if stage bench; then
-    timeout 420 "$PY" benchmarks/bench_ops.py --json "$OUT/bench_ops.json" \
-        >"$OUT/bench_ops.log" 2>&1 || bench_rc=1
-    timeout 120 "$PY" benchmarks/bench_allocator.py \
-        --json "$OUT/bench_allocator.json" >"$OUT/bench_allocator.log" 2>&1 \
-        || bench_rc=1
-    done_stage
-fi
-
-sanitizer_rc=0
-if stage sanitizer; then
-    SAN=$CUDA_ROOT/bin/compute-sanitizer
-    [ -x "$SAN" ] || SAN=$(command -v compute-sanitizer)
-    if [ -z "$SAN" ]; then
-        echo "compute-sanitizer not found: memcheck not run" \
-            >"$OUT/sanitizer.log"
-        sanitizer_rc=2
+    [ "$limit" -gt "$left" ] && limit=$left
+    t0=$(date +%s)
+    timeout -k 10 "$limit" "$@" >"$log" 2>&1
+    rc=$?
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        status=timeout
+        echo "== timed out after ${limit} s ==" >>"$log"
+    elif [ "$rc" -eq 0 ]; then
+        status=ok
     else
-        PYGPU_NO_CUDA_CACHING=1 timeout 420 "$SAN" --tool memcheck \
-            --error-exitcode 99 --target-processes all \
-            "$PY" -m pytest -q -x -k cuda tests/test_elementwise.py \
-            tests/test_matmul.py tests/test_reduce.py tests/test_views.py \
-            >"$OUT/sanitizer.log" 2>&1 || sanitizer_rc=1
+        status=fail
     fi
-    done_stage
-fi
-rm -rf "$TMP"
+    printf '%s\t%s\t%s\t%s\n' "$stage" "$name" "$status" \
+        "$(($(date +%s) - t0))" >>"$STEPS"
+}
 
-timings=""
-for k in "${!took[@]}"; do timings+="$k=${took[$k]} "; done
+wanted() { [[ "$SKIP" != *" $1 "* ]]; }
 
-"$PY" - "$OUT" "$build_rc" "$tests_rc" "$demo_rc" "$selftest_rc" \
-    "$bench_rc" "$sanitizer_rc" "$timings" <<'PYEOF'
-import datetime, json, os, subprocess, sys
+summary() {
+    "$PY" - "$OUT" "$STEPS" "$START" <<'PYEOF' >"$OUT/summary.log" 2>&1
+import datetime, glob, json, os, subprocess, sys, time
 import xml.etree.ElementTree as ET
-out = sys.argv[1]
-rcs = dict(zip(["build_rc", "tests_rc", "demo_rc", "selftest_rc",
-                "bench_rc", "sanitizer_rc"], map(int, sys.argv[2:8])))
-seconds = {k: int(v) for k, v in
-           (kv.split("=") for kv in sys.argv[8].split())}
+out, steps_path, start = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
 
 def sh(cmd):
     try:
         return subprocess.run(cmd, shell=True, capture_output=True, text=True,
-                              timeout=60).stdout.strip()
+                              timeout=30).stdout.strip()
     except Exception:
         return ""
 
 
 def last_line(name):
     try:
-        with open(os.path.join(out, name)) as f:
+        with open(os.path.join(out, "logs", name)) as f:
             lines = [ln.strip() for ln in f if ln.strip()]
         return lines[-1] if lines else ""
     except OSError:
         return ""
 
 
+steps, stages = {}, {}
+rank = {"ok": 0, "skipped": 1, "fail": 2, "timeout": 3}
+with open(steps_path) as f:
+    for line in f:
+        stage, name, status, secs = line.rstrip("\n").split("\t")
+        steps.setdefault(stage, {})[name] = status
+        s = stages.setdefault(stage, {"status": "ok", "seconds": 0})
+        s["seconds"] += int(secs)
+        if rank[status] > rank[s["status"]]:
+            s["status"] = status
 counts = {"passed": 0, "failed": 0, "skipped": 0}
-try:
-    suite = ET.parse(os.path.join(out, "junit.xml")).getroot()
-    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
-    total = int(suite.get("tests", 0))
-    failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
-    skipped = int(suite.get("skipped", 0))
-    counts = {"passed": total - failed - skipped, "failed": failed,
-              "skipped": skipped}
-except Exception as e:
-    counts["error"] = f"no junit results: {e}"
+for path in sorted(glob.glob(os.path.join(out, "junit", "*.xml"))):
+    try:
+        suite = ET.parse(path).getroot()
+        suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+        total = int(suite.get("tests", 0))
+        failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        skipped = int(suite.get("skipped", 0))
+        counts["passed"] += total - failed - skipped
+        counts["failed"] += failed
+        counts["skipped"] += skipped
+    except Exception as e:
+        counts.setdefault("unreadable", []).append(
+            f"{os.path.basename(path)}: {e}")
 runtime = ""
 try:
     import pygpu
@@ -162,20 +132,120 @@ summary = {
     "dirty": bool(sh("git status --porcelain --untracked-files=no")),
     "date": datetime.datetime.now(datetime.timezone.utc)
     .isoformat(timespec="seconds"),
+    "seconds": int(time.time()) - start,
     "device": sh("nvidia-smi --query-gpu=name --format=csv,noheader | head -1"),
     "driver": sh("nvidia-smi --query-gpu=driver_version "
                  "--format=csv,noheader | head -1"),
     "cuda_runtime": runtime,
     "python": sys.version.split()[0],
+    "ok": all(s["status"] in ("ok", "skipped") for s in stages.values()),
+    "stages": stages,
+    "timeouts": [f"{st}/{n}" for st, d in steps.items()
+                 for n, v in d.items() if v == "timeout"],
+    "failures": [f"{st}/{n}" for st, d in steps.items()
+                 for n, v in d.items() if v == "fail"],
+    "steps": steps,
     "tests": counts,
     "kernels_selftest": last_line("kernels_selftest.log"),
     "blas_selftest": last_line("blas_selftest.log"),
-    "sanitizer": last_line("sanitizer.log"),
-    "stage_seconds": seconds,
-    **rcs,
 }
-with open(os.path.join(out, "gpu_check.json"), "w") as f:
+tmp = os.path.join(out, "gpu_check.json.tmp")
+with open(tmp, "w") as f:
     json.dump(summary, f, indent=2)
+os.replace(tmp, os.path.join(out, "gpu_check.json"))
 print(json.dumps(summary, indent=2))
 PYEOF
-exit $(( build_rc || tests_rc || demo_rc || selftest_rc || bench_rc || sanitizer_rc ))
+}
+
+finish() {
+    trap - EXIT INT TERM
+    summary
+    cat "$OUT/summary.log"
+    rm -rf "$TMP"
+    # 0 only when every step that ran passed.
+    ! cut -f3 "$STEPS" | grep -qE '^(fail|timeout)$'
+    exit $?
+}
+trap finish EXIT
+trap 'exit 143' INT TERM
+
+build() {
+    echo "== pip install -e . (no isolation, no index) =="
+    PYGPU_FORCE_CUDA=1 "$PY" -m pip install -v --no-build-isolation \
+        --no-deps --no-index -e . 2>&1 | tail -n 40
+    local rc=${PIPESTATUS[0]}
+    if [ "$rc" -ne 0 ]; then
+        echo "== pip failed ($rc): setup.py build_ext --inplace =="
+        PYGPU_FORCE_CUDA=1 "$PY" setup.py build_ext --inplace 2>&1 |
+            tail -n 40
+        rc=${PIPESTATUS[0]}
+    fi
+    return "$rc"
+}
+
+if wanted build; then
+    export PY
+    export -f build
+    step build pip 420 "$OUT/logs/build.log" bash -c build
+    summary
+fi
+
+if wanted tests; then
+    for f in tests/test_*.py; do
+        name=$(basename "$f" .py)
+        step tests "$name" "$FILE_TIMEOUT" "$OUT/logs/tests_$name.log" \
+            "$PY" -m pytest -q -rs --require-gpu -p no:cacheprovider \
+            -o faulthandler_timeout="$TEST_TIMEOUT" \
+            --junitxml="$OUT/junit/$name.xml" "$f"
+    done
+    step tests demo 120 "$OUT/logs/demo.log" "$PY" -m pygpu
+    summary
+fi
+
+# Python-free self-tests of the kernels and of the cuBLAS call sequences.
+if wanted selftests; then
+    step selftests kernels_build 300 "$OUT/logs/kernels_selftest_build.log" \
+        "$NVCC" -std=c++17 -O3 -DPYGPU_WITH_CUDA -I csrc -arch=native \
+        benchmarks/kernels_selftest/*.cu csrc/kernels/*.cu \
+        -o "$TMP/kselftest"
+    step selftests kernels 180 "$OUT/logs/kernels_selftest.log" \
+        "$TMP/kselftest"
+    step selftests blas_build 120 "$OUT/logs/blas_selftest_build.log" \
+        gcc -std=c11 -O2 -I csrc -I "$CUDA_ROOT/include" \
+        benchmarks/blas_selftest/*.c -L "$CUDA_ROOT/lib64" \
+        -Wl,-rpath,"$CUDA_ROOT/lib64" -lcublasLt -lcublas -lcudart \
+        -o "$TMP/blasselftest"
+    step selftests blas 180 "$OUT/logs/blas_selftest.log" \
+        "$TMP/blasselftest"
+    summary
+fi
+
+if wanted bench; then
+    step bench ops 420 "$OUT/logs/bench_ops.log" \
+        "$PY" benchmarks/bench_ops.py --json "$OUT/bench_ops.json"
+    step bench allocator 120 "$OUT/logs/bench_allocator.log" \
+        "$PY" benchmarks/bench_allocator.py --json "$OUT/bench_allocator.json"
+    summary
+fi
+
+if wanted sanitizer; then
+    SAN=$CUDA_ROOT/bin/compute-sanitizer
+    [ -x "$SAN" ] || SAN=$(command -v compute-sanitizer)
+    if [ -z "$SAN" ]; then
+        echo "compute-sanitizer not found: memcheck not run" \
+            >"$OUT/logs/sanitizer.log"
+        printf 'sanitizer\tcompute-sanitizer\tfail\t0\n' >>"$STEPS"
+    else
+        for f in tests/test_elementwise.py tests/test_matmul.py \
+            tests/test_reduce.py tests/test_views.py; do
+            name=$(basename "$f" .py)
+            step sanitizer "$name" "$SAN_FILE_TIMEOUT" \
+                "$OUT/logs/sanitizer_$name.log" \
+                env PYGPU_NO_CUDA_CACHING=1 "$SAN" --tool memcheck \
+                --error-exitcode 99 --target-processes all \
+                "$PY" -m pytest -q -x -k cuda -p no:cacheprovider \
+                -o faulthandler_timeout="$TEST_TIMEOUT" "$f"
+        done
+    fi
+fi
+# finish (the EXIT trap) writes the summary and sets the exit status.

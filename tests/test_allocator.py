@@ -438,45 +438,91 @@ def test_out_of_memory_without_garbage_counts_once():
 
 
 # ------------------------------------------------------------------ threads
-def test_threads_stress():
-    a = new_allocator(8 * GiB)
+def run_threads(work, n):
+    """work(seed) in n threads at once; any exception fails the test."""
     errors = []
 
-    def work(seed):
-        rng = random.Random(seed)
-        live = []
+    def guarded(seed):
         try:
-            for _ in range(1500):
-                if len(live) >= 32 or (live and rng.random() < 0.45):
-                    live.pop(rng.randrange(len(live)))
-                else:
-                    n = rng.choice((rng.randrange(1, 4 * KiB),
-                                    rng.randrange(1, 2 * MiB),
-                                    rng.randrange(1, 24 * MiB)))
-                    live.append(a.malloc(n, stream=rng.randrange(3)))
-                if rng.random() < 0.01:
-                    a.empty_cache()
+            work(seed)
         except Exception as e:  # pragma: no cover - reported below
             errors.append(e)
-        live.clear()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert not errors
+    assert not errors, errors
+
+
+def check_drained(a, capacity):
+    """Nothing live: empty_cache gives every byte back to the backend."""
+    s = check_consistent(a)
+    assert s["allocated_bytes.all.current"] == 0
+    a.empty_cache()
+    s = check_consistent(a)
+    assert s["reserved_bytes.all.current"] == 0
+    assert s["num_device_alloc"] == s["num_device_free"]
+    assert a.mem_get_info() == (capacity, capacity)
+
+
+def test_threads_stress():
+    a = new_allocator(8 * GiB)
+
+    def work(seed):
+        rng = random.Random(seed)
+        live = []
+        for _ in range(1500):
+            if len(live) >= 32 or (live and rng.random() < 0.45):
+                live.pop(rng.randrange(len(live)))
+            else:
+                n = rng.choice((rng.randrange(1, 4 * KiB),
+                                rng.randrange(1, 2 * MiB),
+                                rng.randrange(1, 24 * MiB)))
+                live.append(a.malloc(n, stream=rng.randrange(3)))
+            if rng.random() < 0.01:
+                a.empty_cache()
+
+    run_threads(work, 4)
     s = check_consistent(a)
     for name in ("allocated_bytes", "active_bytes", "requested_bytes",
                  "allocation", "active", "inactive_split",
                  "inactive_split_bytes"):
         assert s[f"{name}.all.current"] == 0, name
     assert s["allocation.all.allocated"] == s["allocation.all.freed"] > 0
-    a.empty_cache()
+    check_drained(a, 8 * GiB)
+
+
+def test_threads_backend_allocations_under_a_cap():
+    """Every request makes a segment, so threads keep entering the backend
+    (the core's lock and the GIL released) while others free, hit the cache
+    and empty it; the cap on reserved bytes holds throughout and every
+    figure stays exact."""
+    a = new_allocator(8 * GiB)
+    a.set_limit(400 * MiB)
+    ooms = []
+
+    def work(seed):
+        rng = random.Random(seed)
+        live = []
+        for _ in range(300):
+            if len(live) >= 4 or (live and rng.random() < 0.4):
+                live.pop(rng.randrange(len(live)))
+                continue
+            try:
+                live.append(a.malloc(rng.randrange(10, 40) * MiB))
+            except pygpu.cuda.OutOfMemoryError:
+                ooms.append(seed)
+            if rng.random() < 0.05:
+                a.empty_cache()
+
+    run_threads(work, 6)
     s = check_consistent(a)
-    assert s["reserved_bytes.all.current"] == 0
-    assert s["num_device_alloc"] == s["num_device_free"]
-    assert a.mem_get_info() == (8 * GiB, 8 * GiB)
+    assert s["reserved_bytes.all.peak"] <= 400 * MiB
+    assert s["num_ooms"] == len(ooms)
+    assert s["num_device_alloc"] > 0
+    check_drained(a, 8 * GiB)
 
 
 # ------------------------------------------------------------ bad arguments

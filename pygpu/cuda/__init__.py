@@ -3,7 +3,10 @@
 Without a driver or a device, is_available() is False, device_count() is 0,
 the memory figures are 0, and the rest raise RuntimeError saying why.
 """
+import sys
+
 from .. import _C
+from ..amp import _cuda_amp as amp
 from .._C import OutOfMemoryError
 from .memory import (
     empty_cache,
@@ -27,8 +30,10 @@ __all__ = [
     "max_memory_allocated", "memory_reserved", "max_memory_reserved",
     "reset_peak_memory_stats", "reset_accumulated_memory_stats",
     "reset_max_memory_allocated", "empty_cache", "memory_stats",
-    "memory_summary", "set_per_process_memory_fraction",
+    "memory_summary", "set_per_process_memory_fraction", "amp",
 ]
+
+sys.modules[__name__ + ".amp"] = amp  # import pygpu.cuda.amp
 
 
 def is_available():

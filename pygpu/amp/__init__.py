@@ -1,0 +1,6 @@
+"""pygpu.amp: autocast (mixed precision), with torch's names."""
+from .autocast_mode import (autocast, get_autocast_dtype,
+                            is_autocast_available, is_autocast_enabled)
+
+__all__ = ["autocast", "is_autocast_available", "is_autocast_enabled",
+           "get_autocast_dtype"]
