@@ -1,5 +1,6 @@
 /* tensor_number.c - the Tensor's operator slots: arithmetic, @, in-place
- * forms, conversions to Python numbers, len, indexing, iteration, repr. */
+ * forms, comparisons, hash, conversions to Python numbers, len, indexing,
+ * iteration, repr. */
 #include "pygpu.h"
 
 /* A NumPy scalar as the Python number it holds, so that it follows torch's
