@@ -130,3 +130,47 @@ pygpu_unpack_dims(PyObject *const *args, Py_ssize_t nargs, PyObject **seq,
     }
     return 0;
 }
+
+int
+pygpu_parse_size_item(PyObject *obj, int64_t *out)
+{
+    if (PyBool_Check(obj) || PyArray_IsScalar(obj, Bool) ||
+        Tensor_Check(obj) || !PyIndex_Check(obj)) {
+        return 0;
+    }
+    PyObject *v = PyNumber_Index(obj);
+    if (v == NULL) {
+        return -1;
+    }
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    Py_DECREF(v);
+    if (overflow) {
+        PyErr_SetString(PyExc_RuntimeError, "Overflow when unpacking long");
+        return -1;
+    }
+    if (x == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = x;
+    return 1;
+}
+
+int
+pygpu_parse_sizes(const char *what, PyObject *const *items, Py_ssize_t n,
+                  int64_t *out)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int r = pygpu_parse_size_item(items[i], &out[i]);
+        if (r < 0) {
+            return -1;
+        }
+        if (r == 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s must be a tuple of ints, but got an element of "
+                         "type %.100s", what, Py_TYPE(items[i])->tp_name);
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -44,7 +44,8 @@ pygpu_broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *sb,
         out[n - 1 - i] = x == 1 ? y : x;
     }
     *nout = n;
-    return 0;
+    int64_t numel;
+    return pygpu_shape_numel(n, out, &numel);
 }
 
 int

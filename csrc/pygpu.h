@@ -168,6 +168,14 @@ int pygpu_parse_bool(PyObject *obj, int def, int *out);
 int pygpu_unpack_dims(PyObject *const *args, Py_ssize_t nargs,
                       PyObject **seq, PyObject *const **items,
                       Py_ssize_t *n);
+/* One size: a Python int or an object with __index__ (not a bool or a
+ * tensor).  1 with *out set; 0 (no exception) when obj is no integer; -1
+ * with RuntimeError("Overflow when unpacking long") past int64. */
+int pygpu_parse_size_item(PyObject *obj, int64_t *out);
+/* items[0..n) as sizes (signs unchecked); TypeError "<what> must be a tuple
+ * of ints, ..." for a non-integer.  0 or -1 with an exception. */
+int pygpu_parse_sizes(const char *what, PyObject *const *items,
+                      Py_ssize_t n, int64_t *out);
 
 /* ---------------------------------------------------------------- devices */
 /* Parse "cpu" | "cuda" | "cuda:N" | ("cuda", N) | device | int (cuda:N).
@@ -219,7 +227,16 @@ TensorObject *pygpu_tensor_on_storage(StorageObject *st, int ndim,
 TensorObject *pygpu_tensor_view(TensorObject *t, int ndim,
                                 const int64_t *shape, const int64_t *strides,
                                 int64_t elem_offset);
+/* The number of elements of a shape every tensor already has (never
+ * overflows: shapes are checked where they are made). */
 int64_t pygpu_numel(int ndim, const int64_t *shape);
+/* The number of elements of a new shape: RuntimeError for a negative dim
+ * or a product past int64 (torch's "numel: integer multiplication
+ * overflow"), naming the shape.  0 or -1. */
+int pygpu_shape_numel(int ndim, const int64_t *shape, int64_t *out);
+/* "2, 3, 4" into buf (truncated with "..." when it does not fit). */
+void pygpu_format_shape(char *buf, size_t n, int ndim,
+                        const int64_t *shape);
 int pygpu_is_contiguous(const TensorObject *t);
 /* A CPU tensor that shares the memory of a NumPy array (from_numpy). */
 TensorObject *pygpu_tensor_from_ndarray(PyArrayObject *arr);

@@ -33,18 +33,78 @@ size_repr(PyObject *self)
     return r;
 }
 
+/* Size(iterable=()): non-negative ints only, as a shape must be. */
+static PyObject *
+size_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
+{
+    PyObject *it = NULL, *seq = NULL, *r = NULL;
+    if ((kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) ||
+        !PyArg_UnpackTuple(args, "Size", 0, 1, &it)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError,
+                            "pygpu.Size() takes no keyword arguments");
+        }
+        return NULL;
+    }
+    if (it == NULL) {
+        return tp->tp_alloc(tp, 0);
+    }
+    seq = PySequence_Fast(it, "pygpu.Size() takes an iterable of 'int'");
+    if (seq == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    r = tp->tp_alloc(tp, n);
+    if (r == NULL) {
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        int64_t v = 0;
+        int ok = pygpu_parse_size_item(item, &v);
+        if (ok == 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "pygpu.Size() takes an iterable of 'int' (item %zd "
+                         "is '%.100s')", i, Py_TYPE(item)->tp_name);
+        }
+        else if (ok > 0 && v < 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "pygpu.Size() takes non-negative sizes (item %zd "
+                         "is %lld)", i, (long long)v);
+        }
+        PyObject *num = PyErr_Occurred() ? NULL : PyLong_FromLongLong(v);
+        if (num == NULL) {
+            Py_CLEAR(r);
+            goto fail;
+        }
+        PyTuple_SET_ITEM(r, i, num);
+    }
+fail:
+    Py_DECREF(seq);
+    return r;
+}
+
 static PyObject *
 size_numel(PyObject *self, PyObject *noargs)
 {
-    long long n = 1;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self); i++) {
-        long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(self, i));
-        if (v == -1 && PyErr_Occurred()) {
-            return NULL;
-        }
-        n *= v;
+    Py_ssize_t n = PyTuple_GET_SIZE(self);
+    int64_t *shape = PyMem_New(int64_t, n > 0 ? n : 1), numel = 0;
+    PyObject *r = NULL;
+    if (shape == NULL) {
+        return PyErr_NoMemory();
     }
-    return PyLong_FromLongLong(n);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        shape[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(self, i));
+        if (shape[i] == -1 && PyErr_Occurred()) {
+            goto fail;
+        }
+    }
+    if (pygpu_shape_numel((int)n, shape, &numel) == 0) {
+        r = PyLong_FromLongLong(numel);
+    }
+fail:
+    PyMem_Free(shape);
+    return r;
 }
 
 static PyMethodDef size_methods[] = {
@@ -54,6 +114,7 @@ static PyMethodDef size_methods[] = {
 };
 
 static PyType_Slot size_slots[] = {
+    {Py_tp_new, size_tp_new},
     {Py_tp_repr, size_repr},
     {Py_tp_methods, size_methods},
     {Py_tp_doc, "The shape of a tensor: a tuple of ints."},

@@ -44,6 +44,49 @@ pygpu_numel(int ndim, const int64_t *shape)
     return n;
 }
 
+void
+pygpu_format_shape(char *buf, size_t n, int ndim, const int64_t *shape)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < ndim; d++) {
+        if (used + 32 > n) {
+            PyOS_snprintf(buf + used, n - used, "...");
+            return;
+        }
+        used += (size_t)PyOS_snprintf(buf + used, n - used,
+                                      d ? ", %lld" : "%lld",
+                                      (long long)shape[d]);
+    }
+}
+
+int
+pygpu_shape_numel(int ndim, const int64_t *shape, int64_t *out)
+{
+    char buf[256];
+    int64_t n = 1;
+    int overflow = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0) {
+            pygpu_format_shape(buf, sizeof(buf), ndim, shape);
+            PyErr_Format(PyExc_RuntimeError,
+                         "Trying to create tensor with negative dimension "
+                         "%lld: [%s]", (long long)shape[d], buf);
+            return -1;
+        }
+        overflow |= __builtin_mul_overflow(n, shape[d], &n);
+    }
+    if (overflow) {
+        pygpu_format_shape(buf, sizeof(buf), ndim, shape);
+        PyErr_Format(PyExc_RuntimeError,
+                     "numel: integer multiplication overflow for shape [%s]",
+                     buf);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
 int
 pygpu_is_contiguous(const TensorObject *t)
 {
@@ -74,27 +117,20 @@ contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
 static int
 check_shape(int ndim, const int64_t *shape, int dtype, size_t *nbytes)
 {
-    const int64_t limit = (int64_t)1 << 60;
-    int64_t n = 1;
+    int64_t n;
     if (ndim < 0 || ndim > PYGPU_MAX_DIMS) {
         PyErr_Format(PyExc_RuntimeError,
                      "pygpu tensors have at most %d dimensions, got %d",
                      PYGPU_MAX_DIMS, ndim);
         return -1;
     }
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] < 0) {
-            PyErr_Format(PyExc_RuntimeError,
-                         "Trying to create tensor with negative dimension "
-                         "%lld", (long long)shape[d]);
-            return -1;
-        }
-        if (shape[d] > 0 && n > limit / shape[d]) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "tensor size overflows: too many elements");
-            return -1;
-        }
-        n *= shape[d];
+    if (pygpu_shape_numel(ndim, shape, &n) < 0) {
+        return -1;
+    }
+    if (n > (int64_t)1 << 60) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "tensor size overflows: too many elements");
+        return -1;
     }
     *nbytes = (size_t)n * (size_t)pygpu_dtype_table[dtype].itemsize;
     return 0;
@@ -225,44 +261,16 @@ pygpu_parse_shape(PyObject *const *args, Py_ssize_t nargs, int *ndim,
     PyObject *seq;
     PyObject *const *items;
     Py_ssize_t n;
+    int64_t numel;
     int rc = -1;
     if (pygpu_unpack_dims(args, nargs, &seq, &items, &n) < 0) {
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = items[i];
-        if (!PyLong_Check(v) || PyBool_Check(v)) {
-            if (PyIndex_Check(v) && !PyBool_Check(v) && !Tensor_Check(v)) {
-                v = PyNumber_Index(v);
-                if (v == NULL) {
-                    goto fail;
-                }
-                shape[i] = PyLong_AsLongLong(v);
-                Py_DECREF(v);
-                if (shape[i] == -1 && PyErr_Occurred()) {
-                    goto fail;
-                }
-                continue;
-            }
-            PyErr_Format(PyExc_TypeError,
-                         "size must be a tuple of ints, but got an element "
-                         "of type %.100s", Py_TYPE(items[i])->tp_name);
-            goto fail;
-        }
-        shape[i] = PyLong_AsLongLong(v);
-        if (shape[i] == -1 && PyErr_Occurred()) {
-            goto fail;
-        }
+    if (pygpu_parse_sizes("size", items, n, shape) < 0 ||
+        pygpu_shape_numel((int)n, shape, &numel) < 0) {
+        goto fail;
     }
     *ndim = (int)n;
-    for (int d = 0; d < *ndim; d++) {
-        if (shape[d] < 0) {
-            PyErr_Format(PyExc_RuntimeError,
-                         "Trying to create tensor with negative dimension "
-                         "%lld", (long long)shape[d]);
-            goto fail;
-        }
-    }
     rc = 0;
 fail:
     Py_XDECREF(seq);
@@ -330,11 +338,11 @@ tensor_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
                                                   PYGPU_FLOAT32, cpu);
     }
     else {
-        int ndim;
-        int64_t shape[PYGPU_MAX_DIMS];
+        int ndim = 1;
+        int64_t shape[PYGPU_MAX_DIMS] = {0}; /* Tensor(): shape (0,) */
         pygpu_device cpu = {PYGPU_CPU, -1};
-        if (pygpu_parse_shape(PySequence_Fast_ITEMS(args), nargs, &ndim,
-                              shape) < 0) {
+        if (nargs > 0 && pygpu_parse_shape(PySequence_Fast_ITEMS(args),
+                                           nargs, &ndim, shape) < 0) {
             return NULL;
         }
         made = (PyObject *)pygpu_tensor_empty(ndim, shape, PYGPU_FLOAT32, cpu);
@@ -403,5 +411,10 @@ pygpu_tensor_register(PyObject *m)
         return -1;
     }
     pygpu_state->Tensor_Type = (PyTypeObject *)type;
+    /* NumPy defers to the tensor's own (reflected) operators instead of
+     * converting it and answering with an ndarray. */
+    if (PyObject_SetAttrString(type, "__array_ufunc__", Py_None) < 0) {
+        return -1;
+    }
     return PyModule_AddObjectRef(m, "Tensor", type);
 }

@@ -1,16 +1,62 @@
 /* tensor_index.c - t[key] and t[key] = value for ints, slices (positive
- * steps), None and Ellipsis: views of the same memory, and a broadcast copy
- * into such a view. */
+ * steps), None, Ellipsis and bools: views of the same memory, and a
+ * broadcast copy into such a view. */
 #include "pygpu.h"
 
-/* t[index] for ints, slices (positive steps), None and Ellipsis. */
+#include <string.h>
+
+PyObject *pygpu_t_expand(PyObject *op, PyObject *const *args,
+                         Py_ssize_t nargs);
+
+/* A bool index (Python or NumPy), which adds a dim of size 1 (True) or 0
+ * (False) as in NumPy and torch, rather than an int.  The result is a view
+ * (torch and NumPy copy), so that t[True] = v writes through it. */
+static int
+is_bool_index(PyObject *k)
+{
+    return PyBool_Check(k) || PyArray_IsScalar(k, Bool);
+}
+
+/* Several bools index together, as torch's index tensors do: their dims
+ * (at output positions pos[0..nb)) become one, of size 1 if all are True,
+ * where the first was when they are adjacent, else in front. */
+static void
+merge_bool_dims(int *n, int64_t *shape, int64_t *strides, const int *pos,
+                int nb)
+{
+    int64_t size = 1;
+    int at = pos[0], m = 0, k = 0;
+    for (int i = 0; i < nb; i++) {
+        size &= shape[pos[i]];
+        if (pos[i] != pos[0] + i) {
+            at = 0;
+        }
+    }
+    for (int d = 0; d < *n; d++) {
+        if (k < nb && pos[k] == d) {
+            k++;
+            continue;
+        }
+        shape[m] = shape[d];
+        strides[m] = strides[d];
+        m++;
+    }
+    memmove(shape + at + 1, shape + at, sizeof(int64_t) * (size_t)(m - at));
+    memmove(strides + at + 1, strides + at,
+            sizeof(int64_t) * (size_t)(m - at));
+    shape[at] = size;
+    strides[at] = 0;
+    *n = m + 1;
+}
+
+/* t[index] for ints, slices (positive steps), None, Ellipsis and bools. */
 PyObject *
 pygpu_t_getitem(PyObject *op, PyObject *key)
 {
     TensorObject *t = (TensorObject *)op;
     PyObject *tuple = NULL, *r = NULL;
     int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS], offset = 0;
-    int n = 0, src = 0, nidx = 0;
+    int n = 0, src = 0, nidx = 0, nbool = 0, bool_pos[PYGPU_MAX_DIMS];
     if (PyTuple_Check(key)) {
         tuple = Py_NewRef(key);
     }
@@ -32,7 +78,7 @@ pygpu_t_getitem(PyObject *op, PyObject *key)
                 goto fail;
             }
         }
-        else if (k != Py_None) {
+        else if (k != Py_None && !is_bool_index(k)) {
             nidx++;
         }
     }
@@ -51,6 +97,15 @@ pygpu_t_getitem(PyObject *op, PyObject *key)
             shape[n] = 1;
             strides[n] = 1;
             n++;
+        }
+        else if (is_bool_index(k)) {
+            int v = PyObject_IsTrue(k);
+            if (v < 0) {
+                goto fail;
+            }
+            shape[n] = v;
+            strides[n] = 0;
+            bool_pos[nbool++] = n++;
         }
         else if (k == Py_Ellipsis) {
             int skip = t->ndim - nidx;
@@ -107,6 +162,9 @@ pygpu_t_getitem(PyObject *op, PyObject *key)
         }
         shape[n] = t->shape[src];
         strides[n] = t->strides[src];
+    }
+    if (nbool > 1) {
+        merge_bool_dims(&n, shape, strides, bool_pos, nbool);
     }
     r = (PyObject *)pygpu_tensor_view(t, n, shape, strides, offset);
 fail:

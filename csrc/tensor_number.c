@@ -1,29 +1,76 @@
 /* tensor_number.c - the Tensor's operator slots: arithmetic, @, in-place
- * forms, conversions to Python numbers, len, indexing, iteration, repr. */
+ * forms, comparisons, hash, conversions to Python numbers, len, indexing,
+ * iteration, repr. */
 #include "pygpu.h"
+
+/* A NumPy scalar as the Python number it holds, so that it follows torch's
+ * rules for Python scalars (np.float32(2) * t keeps t's dtype); any other
+ * operand as it is.  New reference. */
+static PyObject *
+py_number(PyObject *x)
+{
+    if (PyArray_IsScalar(x, Integer) || PyArray_IsScalar(x, Bool)) {
+        return PyNumber_Long(x);
+    }
+    if (PyArray_IsScalar(x, Floating)) {
+        return PyNumber_Float(x);
+    }
+    return Py_NewRef(x);
+}
+
+/* TypeError for a NumPy array next to a tensor: NumPy defers to the
+ * tensor (__array_ufunc__ = None) and the tensor does not convert it. */
+static PyObject *
+array_operand(const char *sym, PyObject *a, PyObject *b)
+{
+    PyErr_Format(PyExc_TypeError,
+                 "unsupported operand type(s) for %s: '%.100s' and '%.100s'; "
+                 "convert the array with pygpu.tensor() or "
+                 "pygpu.from_numpy() first", sym, Py_TYPE(a)->tp_name,
+                 Py_TYPE(b)->tp_name);
+    return NULL;
+}
+
+static PyObject *
+binary(int op, PyObject *a, PyObject *b, TensorObject *out)
+{
+    static const char *const syms[][2] = {
+        [PYGPU_ADD] = {"+", "+="}, [PYGPU_SUB] = {"-", "-="},
+        [PYGPU_MUL] = {"*", "*="}, [PYGPU_DIV] = {"/", "/="}};
+    if (PyArray_Check(a) || PyArray_Check(b)) {
+        return array_operand(syms[op][out != NULL], a, b);
+    }
+    PyObject *x = py_number(a), *y = x ? py_number(b) : NULL, *r = NULL;
+    if (y != NULL) {
+        r = pygpu_op_binary(op, x, y, out);
+    }
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return r;
+}
 
 static PyObject *
 t_add(PyObject *a, PyObject *b)
 {
-    return pygpu_op_binary(PYGPU_ADD, a, b, NULL);
+    return binary(PYGPU_ADD, a, b, NULL);
 }
 
 static PyObject *
 t_sub(PyObject *a, PyObject *b)
 {
-    return pygpu_op_binary(PYGPU_SUB, a, b, NULL);
+    return binary(PYGPU_SUB, a, b, NULL);
 }
 
 static PyObject *
 t_mul(PyObject *a, PyObject *b)
 {
-    return pygpu_op_binary(PYGPU_MUL, a, b, NULL);
+    return binary(PYGPU_MUL, a, b, NULL);
 }
 
 static PyObject *
 t_div(PyObject *a, PyObject *b)
 {
-    return pygpu_op_binary(PYGPU_DIV, a, b, NULL);
+    return binary(PYGPU_DIV, a, b, NULL);
 }
 
 /* In place: a is always the tensor here (Python calls nb_inplace_* on the
@@ -31,30 +78,33 @@ t_div(PyObject *a, PyObject *b)
 static PyObject *
 t_iadd(PyObject *a, PyObject *b)
 {
-    return pygpu_op_binary(PYGPU_ADD, a, b, (TensorObject *)a);
+    return binary(PYGPU_ADD, a, b, (TensorObject *)a);
 }
 
 static PyObject *
 t_isub(PyObject *a, PyObject *b)
 {
-    return pygpu_op_binary(PYGPU_SUB, a, b, (TensorObject *)a);
+    return binary(PYGPU_SUB, a, b, (TensorObject *)a);
 }
 
 static PyObject *
 t_imul(PyObject *a, PyObject *b)
 {
-    return pygpu_op_binary(PYGPU_MUL, a, b, (TensorObject *)a);
+    return binary(PYGPU_MUL, a, b, (TensorObject *)a);
 }
 
 static PyObject *
 t_idiv(PyObject *a, PyObject *b)
 {
-    return pygpu_op_binary(PYGPU_DIV, a, b, (TensorObject *)a);
+    return binary(PYGPU_DIV, a, b, (TensorObject *)a);
 }
 
 static PyObject *
 t_matmul(PyObject *a, PyObject *b)
 {
+    if (PyArray_Check(a) || PyArray_Check(b)) {
+        return array_operand("@", a, b);
+    }
     if (!Tensor_Check(a) || !Tensor_Check(b)) {
         Py_RETURN_NOTIMPLEMENTED;
     }
@@ -172,6 +222,42 @@ t_iter(PyObject *a)
     return it;
 }
 
+/* Operands a comparison with a tensor would compare elementwise: tensors,
+ * numbers (Python's and NumPy's), arrays and nested sequences. */
+static int
+compares_elementwise(PyObject *x)
+{
+    return Tensor_Check(x) || PyLong_Check(x) || PyFloat_Check(x) ||
+           PyComplex_Check(x) || PyArray_Check(x) ||
+           PyArray_IsScalar(x, Number) || PyArray_IsScalar(x, Bool) ||
+           PyList_Check(x) || PyTuple_Check(x);
+}
+
+/* == != < <= > >=: elementwise in torch, which needs a bool dtype pygpu
+ * does not have yet; an error rather than an answer by identity.  Other
+ * operands (None, strings, ...) get Python's default. */
+static PyObject *
+t_richcompare(PyObject *a, PyObject *b, int op)
+{
+    static const char *const names[] = {"<", "<=", "==", "!=", ">", ">="};
+    if (!compares_elementwise(b)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "elementwise comparison (%s) of a pygpu.Tensor with %.100s "
+                 "is not supported yet: use pygpu.equal(a, b) for whole "
+                 "tensors, or compare a.tolist() or a.cpu().numpy()",
+                 names[op], Py_TYPE(b)->tp_name);
+    return NULL;
+}
+
+/* By identity, as torch's: defining comparisons must not unhash tensors. */
+static Py_hash_t
+t_hash(PyObject *a)
+{
+    return PyBaseObject_Type.tp_hash(a);
+}
+
 /* repr is presentation, not a hot path: pygpu._tensor_str does it. */
 static PyObject *
 t_repr(PyObject *a)
@@ -209,5 +295,7 @@ PyType_Slot pygpu_tensor_number_slots[] = {
     {Py_mp_ass_subscript, pygpu_t_setitem},
     {Py_tp_iter, t_iter},
     {Py_tp_repr, t_repr},
+    {Py_tp_richcompare, t_richcompare},
+    {Py_tp_hash, t_hash},
     {0, NULL},
 };

@@ -12,7 +12,7 @@ infer_shape(PyObject *const *args, Py_ssize_t nargs, int64_t numel,
             int *ndim, int64_t *shape)
 {
     int neg = -1;
-    int64_t known = 1;
+    int64_t known;
     PyObject *seq;
     PyObject *const *items;
     Py_ssize_t n;
@@ -20,17 +20,10 @@ infer_shape(PyObject *const *args, Py_ssize_t nargs, int64_t numel,
     if (pygpu_unpack_dims(args, nargs, &seq, &items, &n) < 0) {
         return -1;
     }
+    if (pygpu_parse_sizes("shape", items, n, shape) < 0) {
+        goto fail;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (!PyLong_Check(items[i]) || PyBool_Check(items[i])) {
-            PyErr_Format(PyExc_TypeError,
-                         "shape must be ints, got %.100s",
-                         Py_TYPE(items[i])->tp_name);
-            goto fail;
-        }
-        shape[i] = PyLong_AsLongLong(items[i]);
-        if (shape[i] == -1 && PyErr_Occurred()) {
-            goto fail;
-        }
         if (shape[i] == -1) {
             if (neg >= 0) {
                 PyErr_SetString(PyExc_RuntimeError,
@@ -44,11 +37,15 @@ infer_shape(PyObject *const *args, Py_ssize_t nargs, int64_t numel,
                          (long long)shape[i]);
             goto fail;
         }
-        else {
-            known *= shape[i];
-        }
     }
     if (neg >= 0) {
+        shape[neg] = 1;
+    }
+    if (pygpu_shape_numel((int)n, shape, &known) < 0) {
+        goto fail;
+    }
+    if (neg >= 0) {
+        shape[neg] = -1;
         if (known == 0 || numel % known != 0) {
             goto bad;
         }
@@ -63,14 +60,7 @@ infer_shape(PyObject *const *args, Py_ssize_t nargs, int64_t numel,
 bad:
     {
         char buf[256];
-        size_t used = 0;
-        buf[0] = '\0';
-        for (Py_ssize_t i = 0; i < n && used < sizeof(buf) - 32; i++) {
-            used += (size_t)PyOS_snprintf(buf + used, sizeof(buf) - used,
-                                          i ? ", %lld" : "%lld",
-                                          (long long)(i == neg ? -1
-                                                               : shape[i]));
-        }
+        pygpu_format_shape(buf, sizeof(buf), (int)n, shape);
         PyErr_Format(PyExc_RuntimeError,
                      "shape '[%s]' is invalid for input of size %lld", buf,
                      (long long)numel);
@@ -391,7 +381,7 @@ pygpu_t_expand(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
     TensorObject *t = (TensorObject *)op;
     int ndim;
     int64_t want[PYGPU_MAX_DIMS], shape[PYGPU_MAX_DIMS],
-        strides[PYGPU_MAX_DIMS];
+        strides[PYGPU_MAX_DIMS], numel;
     PyObject *seq = NULL;
     PyObject *const *items = args;
     Py_ssize_t n = nargs;
@@ -407,11 +397,8 @@ pygpu_t_expand(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
         goto fail;
     }
     ndim = (int)n;
-    for (int d = 0; d < ndim; d++) {
-        want[d] = PyLong_AsLongLong(items[d]);
-        if (want[d] == -1 && PyErr_Occurred()) {
-            goto fail;
-        }
+    if (pygpu_parse_sizes("size", items, n, want) < 0) {
+        goto fail;
     }
     for (int d = ndim - 1, s = t->ndim - 1; d >= 0; d--, s--) {
         int64_t have = s >= 0 ? t->shape[s] : 1;
@@ -425,6 +412,9 @@ pygpu_t_expand(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
         }
         shape[d] = w;
         strides[d] = (s >= 0 && have == w) ? t->strides[s] : 0;
+    }
+    if (pygpu_shape_numel(ndim, shape, &numel) < 0) {
+        goto fail;
     }
     r = (PyObject *)pygpu_tensor_view(t, ndim, shape, strides, 0);
 fail:

@@ -4,6 +4,8 @@ Everyday torch code runs with ``import pygpu as torch``: devices, tensors,
 moving data, matrix products, relu/linear, GPU memory figures.  Everything
 also runs on the CPU.
 """
+import numpy as _np
+
 from . import _C
 from ._C import (
     Size,
@@ -64,7 +66,7 @@ __all__ = [
     "mul", "div", "neg", "relu", "relu_", "sum", "mean", "max", "cuda",
     "nn", "backends", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "OutOfMemoryError", "CudaError",
-    "is_tensor", "numel", "amp", "autocast", "is_autocast_enabled",
+    "is_tensor", "numel", "equal", "amp", "autocast", "is_autocast_enabled",
     "get_autocast_dtype", "save", "load",
 ]
 
@@ -77,6 +79,22 @@ def is_tensor(obj):
 def numel(input):
     """The number of elements of a tensor."""
     return input.numel()
+
+
+def equal(input, other):
+    """True if the two tensors have the same size and equal elements (NaN
+    equals nothing), as torch.equal: a Python bool."""
+    for name, x in (("input", input), ("other", other)):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"equal(): argument '{name}' must be Tensor, "
+                            f"not {type(x).__name__}")
+    if input.device != other.device:
+        raise RuntimeError("Expected all tensors to be on the same device, "
+                           "but found at least two devices, "
+                           f"{input.device} and {other.device}!")
+    if input.shape != other.shape:
+        return False
+    return bool(_np.array_equal(input.cpu().numpy(), other.cpu().numpy()))
 
 
 from . import amp  # noqa: E402

@@ -41,53 +41,57 @@ def _formatter(values, is_float):
     return lambda v: text(v).rjust(width)
 
 
-def _summarized(arr, summarize):
-    """The elements that will be shown (edges only when summarising)."""
-    if not summarize or arr.ndim == 0:
-        return arr
-    parts = []
-    for d in range(arr.ndim):
-        if arr.shape[d] > 2 * _EDGEITEMS:
-            idx = list(range(_EDGEITEMS)) + list(
-                range(arr.shape[d] - _EDGEITEMS, arr.shape[d]))
-            arr = np.take(arr, idx, axis=d)
-        parts.append(arr)
-    return arr
+def _edges(t):
+    """A NumPy copy of what a summary shows of t: along every dim longer
+    than 2 * _EDGEITEMS, its first and last _EDGEITEMS entries, taken with
+    views so that only those elements are ever copied."""
+    for d, n in enumerate(t.shape):
+        if n > 2 * _EDGEITEMS:
+            keep = (slice(None),) * d
+            head = _edges(t[keep + (slice(0, _EDGEITEMS),)])
+            tail = _edges(t[keep + (slice(n - _EDGEITEMS, n),)])
+            return np.concatenate([head, tail], axis=d)
+    return t.cpu().numpy()
 
 
-def _format(arr, fmt, indent, summarize):
+def _format(arr, shape, fmt, indent, summarize):
+    """arr holds the elements shown of a tensor of the given shape (its
+    edges only where shape[d] is summarised)."""
     if arr.ndim == 0:
         return fmt(arr.item())
+    fold = summarize and shape[0] > 2 * _EDGEITEMS
     if arr.ndim == 1:
         items = [fmt(v) for v in arr]
-        if summarize and arr.shape[0] > 2 * _EDGEITEMS:
-            items = items[:_EDGEITEMS] + ["..."] + items[-_EDGEITEMS:]
+    else:
+        items = [_format(sub, shape[1:], fmt, indent + 1, summarize)
+                 for sub in arr]
+    if fold:
+        items = items[:_EDGEITEMS] + ["..."] + items[_EDGEITEMS:]
+    if arr.ndim == 1:
         return "[" + ", ".join(items) + "]"
-    rows = [_format(sub, fmt, indent + 1, summarize) for sub in arr]
-    if summarize and arr.shape[0] > 2 * _EDGEITEMS:
-        rows = rows[:_EDGEITEMS] + ["..."] + rows[-_EDGEITEMS:]
     sep = "," + "\n" * (arr.ndim - 1) + " " * (indent + 1)
-    return "[" + sep.join(rows) + "]"
+    return "[" + sep.join(items) + "]"
 
 
 def tensor_repr(t):
-    arr = t.cpu().numpy()
     dtype = t.dtype
-    is_float = dtype.is_floating_point
-    if is_float:
-        arr = arr.astype(np.float64)
+    shape = tuple(t.shape)
+    numel = t.numel()
+    summarize = numel > _THRESHOLD
     suffix = []
-    summarize = arr.size > _THRESHOLD
-    if arr.size == 0:
+    if numel == 0:
         body = "[]"
-        if arr.ndim != 1:
-            suffix.append(f"size={tuple(arr.shape)}")
+        if len(shape) != 1:
+            suffix.append(f"size={shape}")
     else:
-        fmt = _formatter(_summarized(arr, summarize), is_float)
-        body = _format(arr, fmt, len("tensor("), summarize)
+        arr = _edges(t) if summarize else t.cpu().numpy()
+        if dtype.is_floating_point:
+            arr = arr.astype(np.float64)
+        fmt = _formatter(arr, dtype.is_floating_point)
+        body = _format(arr, shape, fmt, len("tensor("), summarize)
     if t.device.type != "cpu":
         suffix.append(f"device='{t.device}'")
     name = repr(dtype).split(".")[-1]
-    if name not in _DEFAULT_DTYPES or (arr.size == 0 and name != "float32"):
+    if name not in _DEFAULT_DTYPES or (numel == 0 and name != "float32"):
         suffix.append(f"dtype={dtype!r}")
     return "tensor(" + ", ".join([body] + suffix) + ")"
