@@ -163,6 +163,10 @@ def _mtime(path):
         return -1.0
 
 
+def _count(n, noun):
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 class BuildExt(build_ext):
     """build_ext with a persistent per-flavour build folder, objects reused
     when up to date, and the C and CUDA sources compiled in parallel."""
@@ -199,11 +203,10 @@ class BuildExt(build_ext):
         t0 = time.perf_counter()
         if todo_c or todo_cu:
             jobs = min(build_jobs(), len(todo_c) + len(todo_cu))
-            what = f"{len(todo_c)} C files"
+            what = _count(len(todo_c), "C file")
             if cu_jobs:
-                what += f" and {len(todo_cu)} CUDA files"
-            say(f"compiling {what} on {jobs} "
-                f"{'core' if jobs == 1 else 'cores'} into "
+                what += " and " + _count(len(todo_cu), "CUDA file")
+            say(f"compiling {what} on {_count(jobs, 'core')} into "
                 f"{os.path.relpath(BUILD_DIR, HERE)}"
                 f"{'' if rebuild_all else ' (the rest are up to date)'}")
             self._compile_all(ext, todo_c, todo_cu, jobs)

@@ -34,7 +34,9 @@ def test_version_cuda_matches_flavour():
 
 
 def test_unbuilt_extension_says_how_to_build(tmp_path):
-    """A copy of the package without its .so, first on sys.path."""
+    """A copy of the package without its .so, first on sys.path; -S keeps
+    site-packages (and an editable install's import hook, which would find
+    the real extension) out."""
     src = os.path.dirname(pygpu.__file__)
     shutil.copytree(src, tmp_path / "pygpu",
                     ignore=shutil.ignore_patterns("_C*", "__pycache__"))
@@ -49,7 +51,7 @@ def test_unbuilt_extension_says_how_to_build(tmp_path):
         "else:\n"
         "    sys.exit('imported ' + pygpu.__file__)\n"
     )
-    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)],
+    r = subprocess.run([sys.executable, "-S", "-c", code, str(tmp_path)],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "pygpu._C is not built" in r.stdout
