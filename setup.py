@@ -8,18 +8,44 @@ Environment:
   PYGPU_FORCE_CUDA=1      fail the build when no toolkit is found.
   PYGPU_CUDA_ARCH         e.g. "80;90" or "90a": the SASS targets; PTX is
                           added for the highest one.  Default "80;90".
+  PYGPU_BUILD_JOBS        how many compilers run at once (default: the
+                          number of usable cores).
+
+Each flavour (and Python) builds in its own folder, build/<flavour>-<platform>-
+<python>/, kept between builds whatever temporary folder pip gives the build:
+an object is compiled again only when its source or a csrc header is newer,
+everything when the compile or link commands change (flags.json), and the
+extension is linked again only when an object is newer.  Whatever was reused,
+the extension of the flavour asked for is copied to where setuptools wants it.
 """
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import sysconfig
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
+try:
+    from setuptools.errors import CompileError
+except ImportError:  # setuptools < 59
+    from distutils.errors import CompileError
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CSRC = "csrc"
+
+
+def read_version():
+    """pygpu/version.py's __version__, the one place the version is written."""
+    with open(os.path.join(HERE, "pygpu", "version.py"), encoding="utf-8") as f:
+        return re.search(r'^__version__ = "([^"]+)"', f.read(), re.M).group(1)
+
 
 # Every csrc/*.c is built, except that the CUDA runtime glue (cuda_*.c)
 # goes only into a CUDA build and its stand-in (cuda_none.c) only into a
@@ -32,6 +58,11 @@ COMMON_C = [f for f in ALL_C if f not in CUDA_C and f not in NO_CUDA_C]
 
 def _truthy(name):
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def say(msg):
+    """One line per build stage, on stderr (pip shows it with -v)."""
+    print(f"pygpu: {msg}", file=sys.stderr, flush=True)
 
 
 def find_cuda():
@@ -64,23 +95,43 @@ def existing(names):
             if os.path.exists(os.path.join(HERE, CSRC, n))]
 
 
+def build_jobs():
+    jobs = os.environ.get("PYGPU_BUILD_JOBS", "").strip()
+    if jobs:
+        return max(1, int(jobs))
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
 CUDA_ROOT = None if _truthy("PYGPU_NO_CUDA") else find_cuda()
 if CUDA_ROOT is None and _truthy("PYGPU_FORCE_CUDA"):
     sys.exit("pygpu: PYGPU_FORCE_CUDA=1 but no CUDA toolkit was found "
              "(set CUDA_HOME, or put nvcc on PATH)")
 if CUDA_ROOT is None:
     why = "PYGPU_NO_CUDA=1" if _truthy("PYGPU_NO_CUDA") else "no CUDA toolkit found"
-    print(f"pygpu: building the CPU-only flavour ({why})", file=sys.stderr)
+    say(f"building the CPU-only flavour ({why})")
 else:
-    print(f"pygpu: building with CUDA from {CUDA_ROOT}", file=sys.stderr)
+    say(f"building with CUDA from {CUDA_ROOT}")
+
+FLAVOUR = "cuda" if CUDA_ROOT else "cpu"
+BUILD_DIR = os.path.join(
+    HERE, "build",
+    f"{FLAVOUR}-{sysconfig.get_platform()}-{sys.implementation.cache_tag}")
+HEADERS = sorted(os.path.join(d, f)
+                 for d in (CSRC, os.path.join(CSRC, "kernels"))
+                 for f in os.listdir(os.path.join(HERE, d))
+                 if f.endswith((".h", ".cuh")))
 
 CFLAGS = ["-std=c11", "-O3", "-Wall", "-Wno-unused-function",
           "-fno-strict-aliasing"]
 sources = existing(COMMON_C)
-define_macros = []
+define_macros = [("PYGPU_VERSION", f'"{read_version()}"')]
 include_dirs = [CSRC, numpy.get_include()]
 library_dirs, libraries, extra_link_args = [], [], []
 cu_sources = []
+NVCC_CMD = []
 if CUDA_ROOT:
     lib = os.path.join(CUDA_ROOT, "lib64")
     if not os.path.isdir(lib):
@@ -89,6 +140,9 @@ if CUDA_ROOT:
     cu_sources = sorted(os.path.join(CSRC, "kernels", f)
                         for f in os.listdir(os.path.join(HERE, CSRC, "kernels"))
                         if f.endswith(".cu"))
+    NVCC_CMD = [os.path.join(CUDA_ROOT, "bin", "nvcc"), "-std=c++17", "-O3",
+                "-Xcompiler", "-fPIC", "-DPYGPU_WITH_CUDA=1", "-I", CSRC,
+                *cuda_arch_flags()]
     define_macros.append(("PYGPU_WITH_CUDA", "1"))
     include_dirs.append(os.path.join(CUDA_ROOT, "include"))
     library_dirs.append(lib)
@@ -102,30 +156,137 @@ else:
     libraries += ["pthread"]
 
 
+def _mtime(path):
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return -1.0
+
+
+def _count(n, noun):
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 class BuildExt(build_ext):
-    """build_ext that sends .cu sources to nvcc and links their objects."""
+    """build_ext with a persistent per-flavour build folder, objects reused
+    when up to date, and the C and CUDA sources compiled in parallel."""
 
     def build_extension(self, ext):
-        if cu_sources:
-            nvcc = os.path.join(CUDA_ROOT, "bin", "nvcc")
-            objdir = os.path.join(self.build_temp, "cu")
-            os.makedirs(objdir, exist_ok=True)
-            objects = []
-            for src in cu_sources:
-                obj = os.path.join(objdir, os.path.basename(src) + ".o")
-                deps = [src] + [os.path.join(CSRC, "kernels", h)
-                                for h in os.listdir(os.path.join(CSRC, "kernels"))
-                                if h.endswith((".h", ".cuh"))]
-                if self.force or not os.path.exists(obj) or any(
-                        os.path.getmtime(d) > os.path.getmtime(obj) for d in deps):
-                    cmd = [nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC",
-                           "-DPYGPU_WITH_CUDA=1", "-I", CSRC,
-                           *cuda_arch_flags(), "-c", src, "-o", obj]
-                    print(" ".join(cmd))
-                    subprocess.check_call(cmd)
-                objects.append(obj)
-            ext.extra_objects = objects
-        super().build_extension(ext)
+        os.makedirs(BUILD_DIR, exist_ok=True)
+        stamp_path = os.path.join(BUILD_DIR, "flags.json")
+        linked = os.path.join(BUILD_DIR, os.path.basename(
+            self.get_ext_filename(ext.name)))
+        stamp = self._stamp(ext)
+        try:
+            with open(stamp_path, encoding="utf-8") as f:
+                same_flags = json.load(f) == stamp
+        except (OSError, ValueError):
+            same_flags = False
+        if not same_flags or self.force:
+            # Nothing here may be trusted until a build with these flags
+            # has gone through: take the stamp away first.
+            if os.path.exists(stamp_path):
+                os.remove(stamp_path)
+        rebuild_all = not same_flags or self.force
+        newest_header = max((_mtime(h) for h in HEADERS), default=0.0)
+
+        def stale(src, obj):
+            t = _mtime(obj)
+            return rebuild_all or t < _mtime(src) or t < newest_header
+
+        c_jobs = [(s, self.compiler.object_filenames([s], output_dir=BUILD_DIR)[0])
+                  for s in sorted(ext.sources)]
+        cu_jobs = [(s, os.path.join(BUILD_DIR, s + ".o")) for s in cu_sources]
+        todo_c = [j for j in c_jobs if stale(*j)]
+        todo_cu = [j for j in cu_jobs if stale(*j)]
+        objects = [o for _, o in cu_jobs + c_jobs]
+        t0 = time.perf_counter()
+        if todo_c or todo_cu:
+            jobs = min(build_jobs(), len(todo_c) + len(todo_cu))
+            what = _count(len(todo_c), "C file")
+            if cu_jobs:
+                what += " and " + _count(len(todo_cu), "CUDA file")
+            say(f"compiling {what} on {_count(jobs, 'core')} into "
+                f"{os.path.relpath(BUILD_DIR, HERE)}"
+                f"{'' if rebuild_all else ' (the rest are up to date)'}")
+            self._compile_all(ext, todo_c, todo_cu, jobs)
+        else:
+            say(f"all {len(objects)} objects in "
+                f"{os.path.relpath(BUILD_DIR, HERE)} are up to date")
+        if rebuild_all or _mtime(linked) < max(_mtime(o) for o in objects):
+            say(f"linking {os.path.basename(linked)}")
+            self.compiler.link_shared_object(
+                objects, linked,
+                libraries=self.get_libraries(ext),
+                library_dirs=ext.library_dirs,
+                runtime_library_dirs=ext.runtime_library_dirs,
+                extra_postargs=ext.extra_link_args,
+                export_symbols=self.get_export_symbols(ext),
+                debug=self.debug,
+                target_lang=self.compiler.detect_language(ext.sources))
+        with open(stamp_path, "w", encoding="utf-8") as f:
+            json.dump(stamp, f, indent=1)
+        # A fresh copy (new mtime) so that setuptools' copy back into the
+        # source tree of an editable install is never skipped as up to date.
+        ext_path = self.get_ext_fullpath(ext.name)
+        os.makedirs(os.path.dirname(ext_path) or ".", exist_ok=True)
+        shutil.copy(linked, ext_path + ".tmp")
+        os.replace(ext_path + ".tmp", ext_path)
+        say(f"{FLAVOUR} build of {ext.name} ready "
+            f"({time.perf_counter() - t0:.1f} s)")
+
+    def _stamp(self, ext):
+        """Everything besides the sources that goes into the objects and the
+        link; the NumPy headers by version, since pip's build environment
+        moves them to a new folder every time."""
+        np_inc = numpy.get_include()
+        return {
+            "flavour": FLAVOUR,
+            "python": sysconfig.get_config_var("EXT_SUFFIX"),
+            "numpy": numpy.__version__,
+            "cc": list(self.compiler.compiler_so),
+            "ld": list(self.compiler.linker_so),
+            "cflags": ext.extra_compile_args,
+            "macros": [list(m) for m in ext.define_macros],
+            "include_dirs": [d for d in ext.include_dirs + self.include_dirs
+                             if d != np_inc],
+            "nvcc": NVCC_CMD,
+            "sources": sorted(ext.sources) + cu_sources,
+            "libraries": self.get_libraries(ext),
+            "library_dirs": ext.library_dirs,
+            "link_args": ext.extra_link_args,
+        }
+
+    def _compile_all(self, ext, todo_c, todo_cu, jobs):
+        def cc(src, obj):
+            self.compiler.compile(
+                [src], output_dir=BUILD_DIR, macros=ext.define_macros,
+                include_dirs=ext.include_dirs, debug=self.debug,
+                extra_postargs=ext.extra_compile_args)
+
+        def nvcc(src, obj):
+            os.makedirs(os.path.dirname(obj), exist_ok=True)
+            cmd = [*NVCC_CMD, "-c", src, "-o", obj]
+            print(" ".join(cmd), flush=True)
+            if subprocess.call(cmd) != 0:
+                raise CompileError(f"nvcc failed on {src}")
+
+        for _, obj in todo_c + todo_cu:
+            os.makedirs(os.path.dirname(obj), exist_ok=True)
+        # The CUDA files first: they take longest.
+        work = [(nvcc, j) for j in todo_cu] + [(cc, j) for j in todo_c]
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(fn, *job) for fn, job in work]
+            errors = []
+            for fut in futures:
+                try:
+                    fut.result()
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
+                    for f in futures:
+                        f.cancel()
+        if errors:
+            raise errors[0]
 
 
 ext = Extension(
@@ -137,8 +298,7 @@ ext = Extension(
     libraries=libraries,
     extra_compile_args=CFLAGS,
     extra_link_args=extra_link_args,
-    depends=[os.path.join(CSRC, h) for h in os.listdir(os.path.join(HERE, CSRC))
-             if h.endswith(".h")],
+    depends=HEADERS,
 )
 
 setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})

@@ -11,7 +11,8 @@
 #include <Python.h>
 
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
-#define NPY_TARGET_VERSION NPY_2_0_API_VERSION
+/* Built against NumPy 2, loadable by NumPy 1.23 and later. */
+#define NPY_TARGET_VERSION NPY_1_23_API_VERSION
 #define PY_ARRAY_UNIQUE_SYMBOL pygpu_ARRAY_API
 #ifndef PYGPU_IMPORT_ARRAY
 #define NO_IMPORT_ARRAY
@@ -23,7 +24,9 @@
 #include "allocator.h"
 #include "kernels/kernels.h"
 
-#define PYGPU_VERSION "0.1.0"
+#ifndef PYGPU_VERSION /* setup.py passes pygpu/version.py's __version__ */
+#define PYGPU_VERSION "unknown"
+#endif
 
 /* ---------------------------------------------------------------- devices */
 enum pygpu_device_type {

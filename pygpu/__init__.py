@@ -6,11 +6,20 @@ also runs on the CPU.
 """
 import numpy as _np
 
-from . import _C
+try:
+    from . import _C
+except ImportError as _err:
+    import importlib.util as _util
+    if _util.find_spec(__name__ + "._C") is not None:
+        raise  # built, but it would not load: that error says why
+    raise ImportError(
+        "pygpu's C extension pygpu._C is not built: build it with "
+        "`python -m pip install -e .` in the source tree (or install "
+        "pygpu with `python -m pip install .` and import it from "
+        "elsewhere)", name=__name__ + "._C") from _err
 from ._C import (
     Size,
     Tensor,
-    __version__,
     add,
     bmm,
     device,
@@ -48,6 +57,7 @@ from ._C import (
     zeros_like,
 )
 from ._C import OutOfMemoryError, CudaError
+from .version import __version__
 from . import backends, cuda, nn
 from ._precision import (get_float32_matmul_precision,
                          set_float32_matmul_precision)
