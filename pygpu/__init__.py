@@ -4,8 +4,6 @@ Everyday torch code runs with ``import pygpu as torch``: devices, tensors,
 moving data, matrix products, relu/linear, GPU memory figures.  Everything
 also runs on the CPU.
 """
-import numpy as _np
-
 try:
     from . import _C
 except ImportError as _err:
@@ -17,6 +15,8 @@ except ImportError as _err:
         "`python -m pip install -e .` in the source tree (or install "
         "pygpu with `python -m pip install .` and import it from "
         "elsewhere)", name=__name__ + "._C") from _err
+import numpy as _np
+
 from ._C import (
     Size,
     Tensor,
