@@ -108,11 +108,11 @@ get_state(PyObject *m, PyObject *arg)
 PyMethodDef pygpu_autocast_functions[] = {
     {"_set_autocast_state", (PyCFunction)(void (*)(void))set_state,
      METH_FASTCALL,
-     "_set_autocast_state(device_type, enabled, dtype, /)\n--\n\n"
+     "_set_autocast_state($module, device_type, enabled, dtype, /)\n--\n\n"
      "Set this thread's autocast state for 'cpu' or 'cuda' (dtype None:\n"
      "unset)."},
     {"_get_autocast_state", get_state, METH_O,
-     "_get_autocast_state(device_type, /)\n--\n\n"
+     "_get_autocast_state($module, device_type, /)\n--\n\n"
      "This thread's (enabled, dtype or None) for 'cpu' or 'cuda'."},
     {NULL},
 };

@@ -410,17 +410,22 @@ versions_py(PyObject *m, PyObject *noargs)
 
 PyMethodDef pygpu_cuda_functions[] = {
     {"_cuda_get_device_properties", get_properties, METH_O,
-     "_cuda_get_device_properties(device, /)\n--\n\n"},
+     "_cuda_get_device_properties($module, device, /)\n--\n\n"
+     "A dict of the properties of CUDA device `device` (an int)."},
     {"_cuda_set_device", set_device_py, METH_O,
-     "_cuda_set_device(device, /)\n--\n\n"},
+     "_cuda_set_device($module, device, /)\n--\n\n"
+     "Make CUDA device `device` (an int) current."},
     {"_cuda_current_device", current_device_py, METH_NOARGS,
-     "_cuda_current_device()\n--\n\n"},
+     "_cuda_current_device($module, /)\n--\n\n"
+     "The index of the current CUDA device."},
     {"_cuda_synchronize", synchronize_py, METH_O,
-     "_cuda_synchronize(device, /)\n--\n\n"},
+     "_cuda_synchronize($module, device, /)\n--\n\n"
+     "Wait for all work on CUDA device `device` (an int) to finish."},
     {"_cuda_mem_get_info", mem_get_info_py, METH_O,
-     "_cuda_mem_get_info(device, /)\n--\n\n(free, total) bytes."},
+     "_cuda_mem_get_info($module, device, /)\n--\n\n"
+     "(free, total) bytes of CUDA device `device` (an int)."},
     {"_cuda_versions", versions_py, METH_NOARGS,
-     "_cuda_versions()\n--\n\n"
+     "_cuda_versions($module, /)\n--\n\n"
      "{'built', 'runtime', 'driver'} CUDA versions (1000*major+10*minor)."},
     {NULL},
 };

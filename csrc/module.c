@@ -54,18 +54,21 @@ set_poison_py(PyObject *self, PyObject *arg)
 
 static PyMethodDef module_methods[] = {
     {"_set_poison", set_poison_py, METH_O,
-     "_set_poison(flag, /)\n--\n\nTest aid: fill every new tensor with "
-     "0xFF bytes (NaN / -1)."},
+     "_set_poison($module, flag, /)\n--\n\n"
+     "Test aid: fill every new tensor with 0xFF bytes (NaN / -1)."},
     {"_cuda_is_available", pygpu_cuda_available_py, METH_NOARGS,
-     "_cuda_is_available()\n--\n\nTrue when a CUDA device can be used."},
+     "_cuda_is_available($module, /)\n--\n\n"
+     "True when a CUDA device can be used."},
     {"_cuda_is_built", pygpu_cuda_built_py, METH_NOARGS,
-     "_cuda_is_built()\n--\n\nTrue when pygpu was built with CUDA."},
+     "_cuda_is_built($module, /)\n--\n\n"
+     "True when pygpu was built with CUDA."},
     {"_cuda_device_count", pygpu_cuda_device_count_py, METH_NOARGS,
-     "_cuda_device_count()\n--\n\nNumber of usable CUDA devices (0 without "
-     "a driver or a device)."},
+     "_cuda_device_count($module, /)\n--\n\n"
+     "Number of usable CUDA devices (0 without a driver or a device)."},
     {"_cuda_unavailable_reason", pygpu_cuda_unavailable_reason_py,
      METH_NOARGS,
-     "_cuda_unavailable_reason()\n--\n\nWhy CUDA cannot be used, or None."},
+     "_cuda_unavailable_reason($module, /)\n--\n\n"
+     "Why CUDA cannot be used, or None."},
     {NULL, NULL, 0, NULL},
 };
 

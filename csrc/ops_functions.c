@@ -109,17 +109,26 @@ neg_fn(PyObject *self, PyObject *arg)
 
 PyMethodDef pygpu_ops_functions[] = {
     {"add", FASTKW(add_fn),
-     "add(input, other, *, alpha=1)\n--\n\ninput + alpha * other, "
-     "broadcast."},
+     "add($module, input, other, *, alpha=1, out=None)\n--\n\n"
+     "input + alpha * other, broadcast; into out when given."},
     {"sub", FASTKW(sub_fn),
-     "sub(input, other, *, alpha=1)\n--\n\ninput - alpha * other, "
-     "broadcast."},
-    {"mul", FASTKW(mul_fn), "mul(input, other)\n--\n\nBroadcast product."},
+     "sub($module, input, other, *, alpha=1, out=None)\n--\n\n"
+     "input - alpha * other, broadcast; into out when given."},
+    {"mul", FASTKW(mul_fn), 
+     "mul($module, input, other, *, out=None)\n--\n\n"
+     "input * other, broadcast; into out when given."},
     {"div", FASTKW(div_fn),
-     "div(input, other)\n--\n\nTrue division (int64 gives float32)."},
+     "div($module, input, other, *, out=None)\n--\n\n"
+     "input / other, broadcast (true division: int64 gives float32); into\n"
+     "out when given."},
     {"relu", FASTKW(relu_fn),
-     "relu(input, inplace=False)\n--\n\nmax(input, 0); NaN stays NaN."},
-    {"relu_", relu__fn, METH_O, "relu_(input, /)\n--\n\nIn-place relu."},
-    {"neg", neg_fn, METH_O, "neg(input, /)\n--\n\n-input."},
+     "relu($module, input, inplace=False)\n--\n\n"
+     "max(input, 0); NaN stays NaN."},
+    {"relu_", relu__fn, METH_O, 
+     "relu_($module, input, /)\n--\n\n"
+     "In-place relu; returns input."},
+    {"neg", neg_fn, METH_O, 
+     "neg($module, input, /)\n--\n\n"
+     "-input as a new tensor."},
     {NULL},
 };

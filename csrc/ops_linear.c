@@ -186,10 +186,10 @@ linear_relu_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
 
 PyMethodDef pygpu_linear_functions[] = {
     {"_linear", FASTKW(linear_fn),
-     "_linear(input, weight, bias=None)\n--\n\n"
+     "_linear($module, input, weight, bias=None)\n--\n\n"
      "input @ weight.T + bias (one cuBLASLt call with the bias epilogue)."},
     {"_linear_relu", FASTKW(linear_relu_fn),
-     "_linear_relu(input, weight, bias=None)\n--\n\n"
+     "_linear_relu($module, input, weight, bias=None)\n--\n\n"
      "relu(input @ weight.T + bias) (cuBLASLt's RELU_BIAS epilogue)."},
     {NULL},
 };

@@ -430,16 +430,20 @@ get_allow_tf32(PyObject *m, PyObject *noargs)
 
 PyMethodDef pygpu_matmul_functions[] = {
     {"matmul", FASTKW(matmul_fn),
-     "matmul(input, other)\n--\n\n"
+     "matmul($module, input, other)\n--\n\n"
      "Matrix product with torch's rules for 1-D, 2-D and batched\n"
      "(broadcast) operands."},
-    {"mm", FASTKW(mm_fn), "mm(input, mat2)\n--\n\n2-D matrix product."},
+    {"mm", FASTKW(mm_fn), 
+     "mm($module, input, mat2)\n--\n\n"
+     "2-D matrix product."},
     {"bmm", FASTKW(bmm_fn),
-     "bmm(input, mat2)\n--\n\nBatched 3-D matrix product."},
+     "bmm($module, input, mat2)\n--\n\nBatched 3-D matrix product."},
     {"_set_allow_tf32", set_allow_tf32, METH_O,
-     "_set_allow_tf32(flag, /)\n--\n\nAllow TF32 for float32 products."},
+     "_set_allow_tf32($module, flag, /)\n--\n\n"
+     "Allow TF32 for float32 products."},
     {"_get_allow_tf32", get_allow_tf32, METH_NOARGS,
-     "_get_allow_tf32()\n--\n\n"},
+     "_get_allow_tf32($module, /)\n--\n\n"
+     "Whether TF32 is allowed for float32 products."},
     {NULL},
 };
 

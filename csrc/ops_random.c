@@ -149,13 +149,13 @@ initial_seed(PyObject *m, PyObject *noargs)
 
 PyMethodDef pygpu_random_functions[] = {
     {"manual_seed", manual_seed, METH_O,
-     "manual_seed(seed, /)\n--\n\n"
+     "manual_seed($module, seed, /)\n--\n\n"
      "Seed the generators of the CPU and of every CUDA device."},
     {"_cuda_manual_seed", (PyCFunction)(void (*)(void))cuda_manual_seed,
      METH_FASTCALL,
-     "_cuda_manual_seed(seed, device, /)\n--\n\n"
+     "_cuda_manual_seed($module, seed, device, /)\n--\n\n"
      "Seed one CUDA device's generator (device -1: all of them)."},
     {"initial_seed", initial_seed, METH_NOARGS,
-     "initial_seed()\n--\n\nThe seed of the CPU generator."},
+     "initial_seed($module, /)\n--\n\nThe seed of the CPU generator."},
     {NULL},
 };

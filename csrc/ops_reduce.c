@@ -298,14 +298,16 @@ max_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
 
 PyMethodDef pygpu_reduce_functions[] = {
     {"sum", FASTKW(sum_fn),
-     "sum(input, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
-     "Sum of all elements, or over dim (an int or a tuple)."},
+     "sum($module, input, /, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
+     "Sum of all elements, or over dim (an int or a tuple); with dtype the\n"
+     "input is converted first."},
     {"mean", FASTKW(mean_fn),
-     "mean(input, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
-     "Mean of all elements, or over dim (floating dtypes)."},
+     "mean($module, input, /, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
+     "Mean of all elements, or over dim (floating dtypes); with dtype the\n"
+     "input is converted first."},
     {"max", FASTKW(max_fn),
-     "max(input, dim=None, keepdim=False)\n--\n\n"
-     "The maximum of all elements, or (values, indices) over dim."},
+     "max($module, input, /, dim=None, keepdim=False)\n--\n\n"
+     "The maximum of all elements, or a (values, indices) pair over dim."},
     {NULL},
 };
 

@@ -117,7 +117,8 @@ static PyType_Slot size_slots[] = {
     {Py_tp_new, size_tp_new},
     {Py_tp_repr, size_repr},
     {Py_tp_methods, size_methods},
-    {Py_tp_doc, "The shape of a tensor: a tuple of ints."},
+    {Py_tp_doc, "Size(iterable=(), /)\n--\n\n"
+                "The shape of a tensor: a tuple of non-negative ints."},
     {0, NULL},
 };
 

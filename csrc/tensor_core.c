@@ -381,9 +381,13 @@ static PyType_Slot tensor_slots[NCORE_SLOTS + 40] = {
     {Py_tp_methods, pygpu_tensor_methods},
     {Py_tp_getset, pygpu_tensor_getset},
     {Py_tp_doc,
-     "Tensor(*size) or Tensor(data)\n--\n\n"
+     "Tensor(*args)\n--\n\n"
      "An n-dimensional array on the CPU or a CUDA device.  Create one with\n"
-     "pygpu.tensor, zeros, ones, empty, full, rand, randn or from_numpy."},
+     "pygpu.tensor, zeros, ones, empty, full, rand, randn or from_numpy.\n\n"
+     "The legacy constructor, as torch.Tensor (float32 on the CPU):\n\n"
+     "    Tensor(*size)   uninitialised, of that shape (Tensor(): (0,))\n"
+     "    Tensor(data)    a copy of data (nested lists, NumPy arrays)\n"
+     "    Tensor(tensor)  that tensor (a subclass gets a view of it)"},
     {0, NULL},
 };
 

@@ -316,39 +316,66 @@ LIKE(randn_like, FILL_NORMAL, 0.0, 0)
 
 PyMethodDef pygpu_create_functions[] = {
     {"tensor", FASTKW(tensor_fn),
-     "tensor(data, *, dtype=None, device=None)\n--\n\n"
+     "tensor($module, data, *, dtype=None, device=None,\n"
+     "       requires_grad=False)\n--\n\n"
      "A new tensor holding a copy of data (nested lists, scalars, NumPy\n"
-     "arrays, tensors).  Floats give float32, ints int64, unless dtype."},
+     "arrays, tensors).  Floats give float32, ints int64, unless dtype.\n"
+     "requires_grad=True is refused: pygpu has no autograd."},
     {"from_numpy", from_numpy, METH_O,
-     "from_numpy(ndarray, /)\n--\n\n"
+     "from_numpy($module, ndarray, /)\n--\n\n"
      "A CPU tensor sharing memory with a NumPy array."},
     {"empty", FASTKW(empty_fn),
-     "empty(*size, dtype=None, device=None)\n--\n\n"
-     "An uninitialised tensor."},
+     "empty($module, *size, dtype=None, device=None, requires_grad=False,\n"
+     "      pin_memory=False)\n--\n\n"
+     "An uninitialised tensor.  size is ints or one tuple/Size:\n"
+     "empty(2, 3) or empty((2, 3))."},
     {"zeros", FASTKW(zeros_fn),
-     "zeros(*size, dtype=None, device=None)\n--\n\nA tensor of zeros."},
+     "zeros($module, *size, dtype=None, device=None, requires_grad=False,\n"
+     "      pin_memory=False)\n--\n\n"
+     "A tensor of zeros.  size is ints or one tuple/Size."},
     {"ones", FASTKW(ones_fn),
-     "ones(*size, dtype=None, device=None)\n--\n\nA tensor of ones."},
+     "ones($module, *size, dtype=None, device=None, requires_grad=False,\n"
+     "     pin_memory=False)\n--\n\n"
+     "A tensor of ones.  size is ints or one tuple/Size."},
     {"full", FASTKW(full_fn),
-     "full(size, fill_value, *, dtype=None, device=None)\n--\n\n"
-     "A tensor filled with fill_value (int64 for an int value)."},
+     "full($module, size, fill_value, *, dtype=None, device=None,\n"
+     "     requires_grad=False, pin_memory=False)\n--\n\n"
+     "A tensor of the shape size (a tuple/Size) filled with fill_value\n"
+     "(int64 for an int value, float32 for a float, unless dtype)."},
     {"rand", FASTKW(rand_fn),
-     "rand(*size, dtype=None, device=None)\n--\n\n"
+     "rand($module, *size, dtype=None, device=None, requires_grad=False,\n"
+     "     pin_memory=False)\n--\n\n"
      "Uniform random numbers in [0, 1), from the device's generator."},
     {"randn", FASTKW(randn_fn),
-     "randn(*size, dtype=None, device=None)\n--\n\n"
+     "randn($module, *size, dtype=None, device=None, requires_grad=False,\n"
+     "      pin_memory=False)\n--\n\n"
      "Standard normal random numbers, from the device's generator."},
     {"empty_like", FASTKW(empty_like_fn),
-     "empty_like(input, *, dtype=None, device=None)\n--\n\n"},
+     "empty_like($module, input, *, dtype=None, device=None,\n"
+     "           requires_grad=False)\n--\n\n"
+     "An uninitialised tensor of input's shape (and dtype and device, unless\n"
+     "given)."},
     {"zeros_like", FASTKW(zeros_like_fn),
-     "zeros_like(input, *, dtype=None, device=None)\n--\n\n"},
+     "zeros_like($module, input, *, dtype=None, device=None,\n"
+     "           requires_grad=False)\n--\n\n"
+     "Zeros of input's shape (and dtype and device, unless given)."},
     {"ones_like", FASTKW(ones_like_fn),
-     "ones_like(input, *, dtype=None, device=None)\n--\n\n"},
+     "ones_like($module, input, *, dtype=None, device=None,\n"
+     "          requires_grad=False)\n--\n\n"
+     "Ones of input's shape (and dtype and device, unless given)."},
     {"full_like", FASTKW(full_like_fn),
-     "full_like(input, fill_value, *, dtype=None, device=None)\n--\n\n"},
+     "full_like($module, input, fill_value, *, dtype=None, device=None,\n"
+     "          requires_grad=False)\n--\n\n"
+     "fill_value in input's shape (and dtype and device, unless given)."},
     {"rand_like", FASTKW(rand_like_fn),
-     "rand_like(input, *, dtype=None, device=None)\n--\n\n"},
+     "rand_like($module, input, *, dtype=None, device=None,\n"
+     "          requires_grad=False)\n--\n\n"
+     "Uniform [0, 1) numbers of input's shape (and dtype and device, unless\n"
+     "given)."},
     {"randn_like", FASTKW(randn_like_fn),
-     "randn_like(input, *, dtype=None, device=None)\n--\n\n"},
+     "randn_like($module, input, *, dtype=None, device=None,\n"
+     "           requires_grad=False)\n--\n\n"
+     "Standard normal numbers of input's shape (and dtype and device,\n"
+     "unless given)."},
     {NULL},
 };

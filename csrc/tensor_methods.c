@@ -396,16 +396,22 @@ PyGetSetDef pygpu_tensor_getset[] = {
 
 PyMethodDef pygpu_tensor_methods[] = {
     {"size", FAST(t_size),
-     "size($self, dim=None, /)\n--\n\nThe shape, or the size of one dim."},
+     "size($self, dim=None, /)\n--\n\n"
+     "The shape as a pygpu.Size, or with dim the size of that dim (an int;\n"
+     "negative dims count from the end)."},
     {"stride", FAST(t_stride),
-     "stride($self, dim=None, /)\n--\n\nStrides in elements."},
-    {"dim", t_dim, METH_NOARGS, "dim($self, /)\n--\n\nNumber of dims."},
+     "stride($self, dim=None, /)\n--\n\n"
+     "The strides in elements (a tuple), or with dim that dim's stride."},
+    {"dim", t_dim, METH_NOARGS, "dim($self, /)\n--\n\n"
+     "The number of dims (as .ndim)."},
     {"numel", t_numel, METH_NOARGS,
      "numel($self, /)\n--\n\nNumber of elements."},
     {"element_size", t_element_size, METH_NOARGS,
      "element_size($self, /)\n--\n\nBytes per element."},
     {"is_contiguous", FASTKW(t_is_contiguous),
-     "is_contiguous($self, /)\n--\n\nTrue when row-major contiguous."},
+     "is_contiguous($self, /, memory_format=None)\n--\n\n"
+     "True when row-major contiguous.  memory_format is accepted and\n"
+     "ignored (pygpu knows only row-major)."},
     {"data_ptr", t_data_ptr, METH_NOARGS,
      "data_ptr($self, /)\n--\n\nAddress of the first element."},
     {"is_pinned", t_is_pinned, METH_NOARGS,
@@ -413,30 +419,48 @@ PyMethodDef pygpu_tensor_methods[] = {
     {"pin_memory", t_pin_memory, METH_NOARGS,
      "pin_memory($self, /)\n--\n\nA copy in page-locked host memory."},
     {"to", FASTKW(pygpu_t_to),
-     "to($self, *args, **kwargs)\n--\n\n"
-     "to(device), to(dtype), to(device, dtype), to(other): self when\n"
-     "nothing changes, else a converted copy."},
+     "to($self, /, *args, device=None, dtype=None, non_blocking=False,\n"
+     "   copy=False, memory_format=None)\n--\n\n"
+     "This tensor on another device and/or with another dtype.\n\n"
+     "Overloads, as torch:\n\n"
+     "    to(dtype, non_blocking=False, copy=False)\n"
+     "    to(device=None, dtype=None, non_blocking=False, copy=False)\n"
+     "    to(other, non_blocking=False, copy=False)\n\n"
+     "device is a pygpu.device, 'cpu', 'cuda', 'cuda:N' or an int; other\n"
+     "is a tensor whose device and dtype are taken.  Returns self when\n"
+     "nothing changes and copy is false, else a converted copy.\n"
+     "non_blocking and memory_format are accepted and ignored."},
     {"cuda", FASTKW(pygpu_t_cuda),
-     "cuda($self, /, device=None, non_blocking=False)\n--\n\n"
-     "A copy on a CUDA device (self if already there)."},
+     "cuda($self, /, device=None, non_blocking=False, memory_format=None)\n"
+     "--\n\n"
+     "A copy on a CUDA device (self if already there); device None is the\n"
+     "current one."},
     {"cpu", pygpu_t_cpu, METH_NOARGS,
      "cpu($self, /)\n--\n\nA copy on the CPU (self if already there)."},
-    {"float", pygpu_t_float, METH_NOARGS, "float($self, /)\n--\n\n"},
-    {"half", pygpu_t_half, METH_NOARGS, "half($self, /)\n--\n\n"},
-    {"double", pygpu_t_double, METH_NOARGS, "double($self, /)\n--\n\n"},
-    {"long", pygpu_t_long, METH_NOARGS, "long($self, /)\n--\n\n"},
+    {"float", pygpu_t_float, METH_NOARGS, "float($self, /)\n--\n\n"
+     "self.to(pygpu.float32)."},
+    {"half", pygpu_t_half, METH_NOARGS, "half($self, /)\n--\n\n"
+     "self.to(pygpu.float16)."},
+    {"double", pygpu_t_double, METH_NOARGS, "double($self, /)\n--\n\n"
+     "self.to(pygpu.float64)."},
+    {"long", pygpu_t_long, METH_NOARGS, "long($self, /)\n--\n\n"
+     "self.to(pygpu.int64)."},
     {"contiguous", FASTKW(pygpu_t_contiguous),
-     "contiguous($self, /)\n--\n\nself if contiguous, else a contiguous "
-     "copy."},
+     "contiguous($self, /, memory_format=None)\n--\n\n"
+     "self if contiguous, else a contiguous copy.  memory_format is\n"
+     "accepted and ignored."},
     {"clone", FASTKW(t_clone),
-     "clone($self, /)\n--\n\nA contiguous copy."},
+     "clone($self, /, memory_format=None)\n--\n\n"
+     "A contiguous copy on the same device.  memory_format is accepted and\n"
+     "ignored."},
     {"detach", t_detach, METH_NOARGS,
      "detach($self, /)\n--\n\nA view (pygpu has no autograd)."},
     {"numpy", FASTKW(pygpu_t_numpy),
      "numpy($self, /, *, force=False)\n--\n\n"
      "A NumPy array sharing memory (CPU tensors only)."},
     {"__array__", FASTKW(pygpu_t_array),
-     "__array__($self, dtype=None, copy=None)\n--\n\n"},
+     "__array__($self, /, dtype=None, copy=None)\n--\n\n"
+     "NumPy's array protocol (CPU tensors only)."},
     {"tolist", pygpu_t_tolist, METH_NOARGS,
      "tolist($self, /)\n--\n\nNested lists of Python numbers."},
     {"item", pygpu_t_item, METH_NOARGS,
@@ -444,40 +468,69 @@ PyMethodDef pygpu_tensor_methods[] = {
     {"copy_", FASTKW(t_copy_),
      "copy_($self, /, src, non_blocking=False)\n--\n\n"
      "Copy src (broadcast, any device or dtype) into self."},
-    {"fill_", t_fill_, METH_O, "fill_($self, value, /)\n--\n\n"},
-    {"zero_", t_zero_, METH_NOARGS, "zero_($self, /)\n--\n\n"},
+    {"fill_", t_fill_, METH_O, "fill_($self, value, /)\n--\n\n"
+     "Fill self with value, in place; returns self."},
+    {"zero_", t_zero_, METH_NOARGS, "zero_($self, /)\n--\n\n"
+     "Fill self with zeros, in place; returns self."},
     {"view", FAST(pygpu_t_view),
-     "view($self, *shape)\n--\n\nA view with another shape (no copy)."},
+     "view($self, /, *shape)\n--\n\n"
+     "A view with another shape (no copy); shape is ints or one tuple, and\n"
+     "one size may be -1."},
     {"reshape", FAST(pygpu_t_reshape),
-     "reshape($self, *shape)\n--\n\nA view when possible, else a copy."},
+     "reshape($self, /, *shape)\n--\n\n"
+     "Another shape: a view when possible, else a copy; shape is ints or\n"
+     "one tuple, and one size may be -1."},
     {"transpose", FAST(pygpu_t_transpose),
-     "transpose($self, dim0, dim1, /)\n--\n\n"},
-    {"t", pygpu_t_t, METH_NOARGS, "t($self, /)\n--\n\n"},
-    {"permute", FAST(pygpu_t_permute), "permute($self, *dims)\n--\n\n"},
+     "transpose($self, dim0, dim1, /)\n--\n\n"
+     "A view with dims dim0 and dim1 swapped."},
+    {"t", pygpu_t_t, METH_NOARGS, "t($self, /)\n--\n\n"
+     "A 2-D (or lower) tensor transposed: a view."},
+    {"permute", FAST(pygpu_t_permute), "permute($self, /, *dims)\n--\n\n"
+     "A view with the dims reordered (ints or one tuple)."},
     {"flatten", FASTKW(pygpu_t_flatten),
-     "flatten($self, /, start_dim=0, end_dim=-1)\n--\n\n"},
+     "flatten($self, /, start_dim=0, end_dim=-1)\n--\n\n"
+     "Dims start_dim to end_dim merged into one (a view when possible)."},
     {"unsqueeze", pygpu_t_unsqueeze, METH_O,
-     "unsqueeze($self, dim, /)\n--\n\n"},
-    {"squeeze", FAST(pygpu_t_squeeze), "squeeze($self, dim=None, /)\n--\n\n"},
-    {"expand", FAST(pygpu_t_expand), "expand($self, *sizes)\n--\n\n"},
-    {"relu", t_relu, METH_NOARGS, "relu($self, /)\n--\n\n"},
-    {"relu_", t_relu_, METH_NOARGS, "relu_($self, /)\n--\n\n"},
-    {"neg", t_neg_m, METH_NOARGS, "neg($self, /)\n--\n\n"},
-    {"add", FASTKW(t_add), "add($self, other, *, alpha=1)\n--\n\n"},
-    {"sub", FASTKW(t_sub), "sub($self, other, *, alpha=1)\n--\n\n"},
-    {"mul", FASTKW(t_mul), "mul($self, other)\n--\n\n"},
-    {"div", FASTKW(t_div), "div($self, other)\n--\n\n"},
-    {"add_", FASTKW(t_add_), "add_($self, other, *, alpha=1)\n--\n\n"},
-    {"sub_", FASTKW(t_sub_), "sub_($self, other, *, alpha=1)\n--\n\n"},
-    {"mul_", FASTKW(t_mul_), "mul_($self, other)\n--\n\n"},
-    {"div_", FASTKW(t_div_), "div_($self, other)\n--\n\n"},
-    {"matmul", t_matmul_m, METH_O, "matmul($self, other, /)\n--\n\n"},
+     "unsqueeze($self, dim, /)\n--\n\n"
+     "A view with a dim of size 1 inserted at dim."},
+    {"squeeze", FAST(pygpu_t_squeeze), "squeeze($self, dim=None, /)\n--\n\n"
+     "A view without dims of size 1 (only dim, when given)."},
+    {"expand", FAST(pygpu_t_expand), "expand($self, /, *sizes)\n--\n\n"
+     "A broadcast view to sizes (ints or one tuple; -1 keeps a size)."},
+    {"relu", t_relu, METH_NOARGS, "relu($self, /)\n--\n\n"
+     "max(self, 0) as a new tensor; NaN stays NaN."},
+    {"relu_", t_relu_, METH_NOARGS, "relu_($self, /)\n--\n\n"
+     "In-place relu; returns self."},
+    {"neg", t_neg_m, METH_NOARGS, "neg($self, /)\n--\n\n"
+     "-self as a new tensor."},
+    {"add", FASTKW(t_add), "add($self, /, other, *, alpha=1)\n--\n\n"
+     "self + alpha * other, broadcast."},
+    {"sub", FASTKW(t_sub), "sub($self, /, other, *, alpha=1)\n--\n\n"
+     "self - alpha * other, broadcast."},
+    {"mul", FASTKW(t_mul), "mul($self, /, other)\n--\n\n"
+     "self * other, broadcast."},
+    {"div", FASTKW(t_div), "div($self, /, other)\n--\n\n"
+     "self / other, broadcast (true division; int64 gives float32)."},
+    {"add_", FASTKW(t_add_), "add_($self, /, other, *, alpha=1)\n--\n\n"
+     "In-place add; returns self."},
+    {"sub_", FASTKW(t_sub_), "sub_($self, /, other, *, alpha=1)\n--\n\n"
+     "In-place sub; returns self."},
+    {"mul_", FASTKW(t_mul_), "mul_($self, /, other)\n--\n\n"
+     "In-place mul; returns self."},
+    {"div_", FASTKW(t_div_), "div_($self, /, other)\n--\n\n"
+     "In-place div; returns self."},
+    {"matmul", t_matmul_m, METH_O, "matmul($self, other, /)\n--\n\n"
+     "Matrix product, as pygpu.matmul(self, other)."},
     {"sum", FASTKW(pygpu_t_sum),
-     "sum($self, dim=None, keepdim=False)\n--\n\n"},
+     "sum($self, /, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
+     "Sum of all elements, or over dim (an int or a tuple); with dtype the\n"
+     "tensor is converted first."},
     {"mean", FASTKW(pygpu_t_mean),
-     "mean($self, dim=None, keepdim=False)\n--\n\n"},
+     "mean($self, /, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
+     "Mean of all elements, or over dim (floating dtypes); with dtype the\n"
+     "tensor is converted first."},
     {"max", FASTKW(pygpu_t_max),
-     "max($self, dim=None, keepdim=False)\n--\n\n"
-     "The maximum; over a dim, a (values, indices) pair."},
+     "max($self, /, dim=None, keepdim=False)\n--\n\n"
+     "The maximum of all elements; over dim, a (values, indices) pair."},
     {NULL},
 };
