@@ -81,17 +81,17 @@ __all__ = [
 ]
 
 
-def is_tensor(obj):
+def is_tensor(obj: object) -> bool:
     """True if obj is a pygpu Tensor."""
     return isinstance(obj, Tensor)
 
 
-def numel(input):
+def numel(input: Tensor) -> int:
     """The number of elements of a tensor."""
     return input.numel()
 
 
-def equal(input, other):
+def equal(input: Tensor, other: Tensor) -> bool:
     """True if the two tensors have the same size and equal elements (NaN
     equals nothing), as torch.equal: a Python bool."""
     for name, x in (("input", input), ("other", other)):

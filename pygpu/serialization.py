@@ -13,6 +13,7 @@ import copyreg
 import functools
 import os
 import pickle
+from typing import IO, Any, Union
 
 import numpy as np
 
@@ -113,18 +114,21 @@ def _opened(f, mode):
     return None
 
 
-def save(obj, f, pickle_protocol=DEFAULT_PROTOCOL):
+def save(obj: Any, f: Union[str, "os.PathLike[str]", IO[bytes]],
+         pickle_protocol: int = DEFAULT_PROTOCOL) -> None:
     """Write obj (tensors, state dicts, nested containers) to a path or a
     binary file object."""
     own = _opened(f, "wb")
     try:
-        pickle.dump(obj, own or f, protocol=pickle_protocol)
+        pickle.dump(obj, own or f,  # type: ignore[arg-type]
+                    protocol=pickle_protocol)
     finally:
         if own is not None:
             own.close()
 
 
-def load(f, map_location=None, weights_only=True):
+def load(f: Union[str, "os.PathLike[str]", IO[bytes]],
+         map_location: Any = None, weights_only: bool = True) -> Any:
     """Read what save wrote.  map_location: a device or string (every
     tensor goes there), a dict {saved location: new location}, or a
     callable(cpu_tensor, saved_location) returning a tensor (or None for
