@@ -77,7 +77,10 @@ __all__ = [
     "nn", "backends", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "OutOfMemoryError", "CudaError",
     "is_tensor", "numel", "equal", "amp", "autocast", "is_autocast_enabled",
-    "get_autocast_dtype", "save", "load",
+    "get_autocast_dtype", "save", "load", "autograd", "no_grad",
+    "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+    "is_inference_mode_enabled", "finfo", "iinfo", "promote_types",
+    "result_type", "can_cast", "get_default_dtype", "is_floating_point",
 ]
 
 
@@ -110,3 +113,8 @@ def equal(input: Tensor, other: Tensor) -> bool:
 from . import amp  # noqa: E402
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,E501
 from .serialization import load, save  # noqa: E402
+from . import autograd  # noqa: E402
+from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402,E501
+                       is_inference_mode_enabled, no_grad, set_grad_enabled)
+from ._type_info import (can_cast, finfo, get_default_dtype, iinfo,  # noqa: E402,E501
+                         is_floating_point, promote_types, result_type)

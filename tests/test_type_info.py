@@ -1,0 +1,199 @@
+"""finfo/iinfo against NumPy's; promote_types, result_type and can_cast
+against torch's tables and against the dtypes the C ops produce."""
+import itertools
+
+import numpy as np
+import pytest
+
+import pygpu
+
+F16, F32, F64, I64 = pygpu.float16, pygpu.float32, pygpu.float64, pygpu.int64
+DTYPES = [F16, F32, F64, I64]
+FLOATS = [F16, F32, F64]
+
+# torch.promote_types on pygpu's dtypes, written out.
+PROMOTE = {
+    (I64, I64): I64, (I64, F16): F16, (I64, F32): F32, (I64, F64): F64,
+    (F16, F16): F16, (F16, F32): F32, (F16, F64): F64,
+    (F32, F32): F32, (F32, F64): F64,
+    (F64, F64): F64,
+}
+
+
+def _name(d):
+    return repr(d).split(".")[-1]
+
+
+# -- finfo / iinfo ------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=_name)
+def test_finfo_matches_numpy(dtype):
+    got, want = pygpu.finfo(dtype), np.finfo(dtype.numpy_dtype)
+    assert got.bits == want.bits
+    for attr in ("eps", "max", "min", "tiny", "smallest_normal"):
+        value = getattr(got, attr)
+        assert type(value) is float, attr
+        assert value == float(getattr(want, attr)), attr
+    # NumPy's is 10**-precision rounded to the type; torch's is a double
+    assert type(got.resolution) is float
+    assert got.resolution == 10.0 ** -want.precision
+    assert want.dtype.type(got.resolution) == want.resolution
+    assert got.dtype == _name(dtype) == str(want.dtype)
+
+
+def test_finfo_defaults_to_the_default_dtype():
+    assert pygpu.finfo() == pygpu.finfo(pygpu.float32)
+    assert pygpu.finfo().dtype == "float32"
+    assert pygpu.finfo(None).eps == float(np.finfo(np.float32).eps)
+    assert pygpu.finfo(F16) != pygpu.finfo(F32)
+    assert "eps=0.000976562" in repr(pygpu.finfo(F16))
+
+
+def test_iinfo_matches_numpy():
+    got, want = pygpu.iinfo(I64), np.iinfo(np.int64)
+    assert (got.bits, got.max, got.min) == (want.bits, want.max, want.min)
+    assert type(got.max) is int and type(got.min) is int
+    assert got.dtype == "int64"
+    assert pygpu.iinfo(pygpu.long) == got
+    assert repr(got) == "iinfo(min=-9.22337e+18, max=9.22337e+18, dtype=int64)"
+
+
+def test_info_of_the_wrong_kind_raises():
+    with pytest.raises(TypeError, match=r"pygpu\.finfo\(\) requires a "
+                       r"floating point input type\. Use pygpu\.iinfo"):
+        pygpu.finfo(I64)
+    for dtype in FLOATS:
+        with pytest.raises(TypeError, match=r"pygpu\.iinfo\(\) requires an "
+                           r"integer input type\. Use pygpu\.finfo"):
+            pygpu.iinfo(dtype)
+    with pytest.raises(TypeError, match="must be pygpu.dtype, not str"):
+        pygpu.finfo("float32")
+    with pytest.raises(TypeError, match="must be pygpu.dtype"):
+        pygpu.iinfo(np.int64)
+    with pytest.raises(TypeError):
+        pygpu.iinfo()
+
+
+# -- default dtype, is_floating_point -----------------------------------------
+
+def test_default_dtype_is_what_factories_make():
+    assert pygpu.get_default_dtype() is F32
+    assert pygpu.tensor(1.5).dtype is pygpu.get_default_dtype()
+    assert pygpu.zeros(2).dtype is pygpu.get_default_dtype()
+    assert pygpu.rand(2).dtype is pygpu.get_default_dtype()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=_name)
+def test_is_floating_point(dtype):
+    assert pygpu.is_floating_point(pygpu.zeros(2, dtype=dtype)) is (
+        dtype is not I64)
+
+
+def test_is_floating_point_wants_a_tensor():
+    with pytest.raises(TypeError, match="must be Tensor, not float"):
+        pygpu.is_floating_point(1.0)
+
+
+# -- promote_types, can_cast --------------------------------------------------
+
+@pytest.mark.parametrize("a,b", list(itertools.product(DTYPES, DTYPES)),
+                         ids=lambda d: _name(d))
+def test_promote_types_table_and_symmetry(a, b):
+    want = PROMOTE.get((a, b)) or PROMOTE[(b, a)]
+    assert pygpu.promote_types(a, b) is want
+    assert pygpu.promote_types(b, a) is want
+
+
+def test_promote_types_wants_dtypes():
+    with pytest.raises(TypeError, match="must be pygpu.dtype, not int"):
+        pygpu.promote_types(F32, 1)
+
+
+CAN_CAST_FALSE = {(F16, I64), (F32, I64), (F64, I64)}
+
+
+@pytest.mark.parametrize("a,b", list(itertools.product(DTYPES, DTYPES)),
+                         ids=lambda d: _name(d))
+def test_can_cast_table(a, b):
+    assert pygpu.can_cast(a, b) is ((a, b) not in CAN_CAST_FALSE)
+
+
+def test_can_cast_wants_dtypes():
+    with pytest.raises(TypeError, match="must be pygpu.dtype"):
+        pygpu.can_cast(float, F32)
+
+
+# -- result_type against the ops ----------------------------------------------
+
+def _operands(device="cpu"):
+    """Every kind of operand pygpu's arithmetic takes: each dtype as an n-d
+    and a 0-d tensor, and Python bool, int and float."""
+    ops = {}
+    for d in DTYPES:
+        ops[f"{_name(d)}[2]"] = pygpu.ones(2, dtype=d, device=device)
+        ops[f"{_name(d)}[]"] = pygpu.ones((), dtype=d, device=device)
+    ops.update({"bool": True, "int": 3, "float": 2.5})
+    return ops
+
+
+OPERANDS = _operands()
+TENSOR_PAIRS = [(x, y) for x, y in itertools.product(OPERANDS, OPERANDS)
+                if isinstance(OPERANDS[x], pygpu.Tensor)
+                or isinstance(OPERANDS[y], pygpu.Tensor)]
+
+
+@pytest.mark.parametrize("x,y", TENSOR_PAIRS,
+                         ids=[f"{x}-{y}" for x, y in TENSOR_PAIRS])
+def test_result_type_is_the_ops_dtype(x, y, device):
+    ops = _operands(device)
+    a, b = ops[x], ops[y]
+    want = pygpu.result_type(a, b)
+    assert (a + b).dtype is want
+    assert (a - b).dtype is want
+    assert (a * b).dtype is want
+    assert pygpu.add(a, b).dtype is want
+    # true division: integer results become the default dtype
+    assert (a / b).dtype is (F32 if want is I64 else want)
+
+
+@pytest.mark.parametrize("x,y", TENSOR_PAIRS,
+                         ids=[f"{x}-{y}" for x, y in TENSOR_PAIRS])
+def test_result_type_follows_torchs_rule(x, y):
+    """The rule spelled out: the highest category among the operands wins;
+    within it, the highest priority (n-d tensor, 0-d tensor, number) among
+    operands of that category decides, promoting within it; a Python float
+    decides as the default dtype."""
+    a, b = OPERANDS[x], OPERANDS[y]
+
+    def kind(v):
+        if isinstance(v, pygpu.Tensor):
+            return v.dtype, 2 if v.ndim else 1
+        return (F32, 0) if isinstance(v, float) else (I64, 0)
+
+    ka, kb = kind(a), kind(b)
+    top = max(ka[0].is_floating_point, kb[0].is_floating_point)
+    cands = [k for k in (ka, kb) if k[0].is_floating_point == top]
+    best = max(p for _, p in cands)
+    want = [d for d, p in cands if p == best]
+    want = want[0] if len(want) == 1 else pygpu.promote_types(*want)
+    assert pygpu.result_type(a, b) is want
+
+
+@pytest.mark.parametrize("a,b,want", [
+    (1, 2, I64), (True, 2, I64), (1, 2.5, F32), (2.5, 0.5, F32),
+    (pygpu.ones((), dtype=F64), pygpu.ones(3, dtype=I64), F64),
+    (pygpu.ones((), dtype=F64), pygpu.ones(3, dtype=F16), F16),
+    (pygpu.ones((), dtype=F64), pygpu.ones((), dtype=F16), F64),
+    (pygpu.ones(3, dtype=F16), 1e10, F16),
+    (pygpu.ones(3, dtype=I64), 0.5, F32),
+])
+def test_result_type_examples(a, b, want):
+    assert pygpu.result_type(a, b) is want
+    assert pygpu.result_type(b, a) is want
+
+
+def test_result_type_wants_tensors_or_numbers():
+    with pytest.raises(TypeError, match="must be Tensor or Number, not str"):
+        pygpu.result_type(pygpu.ones(2), "1")
+    with pytest.raises(TypeError, match="tensor1"):
+        pygpu.result_type(None, 1)
