@@ -10,6 +10,11 @@ Environment:
                           added for the highest one.  Default "80;90".
   PYGPU_BUILD_JOBS        how many compilers run at once (default: the
                           number of usable cores).
+  PYGPU_SANITIZE=1        compile and link the C sources with AddressSanitizer
+                          and UndefinedBehaviorSanitizer (-O1 -g), in a build
+                          folder of its own (flavour "<flavour>-asan"); the
+                          interpreter then needs libasan preloaded
+                          (scripts/sanitize.sh).
 
 Each flavour (and Python) builds in its own folder, build/<flavour>-<platform>-
 <python>/, kept between builds whatever temporary folder pip gives the build:
@@ -116,6 +121,10 @@ else:
     say(f"building with CUDA from {CUDA_ROOT}")
 
 FLAVOUR = "cuda" if CUDA_ROOT else "cpu"
+SANITIZE = _truthy("PYGPU_SANITIZE")
+if SANITIZE:
+    FLAVOUR += "-asan"
+    say("with AddressSanitizer and UndefinedBehaviorSanitizer")
 BUILD_DIR = os.path.join(
     HERE, "build",
     f"{FLAVOUR}-{sysconfig.get_platform()}-{sys.implementation.cache_tag}")
@@ -126,10 +135,16 @@ HEADERS = sorted(os.path.join(d, f)
 
 CFLAGS = ["-std=c11", "-O3", "-Wall", "-Wno-unused-function",
           "-fno-strict-aliasing"]
+if SANITIZE:
+    SANITIZERS = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+                  "-fno-sanitize-recover=undefined"]
+    CFLAGS = [f for f in CFLAGS if f != "-O3"] + ["-O1", "-g", *SANITIZERS]
 sources = existing(COMMON_C)
 define_macros = [("PYGPU_VERSION", f'"{read_version()}"')]
 include_dirs = [CSRC, numpy.get_include()]
 library_dirs, libraries, extra_link_args = [], [], []
+if SANITIZE:
+    extra_link_args += SANITIZERS
 cu_sources = []
 NVCC_CMD = []
 if CUDA_ROOT:

@@ -360,7 +360,9 @@ static PyObject *Allocator_segments(AllocatorObject *self, PyObject *unused)
             goto fail;
         }
     }
-    qsort(info, n, sizeof(*info), by_address);
+    if (n > 1) {  /* info is NULL when there are no segments */
+        qsort(info, n, sizeof(*info), by_address);
+    }
     list = PyList_New((Py_ssize_t)n);
     if (list == NULL) {
         goto fail;

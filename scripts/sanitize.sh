@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The test suite under AddressSanitizer (with LeakSanitizer) and
+# UndefinedBehaviorSanitizer: a CPU-only build with PYGPU_SANITIZE=1 (its own
+# build folder, build/cpu-asan-*), installed editable into the active
+# environment for the run; on exit, whatever way it ends, the flavour that was
+# installed before (CUDA or CPU-only, editable) is installed again, reusing its
+# build folder, so later steps see the tree as they left it.
+#
+# The interpreter is not instrumented, so libasan (and libubsan) are
+# preloaded, and PYTHONMALLOC=malloc routes Python's own allocations through
+# ASan too, so that overruns of objects the extension allocates are caught.
+# Any report fails the run: ASan aborts on the first error, UBSan halts on
+# the first error (-fno-sanitize-recover), and LSan's leak report at exit
+# makes the exit status non-zero.  Reports go to files, printed at the end
+# (pytest's capture would swallow a report written by a dying process).
+#
+# Usage: scripts/sanitize.sh [pytest arguments]   (given: those tests, with
+# leak checks; default: the two passes below)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TREE=$(pwd -P)
+
+T0=$(date +%s)
+LOGS=$(mktemp -d)
+# What to reinstall afterwards: the flavour installed now (1: CUDA, 0:
+# CPU-only), the default one if pygpu is installed but does not import (a
+# sanitized build left by an interrupted run), nothing if it is not installed.
+was_cuda=$(cd / && python -c "import pygpu; print(int(pygpu.backends.cuda.is_built()))" 2>/dev/null ||
+           { python -m pip show -q pygpu > /dev/null 2>&1 && echo default; } || echo none)
+
+restore() {
+    local rc=$?
+    echo "== sanitizers: reinstalling the previous build =="
+    case "$was_cuda" in
+        1) PYGPU_FORCE_CUDA=1 python -m pip install -q --no-deps -e "$TREE" ;;
+        0) PYGPU_NO_CUDA=1 python -m pip install -q --no-deps -e "$TREE" ;;
+        default) python -m pip install -q --no-deps -e "$TREE" ;;
+        *) echo "(pygpu was not installed before)" ;;
+    esac
+    rm -rf "$LOGS"
+    exit "$rc"
+}
+trap restore EXIT
+
+echo "== sanitizers: ASan + LSan + UBSan, CPU-only build =="
+PYGPU_SANITIZE=1 PYGPU_NO_CUDA=1 python -m pip install -q --no-deps -e .
+
+ASAN_LIB=$(gcc -print-file-name=libasan.so)
+UBSAN_LIB=$(gcc -print-file-name=libubsan.so)
+for lib in "$ASAN_LIB" "$UBSAN_LIB"; do
+    [ -e "$lib" ] || { echo "sanitize: $lib not found (gcc's sanitizer runtimes)"; exit 1; }
+done
+
+# Two passes.  1: the whole suite under ASan and UBSan, stacks unwound the
+# fast way.  2: LeakSanitizer over the leak and fuzz tests, which cycle
+# every op family and error path; LSan's suppressions need whole stacks
+# (libpython has no frame pointers), and unwinding those at every malloc
+# makes a run some twenty times slower, too slow for the whole suite.
+sanitized() {  # sanitized LEAKS ASAN_EXTRA pytest-args...
+    local leaks=$1 extra=$2
+    shift 2
+    env LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" \
+        PYTHONMALLOC=malloc \
+        PYGPU_SANITIZED=1 \
+        ASAN_OPTIONS="detect_leaks=$leaks:$extra:abort_on_error=1:halt_on_error=1:strict_init_order=1:log_path=$LOGS/asan" \
+        LSAN_OPTIONS="suppressions=$TREE/scripts/lsan.supp:print_suppressions=0" \
+        UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$LOGS/ubsan" \
+        python -m pytest -q -p no:cacheprovider "$@"
+}
+status=0
+if [ $# -gt 0 ]; then
+    sanitized 1 fast_unwind_on_malloc=0:malloc_context_size=16 "$@" || status=$?
+else
+    echo "-- ASan + UBSan: the whole suite --"
+    sanitized 0 fast_unwind_on_malloc=1 tests || status=$?
+    echo "-- LSan (+ ASan, UBSan): leak and fuzz tests --"
+    sanitized 1 fast_unwind_on_malloc=0:malloc_context_size=16 \
+        tests/test_leaks.py tests/test_fuzz.py || status=$?
+fi
+
+if compgen -G "$LOGS/*" > /dev/null; then
+    echo "== sanitizer reports =="
+    cat "$LOGS"/*
+    [ "$status" != 0 ] || status=1
+fi
+echo "== sanitizers: exit $status, $(( $(date +%s) - T0 )) s =="
+exit "$status"
