@@ -62,7 +62,7 @@ sanitized() {  # sanitized LEAKS ASAN_EXTRA pytest-args...
     env LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" \
         PYTHONMALLOC=malloc \
         PYGPU_SANITIZED=1 \
-        ASAN_OPTIONS="detect_leaks=$leaks:$extra:abort_on_error=1:halt_on_error=1:strict_init_order=1:log_path=$LOGS/asan" \
+        ASAN_OPTIONS="detect_leaks=$leaks:$extra:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1:strict_init_order=1:log_path=$LOGS/asan" \
         LSAN_OPTIONS="suppressions=$TREE/scripts/lsan.supp:print_suppressions=0" \
         UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$LOGS/ubsan" \
         python -m pytest -q -p no:cacheprovider "$@"

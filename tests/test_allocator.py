@@ -713,3 +713,15 @@ class TestCudaAllocator:
     def test_invalid_device(self):
         with pytest.raises(RuntimeError):
             _C._cuda_allocator(pygpu.cuda.device_count())
+
+
+def test_segments_of_an_empty_allocator():
+    # No segments: nothing to sort (qsort was given a NULL array, undefined
+    # behaviour that scripts/sanitize.sh's UBSan pass reports).
+    assert new_allocator().segments() == []
+    a = new_allocator()
+    st = a.malloc(1000)
+    assert len(a.segments()) == 1
+    del st
+    a.empty_cache()
+    assert a.segments() == []

@@ -1,0 +1,99 @@
+"""Bounded differential fuzzing against NumPy: random shapes (0-size, 0-d,
+size-1 dims, up to 6 dims), dtypes and views (transposes, permutes, slices
+with positive steps and offsets, expanded broadcasts) through the public
+ops, each checked against NumPy in float64 (int64: exactly, wrapping); and
+bad arguments, which must raise TypeError/ValueError/RuntimeError/IndexError
+with a message, never SystemError.  Derandomized, no example database: the
+same examples on every run.  scripts/fuzz.py runs the same generators for
+as long as asked."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, HealthCheck  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "scripts"))
+import fuzz  # noqa: E402  (scripts/fuzz.py: generators and checks)
+
+import pygpu  # noqa: E402
+
+SANITIZED = os.environ.get("PYGPU_SANITIZED") == "1"
+FUZZ = settings(max_examples=60 if SANITIZED else 300, derandomize=True,
+                database=None, deadline=None, print_blob=True,
+                suppress_health_check=list(HealthCheck))
+
+
+def seeds():
+    return st.integers(0, 2**63 - 1)
+
+
+@FUZZ
+@given(seeds())
+def test_unary_and_views(seed):
+    fuzz.check_one(np.random.default_rng(seed), "unary")
+
+
+@FUZZ
+@given(seeds())
+def test_binary_broadcast_and_scalars(seed):
+    fuzz.check_one(np.random.default_rng(seed), "binary")
+
+
+@FUZZ
+@given(seeds())
+def test_in_place(seed):
+    fuzz.check_one(np.random.default_rng(seed), "in_place")
+
+
+@FUZZ
+@given(seeds())
+def test_reductions(seed):
+    fuzz.check_one(np.random.default_rng(seed), "reduce")
+
+
+@FUZZ
+@given(seeds())
+def test_matmul(seed):
+    fuzz.check_one(np.random.default_rng(seed), "matmul")
+
+
+@FUZZ
+@given(seeds())
+def test_shape_ops(seed):
+    fuzz.check_one(np.random.default_rng(seed), "shape")
+
+
+@FUZZ
+@given(seeds())
+def test_indexing(seed):
+    fuzz.check_one(np.random.default_rng(seed), "index")
+
+
+@FUZZ
+@given(seeds())
+def test_bad_arguments_raise_cleanly(seed):
+    fuzz.check_one(np.random.default_rng(seed), "bad")
+
+
+def test_error_classification():
+    """The checker itself: a SystemError, an exception without a message or
+    of another class is a failure; the four classes with a message are not."""
+    def raise_(e):
+        def f():
+            raise e
+        return f
+    for e in (SystemError("error return without exception set"),
+              RuntimeError(""), KeyError("k"), AttributeError("a")):
+        with pytest.raises(fuzz.Unclean):
+            fuzz.expect_clean_error(raise_(e))
+    for e in (TypeError("t"), ValueError("v"), RuntimeError("r"),
+              IndexError("i")):
+        fuzz.expect_clean_error(raise_(e))
+    with pytest.raises(fuzz.Wrong):
+        fuzz.compare(pygpu.tensor([1.0, 2.0]), np.array([1.0, 2.5]),
+                     "float32", "plant")
