@@ -28,56 +28,15 @@ FUZZ = settings(max_examples=60 if SANITIZED else 300, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 
 
-def seeds():
-    return st.integers(0, 2**63 - 1)
-
-
+# Each family of scripts/fuzz.py: unary ops and view chains; binary ops
+# with broadcasting, scalars and mixed dtypes; in-place ops; sum/mean/max
+# over dims with keepdim; matmul of compatible shapes; reshape/view/flatten/
+# squeeze/unsqueeze/transpose; indexing, read and write; bad arguments.
+@pytest.mark.parametrize("family", fuzz.FAMILIES)
 @FUZZ
-@given(seeds())
-def test_unary_and_views(seed):
-    fuzz.check_one(np.random.default_rng(seed), "unary")
-
-
-@FUZZ
-@given(seeds())
-def test_binary_broadcast_and_scalars(seed):
-    fuzz.check_one(np.random.default_rng(seed), "binary")
-
-
-@FUZZ
-@given(seeds())
-def test_in_place(seed):
-    fuzz.check_one(np.random.default_rng(seed), "in_place")
-
-
-@FUZZ
-@given(seeds())
-def test_reductions(seed):
-    fuzz.check_one(np.random.default_rng(seed), "reduce")
-
-
-@FUZZ
-@given(seeds())
-def test_matmul(seed):
-    fuzz.check_one(np.random.default_rng(seed), "matmul")
-
-
-@FUZZ
-@given(seeds())
-def test_shape_ops(seed):
-    fuzz.check_one(np.random.default_rng(seed), "shape")
-
-
-@FUZZ
-@given(seeds())
-def test_indexing(seed):
-    fuzz.check_one(np.random.default_rng(seed), "index")
-
-
-@FUZZ
-@given(seeds())
-def test_bad_arguments_raise_cleanly(seed):
-    fuzz.check_one(np.random.default_rng(seed), "bad")
+@given(seed=st.integers(0, 2**63 - 1))
+def test_against_numpy(family, seed):
+    fuzz.check_one(np.random.default_rng(seed), family)
 
 
 def test_error_classification():
