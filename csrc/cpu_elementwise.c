@@ -162,46 +162,41 @@ static void for_each_row(const pygpu_geom *g, int nops, char *const base[3],
         }                                                                    \
     }
 
-#define BINARY_DTYPE(SFX, T, CT, LD, ST, ADD, SUB, MUL, DIV)                 \
-    BINARY_LOOP(add_##SFX, T, CT, LD, ST, ADD)                               \
-    BINARY_LOOP(sub_##SFX, T, CT, LD, ST, SUB)                               \
-    BINARY_LOOP(mul_##SFX, T, CT, LD, ST, MUL)                               \
-    BINARY_LOOP(div_##SFX, T, CT, LD, ST, DIV)                               \
-    SCALAR_LOOPS(adds_##SFX, T, CT, LD, ST, ADD)                             \
-    SCALAR_LOOPS(subs_##SFX, T, CT, LD, ST, SUB)                             \
-    SCALAR_LOOPS(muls_##SFX, T, CT, LD, ST, MUL)                             \
-    SCALAR_LOOPS(divs_##SFX, T, CT, LD, ST, DIV)
+/* The loops of one binary op `name` for every dtype, from its rules. */
+#define BINARY_ROW(OP, name)                                                 \
+    BINARY_LOOPS(name##_f32, float, float, AS_IS, AS_IS, pygpu_##name##_f)   \
+    BINARY_LOOPS(name##_f16, uint16_t, float, pygpu_half_to_float,           \
+                 pygpu_float_to_half, pygpu_##name##_f)                      \
+    BINARY_LOOPS(name##_f64, double, double, AS_IS, AS_IS, pygpu_##name##_d) \
+    BINARY_LOOPS(name##_i64, int64_t, int64_t, AS_IS, AS_IS, pygpu_##name##_i)
 
-BINARY_DTYPE(f32, float, float, AS_IS, AS_IS, F_ADD, F_SUB, F_MUL, F_DIV)
-BINARY_DTYPE(f16, uint16_t, float, pygpu_half_to_float, pygpu_float_to_half,
-             F_ADD, F_SUB, F_MUL, F_DIV)
-BINARY_DTYPE(f64, double, double, AS_IS, AS_IS, F_ADD, F_SUB, F_MUL, F_DIV)
-BINARY_DTYPE(i64, int64_t, int64_t, AS_IS, AS_IS, i64_add, i64_sub, i64_mul,
-             i64_div)
+#define BINARY_LOOPS(NAME, T, CT, LD, ST, OP)                                \
+    BINARY_LOOP(NAME, T, CT, LD, ST, OP)                                     \
+    SCALAR_LOOPS(NAME, T, CT, LD, ST, OP)
+
+PYGPU_BINARY_OPS(BINARY_ROW)
 
 /* Loops indexed [op][dtype]. */
 #define BY_DTYPE(PREFIX)                                                     \
     {[PYGPU_FLOAT32] = PREFIX##f32, [PYGPU_FLOAT16] = PREFIX##f16,           \
      [PYGPU_FLOAT64] = PREFIX##f64, [PYGPU_INT64] = PREFIX##i64}
 
+#define BINARY_ENTRY(OP, name) [PYGPU_##OP] = BY_DTYPE(name##_),
 static const inner_loop binary_loops[PYGPU_NBINOPS][PYGPU_NDTYPES] = {
-    [PYGPU_ADD] = BY_DTYPE(add_), [PYGPU_SUB] = BY_DTYPE(sub_),
-    [PYGPU_MUL] = BY_DTYPE(mul_), [PYGPU_DIV] = BY_DTYPE(div_),
+    PYGPU_BINARY_OPS(BINARY_ENTRY)
 };
 
-#define BY_DTYPE_SIDE(OP, SIDE)                                              \
-    {[PYGPU_FLOAT32] = OP##_f32_##SIDE, [PYGPU_FLOAT16] = OP##_f16_##SIDE,   \
-     [PYGPU_FLOAT64] = OP##_f64_##SIDE, [PYGPU_INT64] = OP##_i64_##SIDE}
+#define BY_DTYPE_SIDE(name, SIDE)                                            \
+    {[PYGPU_FLOAT32] = name##_f32_##SIDE, [PYGPU_FLOAT16] = name##_f16_##SIDE, \
+     [PYGPU_FLOAT64] = name##_f64_##SIDE, [PYGPU_INT64] = name##_i64_##SIDE},
 
-#define BY_OP_SIDE(SIDE)                                                     \
-    {[PYGPU_ADD] = BY_DTYPE_SIDE(adds, SIDE),                                \
-     [PYGPU_SUB] = BY_DTYPE_SIDE(subs, SIDE),                                \
-     [PYGPU_MUL] = BY_DTYPE_SIDE(muls, SIDE),                                \
-     [PYGPU_DIV] = BY_DTYPE_SIDE(divs, SIDE)}
+#define SCALAR_ENTRY_RHS(OP, name) [PYGPU_##OP] = BY_DTYPE_SIDE(name, rhs)
+#define SCALAR_ENTRY_LHS(OP, name) [PYGPU_##OP] = BY_DTYPE_SIDE(name, lhs)
 
 /* Indexed [scalar_first][op][dtype]. */
 static const inner_loop scalar_loops[2][PYGPU_NBINOPS][PYGPU_NDTYPES] = {
-    BY_OP_SIDE(rhs), BY_OP_SIDE(lhs),
+    {PYGPU_BINARY_OPS(SCALAR_ENTRY_RHS)},
+    {PYGPU_BINARY_OPS(SCALAR_ENTRY_LHS)},
 };
 
 void pygpu_cpu_binary(int op, int dtype, void *out, const void *a,
@@ -246,9 +241,9 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
 
 /* ------------------------------------------------------------ unary ops */
 
-/* Unary ops work on the stored type directly: negation and relu are exact,
- * so float16 needs no trip through float. */
-#define UNARY_LOOP(NAME, T, OP)                                              \
+/* NAME(o, a): o = OP(a) over one row, computed in CT (float16 in float,
+ * rounded once, as the binary ops). */
+#define UNARY_LOOP(NAME, T, CT, LD, ST, OP)                                  \
     static void NAME(char *const *p, const int64_t *s, int64_t n,            \
                      const void *ctx)                                        \
     {                                                                        \
@@ -257,33 +252,28 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
         (void)ctx;                                                           \
         if (s[0] == 1 && s[1] == 1) {                                        \
             for (int64_t i = 0; i < n; i++) {                                \
-                o[i] = OP(a[i]);                                             \
+                o[i] = ST(OP(LD(a[i])));                                     \
             }                                                                \
         } else {                                                             \
             for (int64_t i = 0; i < n; i++) {                                \
-                o[i * s[0]] = OP(a[i * s[1]]);                               \
+                o[i * s[0]] = ST(OP(LD(a[i * s[1]])));                       \
             }                                                                \
         }                                                                    \
     }
 
-#define F_NEG(x) (-(x))
-#define H_NEG(x) ((uint16_t)((x) ^ 0x8000u))
-/* float16 patterns 0x8001 .. 0xfc00 are the negative numbers, -Inf
- * included; -0.0 (0x8000) and the NaNs above 0xfc00 are kept. */
-#define H_RELU(x) ((uint16_t)((x) > 0x8000u && (x) <= 0xfc00u ? 0u : (x)))
-#define I_NEG(x) i64_sub(0, (x))
+/* The loops of one unary op `name` for every dtype, from its rules. */
+#define UNARY_ROW(OP, name)                                                  \
+    UNARY_LOOP(name##_f32, float, float, AS_IS, AS_IS, pygpu_##name##_f)     \
+    UNARY_LOOP(name##_f16, uint16_t, float, pygpu_half_to_float,             \
+               pygpu_float_to_half, pygpu_##name##_f)                        \
+    UNARY_LOOP(name##_f64, double, double, AS_IS, AS_IS, pygpu_##name##_d)   \
+    UNARY_LOOP(name##_i64, int64_t, int64_t, AS_IS, AS_IS, pygpu_##name##_i)
 
-UNARY_LOOP(neg_f32, float, F_NEG)
-UNARY_LOOP(neg_f16, uint16_t, H_NEG)
-UNARY_LOOP(neg_f64, double, F_NEG)
-UNARY_LOOP(neg_i64, int64_t, I_NEG)
-UNARY_LOOP(relu_f32, float, F_RELU)
-UNARY_LOOP(relu_f16, uint16_t, H_RELU)
-UNARY_LOOP(relu_f64, double, F_RELU)
-UNARY_LOOP(relu_i64, int64_t, F_RELU)
+PYGPU_UNARY_OPS(UNARY_ROW)
 
+#define UNARY_ENTRY(OP, name) [PYGPU_##OP] = BY_DTYPE(name##_),
 static const inner_loop unary_loops[PYGPU_NUNOPS][PYGPU_NDTYPES] = {
-    [PYGPU_NEG] = BY_DTYPE(neg_), [PYGPU_RELU] = BY_DTYPE(relu_),
+    PYGPU_UNARY_OPS(UNARY_ENTRY)
 };
 
 void pygpu_cpu_unary(int op, int dtype, void *out, const void *a,
@@ -333,8 +323,7 @@ void pygpu_cpu_relu_contig(int dtype, void *out, const void *in, int64_t n)
 #define TO_F32(x) ((float)(x))
 #define TO_F64(x) ((double)(x))
 #define H_TO_F64(x) ((double)pygpu_half_to_float(x))
-#define F_TO_I64(x) f64_to_i64((double)(x))
-#define H_TO_I64(x) f64_to_i64((double)pygpu_half_to_float(x))
+#define H_TO_I64(x) pygpu_f32_to_i64(pygpu_half_to_float(x))
 
 /* copy_<to>_<from> */
 COPY_LOOP(copy_f32_f32, float, float, AS_IS)
@@ -349,9 +338,9 @@ COPY_LOOP(copy_f64_f32, double, float, TO_F64)
 COPY_LOOP(copy_f64_f16, double, uint16_t, H_TO_F64)
 COPY_LOOP(copy_f64_f64, double, double, AS_IS)
 COPY_LOOP(copy_f64_i64, double, int64_t, TO_F64)
-COPY_LOOP(copy_i64_f32, int64_t, float, F_TO_I64)
+COPY_LOOP(copy_i64_f32, int64_t, float, pygpu_f32_to_i64)
 COPY_LOOP(copy_i64_f16, int64_t, uint16_t, H_TO_I64)
-COPY_LOOP(copy_i64_f64, int64_t, double, f64_to_i64)
+COPY_LOOP(copy_i64_f64, int64_t, double, pygpu_f64_to_i64)
 COPY_LOOP(copy_i64_i64, int64_t, int64_t, AS_IS)
 
 /* Indexed [out dtype][in dtype]. */

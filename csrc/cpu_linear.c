@@ -11,7 +11,7 @@
 /* Adds the bias row to every row of out, then applies relu if asked; the
  * relu test is hoisted out of the loops so each loop body is branch-free.
  * float16 adds in float and rounds once. */
-#define BIAS_ACT_LOOP(NAME, T, CT, LD, ST, ADD)                              \
+#define BIAS_ACT_LOOP(NAME, T, CT, LD, ST, ADD, RELU)                        \
     static void NAME(T *out, const T *bias, int64_t rows, int64_t cols,      \
                      int relu)                                               \
     {                                                                        \
@@ -20,7 +20,7 @@
             if (relu) {                                                      \
                 for (int64_t j = 0; j < cols; j++) {                         \
                     CT v = ADD(LD(o[j]), LD(bias[j]));                       \
-                    o[j] = ST(F_RELU(v));                                    \
+                    o[j] = ST(RELU(v));                                       \
                 }                                                            \
             } else {                                                         \
                 for (int64_t j = 0; j < cols; j++) {                         \
@@ -30,11 +30,14 @@
         }                                                                    \
     }
 
-BIAS_ACT_LOOP(bias_act_f32, float, float, AS_IS, AS_IS, F_ADD)
+BIAS_ACT_LOOP(bias_act_f32, float, float, AS_IS, AS_IS, pygpu_add_f,
+              pygpu_relu_f)
 BIAS_ACT_LOOP(bias_act_f16, uint16_t, float, pygpu_half_to_float,
-              pygpu_float_to_half, F_ADD)
-BIAS_ACT_LOOP(bias_act_f64, double, double, AS_IS, AS_IS, F_ADD)
-BIAS_ACT_LOOP(bias_act_i64, int64_t, int64_t, AS_IS, AS_IS, i64_add)
+              pygpu_float_to_half, pygpu_add_f, pygpu_relu_f)
+BIAS_ACT_LOOP(bias_act_f64, double, double, AS_IS, AS_IS, pygpu_add_d,
+              pygpu_relu_d)
+BIAS_ACT_LOOP(bias_act_i64, int64_t, int64_t, AS_IS, AS_IS, pygpu_add_i,
+              pygpu_relu_i)
 
 void pygpu_cpu_bias_act(int dtype, void *out, const void *bias,
                         int64_t rows, int64_t cols, int relu)

@@ -2,14 +2,9 @@
  * argument checking (devices, dtypes, shapes, in torch's words),
  * broadcasting, type promotion, output allocation, then dispatch to the
  * CPU loops or the CUDA kernels. */
-#include "pygpu.h"
+#include "dispatch.h"
 
 #include <string.h>
-
-static const char *const binop_names[] = {"add", "sub", "mul", "div"};
-
-/* CPU loops over many elements run without the GIL. */
-#define CPU_NOGIL_THRESHOLD (1 << 16)
 
 int
 pygpu_check_same_device(const TensorObject *a, const TensorObject *b)
@@ -98,51 +93,14 @@ pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
 
 /* ------------------------------------------------------------ dispatch */
 
-#ifdef PYGPU_WITH_CUDA
-#define CUDA_RUN(dev, what, launch)                                          \
-    do {                                                                     \
-        int prev_ = pygpu_cuda_device_guard((dev).index);                    \
-        if (prev_ < 0) {                                                     \
-            return -1;                                                       \
-        }                                                                    \
-        cudaStream_t stream = pygpu_cuda_current_stream((dev).index);        \
-        int rc_;                                                             \
-        PYGPU_CUDA_LAUNCH(rc_, (dev).index, what, launch);                   \
-        pygpu_cuda_device_restore((dev).index, prev_);                       \
-        return rc_;                                                          \
-    } while (0)
-#else
-#define CUDA_RUN(dev, what, launch)                                          \
-    do {                                                                     \
-        (void)(what);                                                        \
-        return pygpu_raise_no_cuda();                                        \
-    } while (0)
-#endif
-
-/* Run a CPU loop, without the GIL when it is long. */
-#define CPU_RUN(numel, call)                                                 \
-    do {                                                                     \
-        if ((numel) >= CPU_NOGIL_THRESHOLD) {                                \
-            Py_BEGIN_ALLOW_THREADS call;                                     \
-            Py_END_ALLOW_THREADS                                             \
-        }                                                                    \
-        else {                                                               \
-            call;                                                            \
-        }                                                                    \
-        return 0;                                                            \
-    } while (0)
-
 static int
 run_binary(int op, TensorObject *out, TensorObject *a, TensorObject *b,
            const pygpu_geom *g, int64_t numel)
 {
-    if (out->device.type == PYGPU_CPU) {
-        CPU_RUN(numel, pygpu_cpu_binary(op, out->dtype, out->data, a->data,
-                                        b->data, g));
-    }
-    CUDA_RUN(out->device, binop_names[op],
-             pygpu_cuda_binary(op, out->dtype, out->data, a->data, b->data,
-                               g, stream));
+    pygpu_kargs k = {.op = op, .out = out->data, .in = {a->data, b->data},
+                     .g = g, .numel = numel};
+    return pygpu_dispatch(PYGPU_K_BINARY, out->device, out->dtype, &k,
+                          pygpu_binop_names[op]);
 }
 
 static int
@@ -150,39 +108,20 @@ run_binary_scalar(int op, TensorObject *out, TensorObject *a,
                   pygpu_scalar_value s, int scalar_first, const pygpu_geom *g,
                   int64_t numel)
 {
-    if (out->device.type == PYGPU_CPU) {
-        CPU_RUN(numel, pygpu_cpu_binary_scalar(op, out->dtype, out->data,
-                                               a->data, s, scalar_first, g));
-    }
-    CUDA_RUN(out->device, binop_names[op],
-             pygpu_cuda_binary_scalar(op, out->dtype, out->data, a->data, s,
-                                      scalar_first, g, stream));
+    pygpu_kargs k = {.op = op, .out = out->data, .in = {a->data}, .g = g,
+                     .s = s, .flag = scalar_first, .numel = numel};
+    return pygpu_dispatch(PYGPU_K_BINARY_SCALAR, out->device, out->dtype, &k,
+                          pygpu_binop_names[op]);
 }
 
 static int
 run_unary(int op, TensorObject *out, TensorObject *a, const pygpu_geom *g,
           int64_t numel)
 {
-    const char *what = op == PYGPU_RELU ? "relu" : "neg";
-    int contiguous = g->ndim <= 1 && (g->ndim == 0 ||
-                                      (g->stride[0][0] == 1 &&
-                                       g->stride[1][0] == 1));
-    if (out->device.type == PYGPU_CPU) {
-        if (op == PYGPU_RELU && contiguous) {
-            CPU_RUN(numel, pygpu_cpu_relu_contig(out->dtype, out->data,
-                                                 a->data, numel));
-        }
-        CPU_RUN(numel, pygpu_cpu_unary(op, out->dtype, out->data, a->data,
-                                       g));
-    }
-    if (op == PYGPU_RELU && contiguous) {
-        CUDA_RUN(out->device, what,
-                 pygpu_cuda_relu_contig(out->dtype, out->data, a->data,
-                                        numel, stream));
-    }
-    CUDA_RUN(out->device, what,
-             pygpu_cuda_unary(op, out->dtype, out->data, a->data, g,
-                              stream));
+    pygpu_kargs k = {.op = op, .out = out->data, .in = {a->data}, .g = g,
+                     .numel = numel};
+    return pygpu_dispatch(PYGPU_K_UNARY, out->device, out->dtype, &k,
+                          pygpu_unop_names[op]);
 }
 
 int
@@ -194,28 +133,21 @@ pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src)
         return 0;
     }
     pygpu_make_geom(&g, dst->ndim, dst->shape, dst, src, NULL);
-    if (dst->device.type == PYGPU_CPU) {
-        CPU_RUN(numel, pygpu_cpu_copy(dst->dtype, dst->data, src->dtype,
-                                      src->data, &g));
-    }
-    CUDA_RUN(dst->device, "copy",
-             pygpu_cuda_copy(dst->dtype, dst->data, src->dtype, src->data,
-                             &g, stream));
+    pygpu_kargs k = {.in_dtype = src->dtype, .out = dst->data,
+                     .in = {src->data}, .g = &g, .numel = numel};
+    return pygpu_dispatch(PYGPU_K_COPY, dst->device, dst->dtype, &k, "copy");
 }
 
 int
 pygpu_op_fill(TensorObject *t, double value)
 {
     int64_t n = pygpu_numel(t->ndim, t->shape);
-    pygpu_scalar_value v = {value, (int64_t)value};
     if (n == 0) {
         return 0;
     }
-    if (t->device.type == PYGPU_CPU) {
-        CPU_RUN(n, pygpu_cpu_fill(t->dtype, t->data, v, n));
-    }
-    CUDA_RUN(t->device, "fill", pygpu_cuda_fill(t->dtype, t->data, v, n,
-                                               stream));
+    pygpu_kargs k = {.out = t->data, .s = {value, (int64_t)value},
+                     .numel = n};
+    return pygpu_dispatch(PYGPU_K_FILL, t->device, t->dtype, &k, "fill");
 }
 
 /* ----------------------------------------------------- type promotion */

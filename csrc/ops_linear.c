@@ -2,7 +2,7 @@
  * leading dims, and its fused form with relu: one cuBLASLt call with the
  * BIAS / RELU_BIAS epilogue on CUDA, NumPy's matmul then one bias+relu
  * pass on the CPU. */
-#include "pygpu.h"
+#include "dispatch.h"
 #include "autocast.h"
 #include "blas.h"
 
@@ -96,45 +96,10 @@ pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
             goto fail;
         }
     }
-    if (x->device.type == PYGPU_CPU) {
-        PyObject *wt = pygpu_t_get_T((PyObject *)w, NULL);
-        int64_t o2[2] = {rows, out_f}, os2[2] = {out_f, 1};
-        TensorObject *out2 = pygpu_tensor_view(out, 2, o2, os2, 0);
-        int rc = (wt && out2) ? pygpu_cpu_matmul(out2, x2, (TensorObject *)wt) : -1;
-        Py_XDECREF(wt);
-        Py_XDECREF(out2);
-        if (rc < 0) {
-            goto fail;
-        }
-        Py_BEGIN_ALLOW_THREADS
-        if (bc != NULL) {
-            pygpu_cpu_bias_act(out->dtype, out->data, bc->data, rows, out_f,
-                               relu);
-        }
-        else if (relu) {
-            pygpu_cpu_relu_contig(out->dtype, out->data, out->data,
-                                  rows * out_f);
-        }
-        Py_END_ALLOW_THREADS
-    }
-    else {
-#ifdef PYGPU_WITH_CUDA
-        pygpu_mat mx, mw;
-        TensorObject *ux = pygpu_blas_operand(x2, 0, NULL, &mx);
-        TensorObject *uw = ux ? pygpu_blas_operand(w, 0, NULL, &mw) : NULL;
-        int rc = uw ? pygpu_cuda_linear(out->dtype, out->device.index,
-                                        out->data, &mx, &mw,
-                                        bc ? bc->data : NULL, relu)
-                    : -1;
-        Py_XDECREF(ux);
-        Py_XDECREF(uw);
-        if (rc < 0) {
-            goto fail;
-        }
-#else
-        pygpu_raise_no_cuda();
+    pygpu_kargs k = {.t = {out, x2, w, bc}, .flag = relu};
+    if (pygpu_dispatch(PYGPU_K_LINEAR, x->device, x->dtype, &k, "linear") <
+        0) {
         goto fail;
-#endif
     }
     result = (PyObject *)out;
     out = NULL;

@@ -2,7 +2,7 @@
  * operands), mm and bmm: shape/device/dtype checks in torch's
  * words, then NumPy's matmul on the CPU or cuBLAS on CUDA.  linear is in
  * ops_linear.c. */
-#include "pygpu.h"
+#include "dispatch.h"
 #include "autocast.h"
 #include "blas.h"
 
@@ -185,27 +185,6 @@ pygpu_blas_operand(TensorObject *t, int nb, const int64_t *bshape,
     return use;
 }
 
-static int
-cuda_matmul(TensorObject *out, TensorObject *a, TensorObject *b, int nb,
-            const int64_t *bshape, int64_t batch)
-{
-#ifdef PYGPU_WITH_CUDA
-    pygpu_mat ma, mb;
-    TensorObject *ua = pygpu_blas_operand(a, nb, bshape, &ma);
-    TensorObject *ub = ua ? pygpu_blas_operand(b, nb, bshape, &mb) : NULL;
-    int rc = -1;
-    if (ub != NULL) {
-        rc = pygpu_cuda_matmul(out->dtype, out->device.index, out->data, &ma,
-                               &mb, batch);
-    }
-    Py_XDECREF(ua);
-    Py_XDECREF(ub);
-    return rc;
-#else
-    return pygpu_raise_no_cuda();
-#endif
-}
-
 /* ------------------------------------------------------------- matmul */
 
 static PyObject *
@@ -318,15 +297,12 @@ pygpu_op_matmul(PyObject *ao, PyObject *bo)
         goto fail;
     }
     if (pygpu_numel(on, oshape) > 0) {
-        int rc;
-        if (a->device.type == PYGPU_CPU) {
-            /* NumPy's matmul has the same semantics on the originals. */
-            rc = pygpu_cpu_matmul(out, a, b);
-        }
-        else {
-            rc = cuda_matmul(out, a2, b2, nb, bshape, batch);
-        }
-        if (rc < 0) {
+        /* The originals and their batched matrices: the CPU row runs
+         * NumPy's matmul, of torch's semantics, on the originals. */
+        pygpu_kargs k = {.t = {out, a, b, a2, b2},
+                         .mm = {nb, bshape, batch}};
+        if (pygpu_dispatch(PYGPU_K_MATMUL, a->device, a->dtype, &k,
+                           "matmul") < 0) {
             goto fail;
         }
     }

@@ -3,7 +3,7 @@
  * n numbers takes ceil(n / 4) counters from its device's stream, so the
  * same seed gives the same numbers on the same device; the CPU and CUDA
  * generators make the same uniform numbers for the same (seed, offset). */
-#include "pygpu.h"
+#include "dispatch.h"
 
 #include <pthread.h>
 
@@ -62,26 +62,10 @@ pygpu_op_random(TensorObject *t, int normal)
     if (take(t->device, n, &st) < 0) {
         return -1;
     }
-    if (t->device.type == PYGPU_CPU) {
-        Py_BEGIN_ALLOW_THREADS
-        pygpu_cpu_random(t->dtype, t->data, n, normal, st);
-        Py_END_ALLOW_THREADS
-        return 0;
-    }
-#ifdef PYGPU_WITH_CUDA
-    int prev = pygpu_cuda_device_guard(t->device.index), rc;
-    if (prev < 0) {
-        return -1;
-    }
-    PYGPU_CUDA_LAUNCH(rc, t->device.index, normal ? "randn" : "rand",
-                      pygpu_cuda_random(t->dtype, t->data, n, normal, st,
-                                        pygpu_cuda_current_stream(
-                                            t->device.index)));
-    pygpu_cuda_device_restore(t->device.index, prev);
-    return rc;
-#else
-    return pygpu_raise_no_cuda();
-#endif
+    pygpu_kargs k = {.out = t->data, .flag = normal, .numel = n,
+                     .philox = st};
+    return pygpu_dispatch(PYGPU_K_RANDOM, t->device, t->dtype, &k,
+                          normal ? "randn" : "rand");
 }
 
 /* Seed slots [first, last) and restart their streams. */

@@ -1,6 +1,6 @@
 /* ops_reduce.c - sum, mean and max over all elements or over dims, with
  * keepdim; max over a dim also gives the indices, as torch.max does. */
-#include "pygpu.h"
+#include "dispatch.h"
 
 #include <string.h>
 
@@ -12,43 +12,12 @@ static int
 run_reduce(int op, TensorObject *out, TensorObject *indices, TensorObject *in,
            int64_t outer, int64_t n, int64_t inner)
 {
-    int64_t *idx = indices ? (int64_t *)indices->data : NULL;
-    if (in->device.type == PYGPU_CPU) {
-        Py_BEGIN_ALLOW_THREADS
-        pygpu_cpu_reduce(op, in->dtype, out->data, idx, in->data, outer, n,
-                         inner);
-        Py_END_ALLOW_THREADS
-        return 0;
-    }
-#ifdef PYGPU_WITH_CUDA
-    int rc = -1, prev;
-    StorageObject *ws = NULL;
-    int dev = in->device.index;
-    size_t wsize = pygpu_cuda_reduce_workspace(op, in->dtype, outer, n, inner);
-    if (wsize > 0) {
-        ws = pygpu_storage_new(in->device, wsize);
-        if (ws == NULL) {
-            return -1;
-        }
-    }
-    prev = pygpu_cuda_device_guard(dev);
-    if (prev < 0) {
-        Py_XDECREF(ws);
-        return -1;
-    }
-    /* The workspace goes back to the cache right after the launch: later
-     * work on the same stream is ordered after this kernel. */
-    PYGPU_CUDA_LAUNCH(rc, dev, redop_names[op],
-                      pygpu_cuda_reduce(op, in->dtype, out->data, idx,
-                                        in->data, outer, n, inner,
-                                        ws ? ws->ptr : NULL,
-                                        pygpu_cuda_current_stream(dev)));
-    pygpu_cuda_device_restore(dev, prev);
-    Py_XDECREF(ws);
-    return rc;
-#else
-    return pygpu_raise_no_cuda();
-#endif
+    pygpu_kargs k = {.op = op, .out = out->data, .in = {in->data},
+                     .indices = indices ? (int64_t *)indices->data : NULL,
+                     .outer = outer, .n = n, .inner = inner,
+                     .numel = outer * n * inner};
+    return pygpu_dispatch(PYGPU_K_REDUCE, in->device, in->dtype, &k,
+                          redop_names[op]);
 }
 
 /* op over one dim (dim < 0: all elements, as a 0-d result). */

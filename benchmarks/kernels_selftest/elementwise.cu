@@ -142,15 +142,7 @@ void test_unary(void)
                         const pygpu_geom *g) {
                         return pygpu_cuda_unary(op, dt, o, a, g, g_stream);
                     },
-                    [&](double a, double) {
-                        if (op == PYGPU_RELU) {
-                            return ref_relu(a);
-                        }
-                        /* int64 0 negates to 0, not -0.0 */
-                        return dt == PYGPU_INT64
-                                   ? (double)ref_i64(PYGPU_SUB, 0, (int64_t)a)
-                                   : -a;
-                    });
+                    [&](double a, double) { return ref_unary(op, dt, a); });
             }
             report(c);
         }

@@ -57,12 +57,16 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/rules.h"
 
 inline constexpr const char *const DTYPE_NAME[] = {"float32", "float16",
                                                    "float64", "int64"};
 inline constexpr size_t DTYPE_SIZE[] = {4, 2, 8, 8};
-inline constexpr const char *const BINOP_NAME[] = {"add", "sub", "mul", "div"};
-inline constexpr const char *const UNOP_NAME[] = {"neg", "relu"};
+#define SELFTEST_OP_NAME(OP, name) #name,
+inline constexpr const char *const BINOP_NAME[] = {
+    PYGPU_BINARY_OPS(SELFTEST_OP_NAME)};
+inline constexpr const char *const UNOP_NAME[] = {
+    PYGPU_UNARY_OPS(SELFTEST_OP_NAME)};
 inline constexpr const char *const REDOP_NAME[] = {"sum", "mean", "max"};
 
 /* Defined in harness.cu. */
@@ -150,28 +154,25 @@ inline int64_t rng_int(int64_t lo, int64_t hi)
     return lo + (int64_t)rng_below((uint64_t)(hi - lo + 1));
 }
 
-/* Floating to int64 as csrc/cpu_elementwise.c (f64_to_i64) and the kernels
- * (f2i64 in common.cuh) do it: truncation toward zero inside [-2^63, 2^63),
+/* Floating to int64 by the rule the CPU loops and the kernels share
+ * (kernels/rules.h): truncation toward zero inside [-2^63, 2^63),
  * INT64_MIN for NaN, the infinities and everything beyond. */
 inline int64_t host_f2i64(double x)
 {
-    return (x >= -0x1p63 && x < 0x1p63) ? (int64_t)x : INT64_MIN;
+    return pygpu_f64_to_i64(x);
 }
 
-/* int64 arithmetic as the CPU loops and the kernels do it: through uint64,
- * which wraps; x / 0 is 0 and x / -1 the wrapped negation. */
+/* int64 arithmetic by the shared rules: wraps; x / 0 is 0 and x / -1 the
+ * wrapped negation. */
 inline int64_t ref_i64(int op, int64_t x, int64_t y)
 {
-    uint64_t a = (uint64_t)x, b = (uint64_t)y;
     switch (op) {
-    case PYGPU_ADD:
-        return (int64_t)(a + b);
-    case PYGPU_SUB:
-        return (int64_t)(a - b);
-    case PYGPU_MUL:
-        return (int64_t)(a * b);
+#define SELFTEST_I64_CASE(OP, name)                                          \
+    case PYGPU_##OP:                                                         \
+        return pygpu_##name##_i(x, y);
+        PYGPU_BINARY_OPS(SELFTEST_I64_CASE)
     default:
-        return y == 0 ? 0 : y == -1 ? (int64_t)(0 - a) : x / y;
+        return 0;
     }
 }
 
@@ -200,11 +201,26 @@ inline bool same(double got, double want)
     return got == want && !signbit(got) == !signbit(want);
 }
 
-/* relu as the CPU loops have it: x < 0 ? 0 : x, so NaN stays NaN and -0.0
- * stays -0.0. */
+/* relu by the shared rule: NaN stays NaN and -0.0 stays -0.0. */
 inline double ref_relu(double x)
 {
-    return x < 0 ? 0.0 : x;
+    return pygpu_relu_d(x);
+}
+
+/* Unary op `op` on x of dtype dt by the shared rules: int64 by its own
+ * rule (so int64 0 negates to 0, not -0.0), the floating types in double
+ * (exact for these ops, so the same as in float once rounded). */
+inline double ref_unary(int op, int dt, double x)
+{
+    switch (op) {
+#define SELFTEST_UNARY_CASE(OP, name)                                        \
+    case PYGPU_##OP:                                                         \
+        return dt == PYGPU_INT64 ? (double)pygpu_##name##_i((int64_t)x)      \
+                                 : pygpu_##name##_d(x);
+        PYGPU_UNARY_OPS(SELFTEST_UNARY_CASE)
+    default:
+        return NAN;
+    }
 }
 
 /* A host array of one dtype, read and written as doubles (int64 values in

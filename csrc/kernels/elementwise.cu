@@ -11,46 +11,9 @@
 
 // ------------------------------------------------------------------ ops
 
-/* int64 goes through uint64, whose arithmetic wraps by definition, as the
- * CPU loops do; x / 0 is 0 and x / -1 is the wrapped negation. */
-template <int OP>
-__device__ __forceinline__ int64_t binop_i64(int64_t a, int64_t b)
-{
-    uint64_t x = (uint64_t)a, y = (uint64_t)b;
-    if constexpr (OP == PYGPU_ADD) {
-        return (int64_t)(x + y);
-    } else if constexpr (OP == PYGPU_SUB) {
-        return (int64_t)(x - y);
-    } else if constexpr (OP == PYGPU_MUL) {
-        return (int64_t)(x * y);
-    } else {
-        return b == 0 ? 0 : b == -1 ? (int64_t)(0 - x) : a / b;
-    }
-}
-
-/* -x; int64 wraps (-INT64_MIN is INT64_MIN), floats flip the sign bit. */
-template <typename A> __device__ __forceinline__ A negate(A x)
-{
-    if constexpr (std::is_same<A, int64_t>::value) {
-        return (int64_t)(0 - (uint64_t)x);
-    } else {
-        return -x;
-    }
-}
-
 template <int OP, typename A> __device__ __forceinline__ A binop(A a, A b)
 {
-    if constexpr (std::is_same<A, int64_t>::value) {
-        return binop_i64<OP>(a, b);
-    } else if constexpr (OP == PYGPU_ADD) {
-        return a + b;
-    } else if constexpr (OP == PYGPU_SUB) {
-        return a - b;
-    } else if constexpr (OP == PYGPU_MUL) {
-        return a * b;
-    } else {
-        return a / b;
-    }
+    return binary_rule<OP>::apply(a, b);
 }
 
 template <typename T, int OP> struct BinaryFn {
@@ -82,7 +45,7 @@ template <typename T, int OP> struct UnaryFn {
     __device__ void operator()(int64_t o, int64_t ia, int64_t) const
     {
         acc_t<T> x = convert<acc_t<T>>(a[ia]);
-        out[o] = convert<T>(OP == PYGPU_NEG ? negate(x) : relu(x));
+        out[o] = convert<T>(unary_rule<OP>::apply(x));
     }
 };
 

@@ -29,21 +29,20 @@ enum pygpu_scalar {
     PYGPU_NDTYPES = 4
 };
 
+/* The elementwise ops, one row each: X(ENUM, name).  The enum value is
+ * PYGPU_<ENUM>; the scalar rules pygpu_<name>_f/_d/_i are in rules.h; the
+ * CPU loops, the CUDA functors and the names in messages are generated
+ * from these rows (see "Adding an op" in docs/architecture.md). */
+#define PYGPU_BINARY_OPS(X) X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div)
+#define PYGPU_UNARY_OPS(X) X(NEG, neg) X(RELU, relu)
+
+#define PYGPU_OP_ENUM_ROW(OP, name) PYGPU_##OP,
+
 /* Binary elementwise operators. */
-enum pygpu_binop {
-    PYGPU_ADD = 0,
-    PYGPU_SUB = 1,
-    PYGPU_MUL = 2,
-    PYGPU_DIV = 3,
-    PYGPU_NBINOPS = 4
-};
+enum pygpu_binop { PYGPU_BINARY_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NBINOPS };
 
 /* Unary elementwise operators. */
-enum pygpu_unop {
-    PYGPU_NEG = 0,
-    PYGPU_RELU = 1,
-    PYGPU_NUNOPS = 2
-};
+enum pygpu_unop { PYGPU_UNARY_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NUNOPS };
 
 /* Reductions. */
 enum pygpu_redop {

@@ -1,0 +1,129 @@
+/* cpu_dispatch.c - the CPU rows of the dispatch table: each row hands the
+ * prepared arguments to a CPU loop (cpu_elementwise.c, cpu_reduce.c,
+ * cpu_random.c, cpu_linear.c) or, for products, to NumPy's matmul. */
+#include "dispatch.h"
+
+/* Loops over this many elements or more run without the GIL. */
+#define CPU_NOGIL_THRESHOLD (1 << 16)
+
+static int
+binary(pygpu_kargs *k)
+{
+    pygpu_cpu_binary(k->op, k->dtype, k->out, k->in[0], k->in[1], k->g);
+    return 0;
+}
+
+static int
+binary_scalar(pygpu_kargs *k)
+{
+    pygpu_cpu_binary_scalar(k->op, k->dtype, k->out, k->in[0], k->s,
+                            k->flag, k->g);
+    return 0;
+}
+
+static int
+unary(pygpu_kargs *k)
+{
+    pygpu_cpu_unary(k->op, k->dtype, k->out, k->in[0], k->g);
+    return 0;
+}
+
+static int
+copy(pygpu_kargs *k)
+{
+    pygpu_cpu_copy(k->dtype, k->out, k->in_dtype, k->in[0], k->g);
+    return 0;
+}
+
+static int
+fill(pygpu_kargs *k)
+{
+    pygpu_cpu_fill(k->dtype, k->out, k->s, k->numel);
+    return 0;
+}
+
+static int
+reduce(pygpu_kargs *k)
+{
+    pygpu_cpu_reduce(k->op, k->dtype, k->out, k->indices, k->in[0],
+                     k->outer, k->n, k->inner);
+    return 0;
+}
+
+static int
+random_numbers(pygpu_kargs *k)
+{
+    pygpu_cpu_random(k->dtype, k->out, k->numel, k->flag, k->philox);
+    return 0;
+}
+
+static int
+matmul(pygpu_kargs *k)
+{
+    return pygpu_cpu_matmul(k->t[0], k->t[1], k->t[2]);
+}
+
+/* out = x @ w.T by NumPy into out seen as rows x out_f, then one pass of
+ * bias and relu. */
+static int
+linear(pygpu_kargs *k)
+{
+    TensorObject *out = k->t[0], *x2 = k->t[1], *bias = k->t[3];
+    int64_t rows = x2->shape[0], out_f = k->t[2]->shape[0];
+    int64_t o2[2] = {rows, out_f}, os2[2] = {out_f, 1};
+    PyObject *wt = pygpu_t_get_T((PyObject *)k->t[2], NULL);
+    TensorObject *out2 = pygpu_tensor_view(out, 2, o2, os2, 0);
+    int rc = (wt && out2) ? pygpu_cpu_matmul(out2, x2, (TensorObject *)wt)
+                          : -1;
+    Py_XDECREF(wt);
+    Py_XDECREF(out2);
+    if (rc < 0) {
+        return -1;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (bias != NULL) {
+        pygpu_cpu_bias_act(out->dtype, out->data, bias->data, rows, out_f,
+                           k->flag);
+    }
+    else if (k->flag) {
+        pygpu_cpu_relu_contig(out->dtype, out->data, out->data,
+                              rows * out_f);
+    }
+    Py_END_ALLOW_THREADS
+    return 0;
+}
+
+static int
+run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
+{
+    (void)what;
+    if (kind >= PYGPU_K_FIRST_CALL) {
+        return fn(k);
+    }
+    if (k->numel >= CPU_NOGIL_THRESHOLD) {
+        Py_BEGIN_ALLOW_THREADS
+        fn(k);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        fn(k);
+    }
+    return 0;
+}
+
+#define ALL_DTYPES(fn) {fn, fn, fn, fn}
+
+const pygpu_backend pygpu_cpu_backend = {
+    .run = run,
+    .rows = {
+        [PYGPU_K_BINARY] = ALL_DTYPES(binary),
+        [PYGPU_K_BINARY_SCALAR] = ALL_DTYPES(binary_scalar),
+        [PYGPU_K_UNARY] = ALL_DTYPES(unary),
+        [PYGPU_K_COPY] = ALL_DTYPES(copy),
+        [PYGPU_K_FILL] = ALL_DTYPES(fill),
+        [PYGPU_K_REDUCE] = ALL_DTYPES(reduce),
+        [PYGPU_K_RANDOM] = ALL_DTYPES(random_numbers),
+        [PYGPU_K_MATMUL] = ALL_DTYPES(matmul),
+        [PYGPU_K_LINEAR] = ALL_DTYPES(linear),
+    },
+};

@@ -1,0 +1,152 @@
+/* cuda_dispatch.c - the CUDA rows of the dispatch table (a CUDA build
+ * only): each launch row calls a launcher of kernels/kernels.h on the
+ * stream the runner chose; products go through cuBLAS / cuBLASLt. */
+#include "dispatch.h"
+#include "blas.h"
+
+static int
+binary(pygpu_kargs *k)
+{
+    return pygpu_cuda_binary(k->op, k->dtype, k->out, k->in[0], k->in[1],
+                             k->g, k->stream);
+}
+
+static int
+binary_scalar(pygpu_kargs *k)
+{
+    return pygpu_cuda_binary_scalar(k->op, k->dtype, k->out, k->in[0], k->s,
+                                    k->flag, k->g, k->stream);
+}
+
+/* Contiguous relu takes the 128-bit kernel. */
+static int
+unary(pygpu_kargs *k)
+{
+    const pygpu_geom *g = k->g;
+    int contiguous = g->ndim == 0 || (g->ndim == 1 && g->stride[0][0] == 1 &&
+                                      g->stride[1][0] == 1);
+    if (k->op == PYGPU_RELU && contiguous) {
+        return pygpu_cuda_relu_contig(k->dtype, k->out, k->in[0], k->numel,
+                                      k->stream);
+    }
+    return pygpu_cuda_unary(k->op, k->dtype, k->out, k->in[0], g, k->stream);
+}
+
+static int
+copy(pygpu_kargs *k)
+{
+    return pygpu_cuda_copy(k->dtype, k->out, k->in_dtype, k->in[0], k->g,
+                           k->stream);
+}
+
+static int
+fill(pygpu_kargs *k)
+{
+    return pygpu_cuda_fill(k->dtype, k->out, k->s, k->numel, k->stream);
+}
+
+static int
+reduce(pygpu_kargs *k)
+{
+    return pygpu_cuda_reduce(k->op, k->dtype, k->out, k->indices, k->in[0],
+                             k->outer, k->n, k->inner, k->workspace,
+                             k->stream);
+}
+
+static int
+random_numbers(pygpu_kargs *k)
+{
+    return pygpu_cuda_random(k->dtype, k->out, k->numel, k->flag, k->philox,
+                             k->stream);
+}
+
+static int
+matmul(pygpu_kargs *k)
+{
+    pygpu_mat ma, mb;
+    TensorObject *out = k->t[0];
+    TensorObject *ua = pygpu_blas_operand(k->t[3], k->mm.nb, k->mm.bshape,
+                                          &ma);
+    TensorObject *ub = ua ? pygpu_blas_operand(k->t[4], k->mm.nb,
+                                               k->mm.bshape, &mb)
+                          : NULL;
+    int rc = -1;
+    if (ub != NULL) {
+        rc = pygpu_cuda_matmul(out->dtype, out->device.index, out->data, &ma,
+                               &mb, k->mm.batch);
+    }
+    Py_XDECREF(ua);
+    Py_XDECREF(ub);
+    return rc;
+}
+
+static int
+linear(pygpu_kargs *k)
+{
+    pygpu_mat mx, mw;
+    TensorObject *out = k->t[0], *bias = k->t[3];
+    TensorObject *ux = pygpu_blas_operand(k->t[1], 0, NULL, &mx);
+    TensorObject *uw = ux ? pygpu_blas_operand(k->t[2], 0, NULL, &mw) : NULL;
+    int rc = -1;
+    if (uw != NULL) {
+        rc = pygpu_cuda_linear(out->dtype, out->device.index, out->data, &mx,
+                               &mw, bias ? bias->data : NULL, k->flag);
+    }
+    Py_XDECREF(ux);
+    Py_XDECREF(uw);
+    return rc;
+}
+
+/* Launch rows run with their device current (restored afterwards), on its
+ * current stream, launched once more when the launch ran out of memory the
+ * cache can give back, and checked.  A reduction's workspace is taken from
+ * the caching allocator first and returned right after the launch: later
+ * work on the same stream is ordered after the kernel. */
+static int
+run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
+{
+    StorageObject *ws = NULL;
+    int rc, prev;
+    if (kind >= PYGPU_K_FIRST_CALL) {
+        return fn(k);
+    }
+    if (kind == PYGPU_K_REDUCE) {
+        size_t wsize = pygpu_cuda_reduce_workspace(k->op, k->dtype, k->outer,
+                                                   k->n, k->inner);
+        if (wsize > 0) {
+            pygpu_device dev = {PYGPU_CUDA, k->device};
+            ws = pygpu_storage_new(dev, wsize);
+            if (ws == NULL) {
+                return -1;
+            }
+            k->workspace = ws->ptr;
+        }
+    }
+    prev = pygpu_cuda_device_guard(k->device);
+    if (prev < 0) {
+        Py_XDECREF(ws);
+        return -1;
+    }
+    k->stream = pygpu_cuda_current_stream(k->device);
+    PYGPU_CUDA_LAUNCH(rc, k->device, what, fn(k));
+    pygpu_cuda_device_restore(k->device, prev);
+    Py_XDECREF(ws);
+    return rc;
+}
+
+#define ALL_DTYPES(fn) {fn, fn, fn, fn}
+
+const pygpu_backend pygpu_cuda_backend = {
+    .run = run,
+    .rows = {
+        [PYGPU_K_BINARY] = ALL_DTYPES(binary),
+        [PYGPU_K_BINARY_SCALAR] = ALL_DTYPES(binary_scalar),
+        [PYGPU_K_UNARY] = ALL_DTYPES(unary),
+        [PYGPU_K_COPY] = ALL_DTYPES(copy),
+        [PYGPU_K_FILL] = ALL_DTYPES(fill),
+        [PYGPU_K_REDUCE] = ALL_DTYPES(reduce),
+        [PYGPU_K_RANDOM] = ALL_DTYPES(random_numbers),
+        [PYGPU_K_MATMUL] = ALL_DTYPES(matmul),
+        [PYGPU_K_LINEAR] = ALL_DTYPES(linear),
+    },
+};
