@@ -9,6 +9,7 @@
 #define PYGPU_IMPORT_ARRAY
 #include "pygpu.h"
 #include "autocast.h"
+#include "op_list.h"
 
 static pygpu_module_state the_state;
 pygpu_module_state *pygpu_state = NULL;
@@ -81,6 +82,36 @@ add_exception(PyObject *m, const char *name, const char *doc, PyObject **out)
     return PyModule_AddObjectRef(m, name, *out);
 }
 
+/* pygpu._C._unary_ops: the names of op_list.h, which the package
+ * re-exports. */
+#define UNARY_NAME(OP, name, doc) #name,
+static const char *const unary_names[] = {PYGPU_PY_UNARY_OPS(UNARY_NAME)
+                                          NULL};
+
+static int
+add_unary_ops(PyObject *m)
+{
+    Py_ssize_t n = 0;
+    while (unary_names[n] != NULL) {
+        n++;
+    }
+    PyObject *names = PyTuple_New(n);
+    if (names == NULL) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PyUnicode_FromString(unary_names[i]);
+        if (s == NULL) {
+            Py_DECREF(names);
+            return -1;
+        }
+        PyTuple_SET_ITEM(names, i, s);
+    }
+    int rc = PyModule_AddObjectRef(m, "_unary_ops", names);
+    Py_DECREF(names);
+    return rc;
+}
+
 static int
 pygpu_exec(PyObject *m)
 {
@@ -119,7 +150,8 @@ pygpu_exec(PyObject *m)
         goto fail;
     }
     if (PyModule_AddStringConstant(m, "__version__", PYGPU_VERSION) < 0 ||
-        PyModule_AddIntConstant(m, "_max_dims", PYGPU_MAX_DIMS) < 0) {
+        PyModule_AddIntConstant(m, "_max_dims", PYGPU_MAX_DIMS) < 0 ||
+        add_unary_ops(m) < 0) {
         goto fail;
     }
     return 0;

@@ -1,6 +1,7 @@
 /* ops_functions.c - the module-level elementwise functions (pygpu.add,
  * sub, mul, div, relu, relu_, neg) over ops_elementwise.c. */
 #include "pygpu.h"
+#include "op_list.h"
 
 PyObject *
 pygpu_binary_call(int op, const char *name, PyObject *input,
@@ -105,6 +106,20 @@ neg_fn(PyObject *self, PyObject *arg)
     return pygpu_op_unary(PYGPU_NEG, (TensorObject *)arg, 0);
 }
 
+/* pygpu.<name>(input) for each row of op_list.h. */
+#define UNARY_FN(OP, name, doc)                                              \
+    static PyObject *name##_fn(PyObject *self, PyObject *arg)                \
+    {                                                                        \
+        if (check_tensor(arg, #name) < 0) {                                  \
+            return NULL;                                                     \
+        }                                                                    \
+        return pygpu_op_unary(PYGPU_##OP, (TensorObject *)arg, 0);           \
+    }
+PYGPU_PY_UNARY_OPS(UNARY_FN)
+
+#define UNARY_FN_ENTRY(OP, name, doc)                                        \
+    {#name, name##_fn, METH_O, #name "(input, /)\n--\n\n" doc},
+
 #define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 
 PyMethodDef pygpu_ops_functions[] = {
@@ -121,5 +136,6 @@ PyMethodDef pygpu_ops_functions[] = {
      "relu(input, inplace=False)\n--\n\nmax(input, 0); NaN stays NaN."},
     {"relu_", relu__fn, METH_O, "relu_(input, /)\n--\n\nIn-place relu."},
     {"neg", neg_fn, METH_O, "neg(input, /)\n--\n\n-input."},
+    PYGPU_PY_UNARY_OPS(UNARY_FN_ENTRY)
     {NULL},
 };

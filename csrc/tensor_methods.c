@@ -1,6 +1,7 @@
 /* tensor_methods.c - the Tensor's method and attribute tables, and the
  * small methods that are neither conversions, views nor ops. */
 #include "pygpu.h"
+#include "op_list.h"
 
 /* Defined in tensor_convert.c, tensor_views.c and the ops files. */
 #define FASTKW_DECL(name)                                                    \
@@ -235,6 +236,23 @@ t_neg_m(PyObject *op, PyObject *noargs)
     return pygpu_op_unary(PYGPU_NEG, SELF, 0);
 }
 
+/* t.<name>() and t.<name>_() for each row of op_list.h. */
+#define UNARY_METHODS(OP, name, doc)                                         \
+    static PyObject *t_##name(PyObject *op, PyObject *noargs)                \
+    {                                                                        \
+        return pygpu_op_unary(PYGPU_##OP, SELF, 0);                          \
+    }                                                                        \
+    static PyObject *t_##name##_(PyObject *op, PyObject *noargs)             \
+    {                                                                        \
+        return pygpu_op_unary(PYGPU_##OP, SELF, 1);                          \
+    }
+PYGPU_PY_UNARY_OPS(UNARY_METHODS)
+
+#define UNARY_METHOD_ENTRIES(OP, name, doc)                                  \
+    {#name, t_##name, METH_NOARGS, #name "($self, /)\n--\n\n" doc},        \
+    {#name "_", t_##name##_, METH_NOARGS,                                    \
+     #name "_($self, /)\n--\n\nIn-place " #name "."},
+
 /* add(other, *, alpha=1): alpha scales `other` as in torch. */
 static PyObject *
 binary_method(PyObject *op, int binop, int inplace, const char *name,
@@ -463,6 +481,7 @@ PyMethodDef pygpu_tensor_methods[] = {
     {"relu", t_relu, METH_NOARGS, "relu($self, /)\n--\n\n"},
     {"relu_", t_relu_, METH_NOARGS, "relu_($self, /)\n--\n\n"},
     {"neg", t_neg_m, METH_NOARGS, "neg($self, /)\n--\n\n"},
+    PYGPU_PY_UNARY_OPS(UNARY_METHOD_ENTRIES)
     {"add", FASTKW(t_add), "add($self, other, *, alpha=1)\n--\n\n"},
     {"sub", FASTKW(t_sub), "sub($self, other, *, alpha=1)\n--\n\n"},
     {"mul", FASTKW(t_mul), "mul($self, other)\n--\n\n"},

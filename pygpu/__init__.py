@@ -57,6 +57,7 @@ from ._C import (
     zeros_like,
 )
 from ._C import OutOfMemoryError, CudaError
+from . import _C
 from .version import __version__
 from . import backends, cuda, nn
 from ._precision import (get_float32_matmul_precision,
@@ -79,6 +80,10 @@ __all__ = [
     "is_tensor", "numel", "equal", "amp", "autocast", "is_autocast_enabled",
     "get_autocast_dtype", "save", "load",
 ]
+
+# The unary ops of csrc/op_list.h, each pygpu.<name>.
+globals().update((name, getattr(_C, name)) for name in _C._unary_ops)
+__all__ += _C._unary_ops
 
 
 def is_tensor(obj):
