@@ -11,6 +11,7 @@
 #ifndef PYGPU_OP_LIST_H
 #define PYGPU_OP_LIST_H
 
-#define PYGPU_PY_UNARY_OPS(X)
+#define PYGPU_PY_UNARY_OPS(X)                                                \
+    X(ABS, abs, "|input|, elementwise; -0.0 gives 0.0, NaN stays NaN.")
 
 #endif /* PYGPU_OP_LIST_H */

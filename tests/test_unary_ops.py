@@ -10,6 +10,7 @@ import pygpu
 
 # name -> NumPy reference.  One row per op of csrc/op_list.h.
 UNARY_OPS = {
+    "abs": np.abs,
 }
 
 FLOATS = [pygpu.float32, pygpu.float16, pygpu.float64]

@@ -131,6 +131,7 @@ void test_int64_wrap(void)
     const int64_t un_want[PYGPU_NUNOPS][6] = {
         {MIN, -MAX, 0, -1, 1, MAX}, /* neg: -INT64_MIN wraps to itself */
         {0, MAX, 0, 1, 0, 0},       /* relu */
+        {MIN, MAX, 0, 1, 1, MAX},   /* abs: |INT64_MIN| wraps to itself */
     };
     const HostArr hu = i64_arr(std::vector<int64_t>(un_in, un_in + 6));
     for (int op = 0; op < PYGPU_NUNOPS; op++) {

@@ -34,7 +34,7 @@ enum pygpu_scalar {
  * CPU loops, the CUDA functors and the names in messages are generated
  * from these rows (see "Adding an op" in docs/architecture.md). */
 #define PYGPU_BINARY_OPS(X) X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div)
-#define PYGPU_UNARY_OPS(X) X(NEG, neg) X(RELU, relu)
+#define PYGPU_UNARY_OPS(X) X(NEG, neg) X(RELU, relu) X(ABS, abs)
 
 #define PYGPU_OP_ENUM_ROW(OP, name) PYGPU_##OP,
 

@@ -20,6 +20,7 @@
 #ifndef PYGPU_RULES_H
 #define PYGPU_RULES_H
 
+#include <math.h>
 #include <stdint.h>
 
 #if defined(__CUDACC__)
@@ -79,6 +80,15 @@ PYGPU_RULE int64_t pygpu_neg_i(int64_t x) { return pygpu_sub_i(0, x); }
 PYGPU_RULE float pygpu_relu_f(float x) { return x < 0 ? 0.0f : x; }
 PYGPU_RULE double pygpu_relu_d(double x) { return x < 0 ? 0.0 : x; }
 PYGPU_RULE int64_t pygpu_relu_i(int64_t x) { return x < 0 ? 0 : x; }
+
+/* |x| clears the sign bit: -0.0 gives 0.0, NaN stays NaN; int64 wraps,
+ * so abs(INT64_MIN) is INT64_MIN, as in torch. */
+PYGPU_RULE float pygpu_abs_f(float x) { return fabsf(x); }
+PYGPU_RULE double pygpu_abs_d(double x) { return fabs(x); }
+PYGPU_RULE int64_t pygpu_abs_i(int64_t x)
+{
+    return x < 0 ? pygpu_neg_i(x) : x;
+}
 
 /* ---------------------------------------------------------- conversion */
 
