@@ -43,12 +43,12 @@ static int valid_dtype(int dtype)
 typedef void (*inner_loop)(char *const *p, const int64_t *s, int64_t n,
                            const void *ctx);
 
-/* Calls fn once per innermost row of g, for operands 0 .. nops-1.  The
- * outer dims advance like an odometer; positions are kept as byte offsets
- * so that no pointer ever points outside its array. */
-static void for_each_row(const pygpu_geom *g, int nops, char *const base[3],
-                         const size_t esize[3], inner_loop fn,
-                         const void *ctx)
+/* for_each_row over two dims or more: the outer dims advance like an
+ * odometer; positions are kept as byte offsets so that no pointer ever
+ * points outside its array. */
+static void for_each_row_nd(const pygpu_geom *g, int nops,
+                            char *const base[3], const size_t esize[3],
+                            inner_loop fn, const void *ctx)
 {
     char *p[3] = {base[0], base[1], base[2]};
     int64_t s[3] = {0, 0, 0};
@@ -56,10 +56,6 @@ static void for_each_row(const pygpu_geom *g, int nops, char *const base[3],
     int64_t idx[PYGPU_MAX_DIMS] = {0};
     int last = g->ndim - 1;
 
-    if (g->ndim <= 0) {
-        fn(p, s, 1, ctx);
-        return;
-    }
     for (int d = 0; d <= last; d++) {
         if (g->shape[d] <= 0) {
             return;
@@ -92,6 +88,28 @@ static void for_each_row(const pygpu_geom *g, int nops, char *const base[3],
             return;
         }
     }
+}
+
+/* Calls fn once per innermost row of g, for operands 0 .. nops-1.  The
+ * common cases, one element or one (coalesced) row, call it directly. */
+static inline void for_each_row(const pygpu_geom *g, int nops,
+                                char *const base[3], const size_t esize[3],
+                                inner_loop fn, const void *ctx)
+{
+    if (g->ndim <= 1) {
+        int64_t s[3] = {0, 0, 0};
+        int64_t n = g->ndim == 1 ? g->shape[0] : 1;
+        if (g->ndim == 1) {
+            for (int k = 0; k < nops; k++) {
+                s[k] = g->stride[k][0];
+            }
+        }
+        if (n > 0) {
+            fn(base, s, n, ctx);
+        }
+        return;
+    }
+    for_each_row_nd(g, nops, base, esize, fn, ctx);
 }
 
 /* ----------------------------------------------------------- binary ops */

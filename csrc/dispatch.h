@@ -32,6 +32,9 @@ enum pygpu_kind {
 
 #define PYGPU_K_FIRST_CALL PYGPU_K_MATMUL
 
+/* The arguments of a row.  A front end sets the fields its kind reads
+ * (the hot elementwise paths set just those, uninitialised otherwise);
+ * pygpu_dispatch sets the rest. */
 typedef struct pygpu_kargs {
     int op;                    /* enum pygpu_binop / unop / redop */
     int in_dtype;              /* COPY: dtype of in[0] */

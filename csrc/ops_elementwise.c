@@ -97,8 +97,13 @@ static int
 run_binary(int op, TensorObject *out, TensorObject *a, TensorObject *b,
            const pygpu_geom *g, int64_t numel)
 {
-    pygpu_kargs k = {.op = op, .out = out->data, .in = {a->data, b->data},
-                     .g = g, .numel = numel};
+    pygpu_kargs k;
+    k.op = op;
+    k.out = out->data;
+    k.in[0] = a->data;
+    k.in[1] = b->data;
+    k.g = g;
+    k.numel = numel;
     return pygpu_dispatch(PYGPU_K_BINARY, out->device, out->dtype, &k,
                           pygpu_binop_names[op]);
 }
@@ -108,8 +113,14 @@ run_binary_scalar(int op, TensorObject *out, TensorObject *a,
                   pygpu_scalar_value s, int scalar_first, const pygpu_geom *g,
                   int64_t numel)
 {
-    pygpu_kargs k = {.op = op, .out = out->data, .in = {a->data}, .g = g,
-                     .s = s, .flag = scalar_first, .numel = numel};
+    pygpu_kargs k;
+    k.op = op;
+    k.out = out->data;
+    k.in[0] = a->data;
+    k.g = g;
+    k.s = s;
+    k.flag = scalar_first;
+    k.numel = numel;
     return pygpu_dispatch(PYGPU_K_BINARY_SCALAR, out->device, out->dtype, &k,
                           pygpu_binop_names[op]);
 }
@@ -118,8 +129,12 @@ static int
 run_unary(int op, TensorObject *out, TensorObject *a, const pygpu_geom *g,
           int64_t numel)
 {
-    pygpu_kargs k = {.op = op, .out = out->data, .in = {a->data}, .g = g,
-                     .numel = numel};
+    pygpu_kargs k;
+    k.op = op;
+    k.out = out->data;
+    k.in[0] = a->data;
+    k.g = g;
+    k.numel = numel;
     return pygpu_dispatch(PYGPU_K_UNARY, out->device, out->dtype, &k,
                           pygpu_unop_names[op]);
 }
@@ -133,8 +148,12 @@ pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src)
         return 0;
     }
     pygpu_make_geom(&g, dst->ndim, dst->shape, dst, src, NULL);
-    pygpu_kargs k = {.in_dtype = src->dtype, .out = dst->data,
-                     .in = {src->data}, .g = &g, .numel = numel};
+    pygpu_kargs k;
+    k.in_dtype = src->dtype;
+    k.out = dst->data;
+    k.in[0] = src->data;
+    k.g = &g;
+    k.numel = numel;
     return pygpu_dispatch(PYGPU_K_COPY, dst->device, dst->dtype, &k, "copy");
 }
 
@@ -145,8 +164,11 @@ pygpu_op_fill(TensorObject *t, double value)
     if (n == 0) {
         return 0;
     }
-    pygpu_kargs k = {.out = t->data, .s = {value, (int64_t)value},
-                     .numel = n};
+    pygpu_kargs k;
+    k.out = t->data;
+    k.s.f = value;
+    k.s.i = (int64_t)value;
+    k.numel = n;
     return pygpu_dispatch(PYGPU_K_FILL, t->device, t->dtype, &k, "fill");
 }
 
