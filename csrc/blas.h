@@ -27,20 +27,17 @@ typedef struct pygpu_mat {
 
 /* C[b] = A[b] @ B[b] for b in [0, batch): A is m x k, B is k x n, C is a
  * contiguous m x n output (batch stride m * n).  float32 (true FP32 unless
- * TF32 is allowed), float16 (tensor cores, FP32 accumulation), float64. */
+ * allow_tf32, torch.backends.cuda.matmul.allow_tf32 as the caller read
+ * it), float16 (tensor cores, FP32 accumulation), float64. */
 int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
-                      const pygpu_mat *b, int64_t batch);
+                      const pygpu_mat *b, int64_t batch, int allow_tf32);
 
 /* out = x @ w^T (+ bias) (then relu when relu != 0), one cuBLASLt call with
  * the BIAS / RELU_BIAS epilogue: x is rows x in_f (any strides with a unit
  * one), w is out_f x in_f, bias NULL or contiguous out_f, out contiguous
  * rows x out_f. */
 int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
-                      const pygpu_mat *w, const void *bias, int relu);
-
-/* TF32 for float32 products: torch.backends.cuda.matmul.allow_tf32.  An
- * atomic flag, read at each call. */
-void pygpu_set_allow_tf32(int allow);
-int pygpu_get_allow_tf32(void);
+                      const pygpu_mat *w, const void *bias, int relu,
+                      int allow_tf32);
 
 #endif /* PYGPU_BLAS_H */

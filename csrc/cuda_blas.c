@@ -391,7 +391,7 @@ int pygpu_blas_gemm(pygpu_blas_dev *d, int dtype, int tf32, int kind,
 
 /* ---------------------------------------------------------------- matmul */
 int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
-                      const pygpu_mat *b, int64_t batch)
+                      const pygpu_mat *b, int64_t batch, int allow_tf32)
 {
     pygpu_blas_err e = {PYGPU_BLAS_ERR_NONE, 0, NULL, NULL, 0};
     cudaDataType_t type, scale;
@@ -401,7 +401,7 @@ int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
     cudaStream_t stream;
     int tf32, kind, prev, rc, attempts = 0;
 
-    tf32 = dtype == PYGPU_FLOAT32 && pygpu_get_allow_tf32();
+    tf32 = dtype == PYGPU_FLOAT32 && allow_tf32;
     if (pygpu_blas_types(dtype, tf32, &type, &compute, &scale) < 0) {
         return pygpu_blas_raise_dtype(batch > 1 ? "bmm_cuda" : "addmm_cuda",
                                       dtype);

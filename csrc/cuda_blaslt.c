@@ -342,7 +342,8 @@ static int linear_once(pygpu_blas_dev *d, int device, int dtype, int tf32,
 }
 
 int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
-                      const pygpu_mat *w, const void *bias, int relu)
+                      const pygpu_mat *w, const void *bias, int relu,
+                      int allow_tf32)
 {
     pygpu_blas_err e = {PYGPU_BLAS_ERR_NONE, 0, NULL, NULL, 0};
     pygpu_mat wt = pygpu_mat_transpose(w);
@@ -353,7 +354,7 @@ int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
     cudaStream_t stream;
     int tf32, kind, prev, rc, done = 0, attempts = 0;
 
-    tf32 = dtype == PYGPU_FLOAT32 && pygpu_get_allow_tf32();
+    tf32 = dtype == PYGPU_FLOAT32 && allow_tf32;
     if (pygpu_blas_types(dtype, tf32, &type, &compute, &scale) < 0) {
         return pygpu_blas_raise_dtype("addmm_cuda", dtype);
     }

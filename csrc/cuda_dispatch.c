@@ -73,7 +73,7 @@ matmul(pygpu_kargs *k)
     int rc = -1;
     if (ub != NULL) {
         rc = pygpu_cuda_matmul(out->dtype, out->device.index, out->data, &ma,
-                               &mb, k->mm.batch);
+                               &mb, k->mm.batch, k->allow_tf32);
     }
     Py_XDECREF(ua);
     Py_XDECREF(ub);
@@ -90,7 +90,8 @@ linear(pygpu_kargs *k)
     int rc = -1;
     if (uw != NULL) {
         rc = pygpu_cuda_linear(out->dtype, out->device.index, out->data, &mx,
-                               &mw, bias ? bias->data : NULL, k->flag);
+                               &mw, bias ? bias->data : NULL, k->flag,
+                               k->allow_tf32);
     }
     Py_XDECREF(ux);
     Py_XDECREF(uw);

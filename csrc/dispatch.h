@@ -43,6 +43,7 @@ typedef struct pygpu_kargs {
     const pygpu_geom *g;       /* the elementwise kinds */
     pygpu_scalar_value s;      /* BINARY_SCALAR, FILL */
     int flag;                  /* scalar first / normal / relu */
+    int allow_tf32;            /* MATMUL, LINEAR: float32 may use TF32 */
     int64_t numel;             /* elements touched: the CPU's threading */
     int64_t *indices;          /* REDUCE (max over a dim), or NULL */
     int64_t outer, n, inner;   /* REDUCE */

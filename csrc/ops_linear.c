@@ -96,7 +96,8 @@ pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
             goto fail;
         }
     }
-    pygpu_kargs k = {.t = {out, x2, w, bc}, .flag = relu};
+    pygpu_kargs k = {.t = {out, x2, w, bc}, .flag = relu,
+                     .allow_tf32 = pygpu_get_allow_tf32()};
     if (pygpu_dispatch(PYGPU_K_LINEAR, x->device, x->dtype, &k, "linear") <
         0) {
         goto fail;

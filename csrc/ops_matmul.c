@@ -300,7 +300,8 @@ pygpu_op_matmul(PyObject *ao, PyObject *bo)
         /* The originals and their batched matrices: the CPU row runs
          * NumPy's matmul, of torch's semantics, on the originals. */
         pygpu_kargs k = {.t = {out, a, b, a2, b2},
-                         .mm = {nb, bshape, batch}};
+                         .mm = {nb, bshape, batch},
+                         .allow_tf32 = pygpu_get_allow_tf32()};
         if (pygpu_dispatch(PYGPU_K_MATMUL, a->device, a->dtype, &k,
                            "matmul") < 0) {
             goto fail;

@@ -290,6 +290,10 @@ PyObject *pygpu_op_unary(int op, TensorObject *a, int inplace);
 PyObject *pygpu_op_reduce(int op, TensorObject *t, PyObject *dim,
                           int keepdim);
 PyObject *pygpu_op_matmul(PyObject *a, PyObject *b);
+/* torch.backends.cuda.matmul.allow_tf32 (ops_matmul.c): an atomic flag the
+ * products' front ends read at each call and pass down to cuBLAS. */
+void pygpu_set_allow_tf32(int allow);
+int pygpu_get_allow_tf32(void);
 /* x @ w.T (+ bias) (relu); bias may be NULL. */
 PyObject *pygpu_op_linear(TensorObject *x, TensorObject *w,
                           TensorObject *bias, int relu);
