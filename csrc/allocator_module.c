@@ -3,7 +3,7 @@
  * of the process as PyTorch keeps its own, and the module functions
  * _cuda_allocator, _pinned_allocator and _bench_allocator.
  */
-#include "pygpu.h"
+#include "memory.h"
 
 #include <limits.h>
 #include <pthread.h>

@@ -6,7 +6,7 @@
  * the tests exercise every figure without a GPU; it reports device index 0
  * ("GPU 0" in messages) while its storages say they are on the cpu.
  */
-#include "pygpu.h"
+#include "memory.h"
 
 #include <pthread.h>
 #include <stddef.h>

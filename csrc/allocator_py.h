@@ -1,9 +1,11 @@
 /* allocator_py.h - internals shared by allocator_py.c (the Allocator type
  * and the process-wide allocators) and storage_py.c (the Storage type and
- * the allocation path).  Include after pygpu.h.
+ * the allocation path).
  */
 #ifndef PYGPU_ALLOCATOR_PY_H
 #define PYGPU_ALLOCATOR_PY_H
+
+#include "memory.h"
 
 #define PYGPU_NO_CUDA_MESSAGE "pygpu was built without CUDA support"
 

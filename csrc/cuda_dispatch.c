@@ -1,8 +1,11 @@
 /* cuda_dispatch.c - the CUDA rows of the dispatch table (a CUDA build
  * only): each launch row calls a launcher of kernels/kernels.h on the
  * stream the runner chose; products go through cuBLAS / cuBLASLt. */
+#include "memory.h"
 #include "dispatch.h"
 #include "blas.h"
+
+#include <string.h>
 
 static int
 binary(pygpu_kargs *k)
@@ -60,14 +63,105 @@ random_numbers(pygpu_kargs *k)
                              k->stream);
 }
 
+/* ------------------------------------------------------------ products */
+
+/* Can cuBLAS read this rows x cols matrix (strides rs, cs) in place? */
+static int
+blas_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs)
+{
+    if (cs == 1 && (rows <= 1 || rs >= cols) && rs >= 1) {
+        return 1;
+    }
+    if (rs == 1 && (cols <= 1 || cs >= rows) && cs >= 1) {
+        return 1;
+    }
+    return rows <= 1 && cols <= 1;
+}
+
+/* The single batch stride of the batch dims [0, nb) of t expanded to
+ * bshape, or -1 when they cannot be walked with one stride. */
+static int64_t
+batch_stride(const TensorObject *t, int nb, const int64_t *bshape)
+{
+    int64_t st[PYGPU_MAX_DIMS];
+    int off = nb - (t->ndim - 2);
+    for (int d = 0; d < nb; d++) {
+        int sd = d - off;
+        st[d] = (sd >= 0 && t->shape[sd] == bshape[d]) ? t->strides[sd] : 0;
+    }
+    int64_t stride = -1, expected = -1;
+    for (int d = nb - 1; d >= 0; d--) {
+        if (bshape[d] == 1) {
+            continue;
+        }
+        if (stride < 0) {
+            stride = st[d];
+            expected = st[d] * bshape[d];
+            continue;
+        }
+        if (st[d] != expected) {
+            return -1;
+        }
+        expected = st[d] * bshape[d];
+    }
+    return stride < 0 ? 0 : stride;
+}
+
+/* Make a matrix operand usable by cuBLAS: itself; or, when only its matrix
+ * strides are unusable, a contiguous copy of it (a broadcast batch keeps
+ * stride 0, so a shared weight is copied once, not once per batch item);
+ * or, when its batch dims cannot be walked with one stride, a contiguous
+ * copy expanded to the batch shape.  *mat describes it. */
+static TensorObject *
+blas_operand(TensorObject *t, int nb, const int64_t *bshape, pygpu_mat *mat)
+{
+    int64_t rows = t->shape[t->ndim - 2], cols = t->shape[t->ndim - 1];
+    int64_t rs = t->strides[t->ndim - 2], cs = t->strides[t->ndim - 1];
+    int64_t bs = batch_stride(t, nb, bshape);
+    TensorObject *use;
+    if (bs >= 0 && blas_ok(rows, cols, rs, cs)) {
+        use = (TensorObject *)Py_NewRef(t);
+    }
+    else {
+        int64_t shape[PYGPU_MAX_DIMS];
+        int ndim = t->ndim;
+        if (bs >= 0) {
+            memcpy(shape, t->shape, sizeof(int64_t) * (size_t)ndim);
+        }
+        else { /* expand to (batch..., rows, cols) */
+            if (nb > 0) {
+                memcpy(shape, bshape, sizeof(int64_t) * (size_t)nb);
+            }
+            shape[nb] = rows;
+            shape[nb + 1] = cols;
+            ndim = nb + 2;
+        }
+        use = pygpu_tensor_empty(ndim, shape, t->dtype, t->device);
+        if (use == NULL || pygpu_op_copy_same_device(use, t) < 0) {
+            Py_XDECREF(use);
+            return NULL;
+        }
+        rs = cols;
+        cs = 1;
+        bs = batch_stride(use, nb, bshape);
+    }
+    mat->ptr = use->data;
+    mat->rows = rows;
+    mat->cols = cols;
+    mat->row_stride = rs;
+    mat->col_stride = cs;
+    mat->batch_stride = bs;
+    return use;
+}
+
 static int
 matmul(pygpu_kargs *k)
 {
     pygpu_mat ma, mb;
     TensorObject *out = k->t[0];
-    TensorObject *ua = pygpu_blas_operand(k->t[3], k->mm.nb, k->mm.bshape,
+    TensorObject *ua = blas_operand(k->t[3], k->mm.nb, k->mm.bshape,
                                           &ma);
-    TensorObject *ub = ua ? pygpu_blas_operand(k->t[4], k->mm.nb,
+    TensorObject *ub = ua ? blas_operand(k->t[4], k->mm.nb,
                                                k->mm.bshape, &mb)
                           : NULL;
     int rc = -1;
@@ -85,8 +179,8 @@ linear(pygpu_kargs *k)
 {
     pygpu_mat mx, mw;
     TensorObject *out = k->t[0], *bias = k->t[3];
-    TensorObject *ux = pygpu_blas_operand(k->t[1], 0, NULL, &mx);
-    TensorObject *uw = ux ? pygpu_blas_operand(k->t[2], 0, NULL, &mw) : NULL;
+    TensorObject *ux = blas_operand(k->t[1], 0, NULL, &mx);
+    TensorObject *uw = ux ? blas_operand(k->t[2], 0, NULL, &mw) : NULL;
     int rc = -1;
     if (uw != NULL) {
         rc = pygpu_cuda_linear(out->dtype, out->device.index, out->data, &mx,

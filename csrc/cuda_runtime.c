@@ -4,7 +4,7 @@
  *
  * cudart is linked statically, so importing pygpu never needs a driver:
  * without one every query answers "0 devices" with the reason kept. */
-#include "pygpu.h"
+#include "memory.h"
 #include "cuda_backend.h"
 
 #include <cublas_api.h>

@@ -7,7 +7,7 @@
  * written once here, under the GIL, and only read afterwards.
  */
 #define PYGPU_IMPORT_ARRAY
-#include "pygpu.h"
+#include "ops.h"
 #include "autocast.h"
 #include "op_list.h"
 

@@ -2,7 +2,7 @@
  * argument checking (devices, dtypes, shapes, in torch's words),
  * broadcasting, type promotion, output allocation, then dispatch to the
  * CPU loops or the CUDA kernels. */
-#include "dispatch.h"
+#include "ops.h"
 
 #include <string.h>
 
@@ -41,54 +41,6 @@ pygpu_broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *sb,
     *nout = n;
     int64_t numel;
     return pygpu_shape_numel(n, out, &numel);
-}
-
-int
-pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
-                TensorObject *out, TensorObject *a, TensorObject *b)
-{
-    TensorObject *ops[3] = {out, a, b};
-    int64_t st[3][PYGPU_MAX_DIMS];
-    /* Right-align each operand against the output shape; broadcast dims
-     * (missing or of size 1 where the output is larger) get stride 0. */
-    for (int k = 0; k < 3; k++) {
-        TensorObject *t = ops[k];
-        for (int d = 0; d < ndim; d++) {
-            int sd = t ? d - (ndim - t->ndim) : -1;
-            st[k][d] = (sd >= 0 && t->shape[sd] == shape[d]) ? t->strides[sd]
-                                                             : 0;
-        }
-    }
-    /* Coalesce: drop size-1 dims, merge d into the previous kept dim when
-     * every operand steps through them as one. */
-    int n = 0;
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] == 1) {
-            continue;
-        }
-        if (n > 0) {
-            int merge = 1;
-            for (int k = 0; k < 3; k++) {
-                if (g->stride[k][n - 1] != st[k][d] * shape[d]) {
-                    merge = 0;
-                }
-            }
-            if (merge) {
-                g->shape[n - 1] *= shape[d];
-                for (int k = 0; k < 3; k++) {
-                    g->stride[k][n - 1] = st[k][d];
-                }
-                continue;
-            }
-        }
-        g->shape[n] = shape[d];
-        for (int k = 0; k < 3; k++) {
-            g->stride[k][n] = st[k][d];
-        }
-        n++;
-    }
-    g->ndim = n;
-    return 0;
 }
 
 /* ------------------------------------------------------------ dispatch */
@@ -137,24 +89,6 @@ run_unary(int op, TensorObject *out, TensorObject *a, const pygpu_geom *g,
     k.numel = numel;
     return pygpu_dispatch(PYGPU_K_UNARY, out->device, out->dtype, &k,
                           pygpu_unop_names[op]);
-}
-
-int
-pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src)
-{
-    pygpu_geom g;
-    int64_t numel = pygpu_numel(dst->ndim, dst->shape);
-    if (numel == 0) {
-        return 0;
-    }
-    pygpu_make_geom(&g, dst->ndim, dst->shape, dst, src, NULL);
-    pygpu_kargs k;
-    k.in_dtype = src->dtype;
-    k.out = dst->data;
-    k.in[0] = src->data;
-    k.g = &g;
-    k.numel = numel;
-    return pygpu_dispatch(PYGPU_K_COPY, dst->device, dst->dtype, &k, "copy");
 }
 
 int

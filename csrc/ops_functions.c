@@ -1,6 +1,6 @@
 /* ops_functions.c - the module-level elementwise functions (pygpu.add,
  * sub, mul, div, relu, relu_, neg) over ops_elementwise.c. */
-#include "pygpu.h"
+#include "ops.h"
 #include "op_list.h"
 
 PyObject *

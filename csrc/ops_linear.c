@@ -2,7 +2,7 @@
  * leading dims, and its fused form with relu: one cuBLASLt call with the
  * BIAS / RELU_BIAS epilogue on CUDA, NumPy's matmul then one bias+relu
  * pass on the CPU. */
-#include "dispatch.h"
+#include "ops.h"
 #include "autocast.h"
 #include "blas.h"
 

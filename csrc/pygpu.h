@@ -1,5 +1,8 @@
-/* pygpu.h - what every C file of the extension shares: the object layouts,
- * the module-wide state, and the cross-file internals (prefix pygpu_).
+/* pygpu.h - the core layer, what every C file of the extension shares:
+ * the Device, DType and Tensor layouts, the module-wide state, argument
+ * parsing, devices, dtypes, what a tensor's layout alone decides, and the
+ * device runtime the core needs (implemented by the CUDA layer, or its
+ * stand-in in a CPU-only build).  memory.h and ops.h add the layers above.
  *
  * NumPy's C API is shared across files through PY_ARRAY_UNIQUE_SYMBOL; only
  * module.c defines PYGPU_IMPORT_ARRAY and calls import_array().
@@ -21,7 +24,6 @@
 
 #include <stdint.h>
 
-#include "allocator.h"
 #include "kernels/kernels.h"
 
 #ifndef PYGPU_VERSION /* setup.py passes pygpu/version.py's __version__ */
@@ -60,36 +62,6 @@ typedef struct {
     PyObject_HEAD
     int code;
 } DTypeObject;
-
-/* ---------------------------------------------------------------- storage */
-/* The owner of a block of device (or pinned host) memory.  Tensors on CUDA,
- * and pinned CPU tensors, hold one as their base; it returns its block to
- * its allocator when the last tensor viewing it dies. */
-typedef struct {
-    PyObject_HEAD
-    void *ptr;               /* NULL for a zero-byte storage */
-    size_t nbytes;           /* bytes requested */
-    pygpu_block *block;      /* NULL for zero bytes */
-    PyObject *allocator;     /* AllocatorObject owning block (strong) */
-    pygpu_device device;     /* where ptr lives: cuda:N, or cpu if pinned */
-} StorageObject;
-
-/* A Python handle on a pygpu_allocator: one per CUDA device (created on
- * first use), one for pinned host memory, and any number of host-backed
- * ones for tests. */
-typedef struct {
-    PyObject_HEAD
-    pygpu_allocator *alloc;
-    pygpu_alloc_backend backend;
-    pygpu_host_backend_ctx host_ctx; /* used by the host backend only */
-    pygpu_device device;             /* device its storages report */
-    int caching;                     /* as given to pygpu_allocator_new */
-    /* Out-of-memory events the core counted but Python does not see: the
-     * gc.collect() retry makes one request two core attempts, and each
-     * request should count once (see allocator_py.c). */
-    int64_t uncounted_ooms;
-    int64_t uncounted_retries;
-} AllocatorObject;
 
 /* ----------------------------------------------------------------- tensor */
 typedef struct {
@@ -136,23 +108,9 @@ extern pygpu_module_state *pygpu_state;
  * to the module and fills its part of pygpu_state.  Return 0 or -1. */
 int pygpu_device_register(PyObject *m);
 int pygpu_dtype_register(PyObject *m);
-int pygpu_tensor_register(PyObject *m);
-int pygpu_allocator_register(PyObject *m);
 int pygpu_size_register(PyObject *m);
-int pygpu_reduce_register(PyObject *m);
-int pygpu_matmul_register(PyObject *m);
-/* Module-level functions of each file (PyMethodDef arrays ending NULL). */
-extern PyMethodDef pygpu_create_functions[];  /* tensor_create.c */
-extern PyMethodDef pygpu_ops_functions[];     /* ops_elementwise.c */
-extern PyMethodDef pygpu_reduce_functions[];  /* ops_reduce.c */
-extern PyMethodDef pygpu_matmul_functions[];  /* ops_matmul.c */
-extern PyMethodDef pygpu_linear_functions[];  /* ops_linear.c */
-extern PyMethodDef pygpu_random_functions[];  /* ops_random.c */
-extern PyMethodDef pygpu_cuda_functions[];    /* cuda_runtime.c/cuda_none.c */
-/* Tensor methods, getset and number slots (tensor_methods.c). */
-extern PyMethodDef pygpu_tensor_methods[];
-extern PyGetSetDef pygpu_tensor_getset[];
-
+/* The CUDA functions of the module (cuda_runtime.c, or cuda_none.c). */
+extern PyMethodDef pygpu_cuda_functions[];
 /* ------------------------------------------------------------- arguments */
 /* Parse vectorcall arguments by name into out[0..nnames): positional ones
  * first (at most max_pos), then keywords; missing ones stay NULL.  The
@@ -203,33 +161,8 @@ int pygpu_dtype_from_npy(int npy_type);
 /* torch's promotion of two tensor dtypes. */
 int pygpu_promote(int a, int b);
 
-/* ---------------------------------------------------------------- storage */
-/* New Storage of nbytes on a CUDA device (through its caching allocator,
- * with out-of-memory retry and OutOfMemoryError) or, for pinned host
- * memory, pass dev.type == PYGPU_CPU.  NULL with an exception. */
-StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes);
-/* The allocator of a CUDA device, created on first use (borrowed). */
-AllocatorObject *pygpu_cuda_allocator(int device);
-/* CUDA build: give the cached blocks of `device`'s allocator (if it exists
- * yet) back to the driver, as empty_cache does; the bytes given back.
- * Calls no Python API.  Use pygpu_cuda_oom_retry rather than this. */
-size_t pygpu_cuda_allocator_release(int device);
-
-/* ----------------------------------------------------------------- tensor */
-/* An uninitialised contiguous tensor.  shape may be NULL when ndim == 0. */
-TensorObject *pygpu_tensor_empty(int ndim, const int64_t *shape, int dtype,
-                                 pygpu_device dev);
-/* Test aid: when set, every new tensor's memory is filled with 0xFF bytes
- * (NaN for floats, -1 for int64) so that tests see unwritten outputs. */
-void pygpu_set_poison(int on);
-/* A contiguous tensor over a storage (which it references). */
-TensorObject *pygpu_tensor_on_storage(StorageObject *st, int ndim,
-                                      const int64_t *shape, int dtype,
-                                      pygpu_device dev);
-/* A view of t's memory with another shape/strides/offset (elements). */
-TensorObject *pygpu_tensor_view(TensorObject *t, int ndim,
-                                const int64_t *shape, const int64_t *strides,
-                                int64_t elem_offset);
+/* --------------------------------------------------------- tensor layout */
+/* tensor_layout.c: what a tensor's layout alone decides. */
 /* The number of elements of a shape every tensor already has (never
  * overflows: shapes are checked where they are made). */
 int64_t pygpu_numel(int ndim, const int64_t *shape);
@@ -241,114 +174,32 @@ int pygpu_shape_numel(int ndim, const int64_t *shape, int64_t *out);
 void pygpu_format_shape(char *buf, size_t n, int ndim,
                         const int64_t *shape);
 int pygpu_is_contiguous(const TensorObject *t);
-/* A CPU tensor that shares the memory of a NumPy array (from_numpy). */
-TensorObject *pygpu_tensor_from_ndarray(PyArrayObject *arr);
-/* pygpu.tensor(data): a new tensor holding a copy of data (nested lists,
- * scalars, arrays, tensors); dtype -1 infers it as torch does. */
-TensorObject *pygpu_tensor_from_data(PyObject *data, int dtype,
-                                     pygpu_device dev);
+/* Row-major strides (elements) of a dense tensor of this shape. */
+void pygpu_contiguous_strides(int ndim, const int64_t *shape,
+                              int64_t *strides);
+/* A view of t's memory with another shape/strides/offset (elements). */
+TensorObject *pygpu_tensor_view(TensorObject *t, int ndim,
+                                const int64_t *shape, const int64_t *strides,
+                                int64_t elem_offset);
+/* The same as a new object of type tp (a subclass such as Parameter). */
+TensorObject *pygpu_tensor_view_as(PyTypeObject *tp, TensorObject *t,
+                                   int ndim, const int64_t *shape,
+                                   const int64_t *strides,
+                                   int64_t elem_offset);
 /* A NumPy array viewing a CPU tensor's memory. */
 PyObject *pygpu_tensor_to_ndarray(TensorObject *t);
-/* Copy/convert between any two tensors of equal shape, any devices
- * (unchecked: copy_ and t[k] = v go through pygpu_tensor_assign). */
-int pygpu_tensor_copy_into(TensorObject *dst, TensorObject *src);
-/* A new contiguous tensor on dev with dtype, holding src's values. */
-TensorObject *pygpu_tensor_to(TensorObject *src, pygpu_device dev,
-                              int dtype);
-/* src itself (new reference) if contiguous, else a contiguous copy. */
-TensorObject *pygpu_tensor_contiguous(TensorObject *src);
-/* dst <- src broadcast to dst's shape, any devices (copy_, t[k] = v),
- * after pygpu_check_write. */
-int pygpu_tensor_assign(TensorObject *dst, TensorObject *src);
-/* t.expand(*sizes) (tensor_views.c). */
-PyObject *pygpu_t_expand(PyObject *op, PyObject *const *args,
-                         Py_ssize_t nargs);
-/* t.T as a new view (tensor_views.c). */
-PyObject *pygpu_t_get_T(PyObject *op, void *closure);
-/* t.item(): the single element as a Python number (tensor_convert.c). */
-PyObject *pygpu_t_item(PyObject *op, PyObject *noargs);
 /* pygpu.Size from shape. */
 PyObject *pygpu_size_new(int ndim, const int64_t *shape);
 /* Parse `*size` or one sequence argument into shape; -1 with exception. */
 int pygpu_parse_shape(PyObject *const *args, Py_ssize_t nargs, int *ndim,
                       int64_t *shape);
-
-/* -------------------------------------------------------------------- ops */
-/* a <op> b where either may be a Python scalar (at least one a tensor);
- * `out` non-NULL makes it in place (out is a, broadcasting must not change
- * its shape, its dtype is kept).  New reference or NULL. */
-PyObject *pygpu_op_binary(int op, PyObject *a, PyObject *b,
-                          TensorObject *out);
-/* pygpu.add(input, other, alpha=...) and t.add(other, alpha=...): alpha
- * (may be NULL) scales other, as torch; TypeError for non-numbers. */
-PyObject *pygpu_binary_call(int op, const char *name, PyObject *input,
-                            PyObject *other, PyObject *alpha,
-                            TensorObject *out);
-PyObject *pygpu_op_unary(int op, TensorObject *a, int inplace);
-/* op over dim (NULL/None: all elements). MAX over a dim gives a
- * (values, indices) pair, as torch. */
-PyObject *pygpu_op_reduce(int op, TensorObject *t, PyObject *dim,
-                          int keepdim);
-PyObject *pygpu_op_matmul(PyObject *a, PyObject *b);
-/* torch.backends.cuda.matmul.allow_tf32 (ops_matmul.c): an atomic flag the
- * products' front ends read at each call and pass down to cuBLAS. */
-void pygpu_set_allow_tf32(int allow);
-int pygpu_get_allow_tf32(void);
-/* x @ w.T (+ bias) (relu); bias may be NULL. */
-PyObject *pygpu_op_linear(TensorObject *x, TensorObject *w,
-                          TensorObject *bias, int relu);
-/* numpy.matmul(a, b, out=out) over the tensors' memory (CPU). */
-int pygpu_cpu_matmul(TensorObject *out, TensorObject *a, TensorObject *b);
-/* A matrix operand cuBLAS can read in place (itself, or a contiguous copy
- * expanded to the batch shape bshape[0..nb)), described in *mat (a
- * pygpu_mat from blas.h). */
-struct pygpu_mat;
-TensorObject *pygpu_blas_operand(TensorObject *t, int nb,
-                                 const int64_t *bshape,
-                                 struct pygpu_mat *mat);
-/* Same device and dtype for a matrix product's operands, torch's words. */
-int pygpu_check_matmul_pair(const TensorObject *a, const TensorObject *b);
-/* TypeError "<fname>(): argument '<arg>' must be Tensor" unless x is one. */
-int pygpu_tensor_arg(PyObject *x, const char *fname, const char *arg);
-/* Run an elementwise copy/convert dst <- src (same shape, same device). */
-int pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src);
-/* Fill a contiguous tensor with a value. */
-int pygpu_op_fill(TensorObject *t, double value);
-/* Fill a contiguous float tensor with random numbers from the device's
- * generator (normal != 0: standard normal). */
-int pygpu_op_random(TensorObject *t, int normal);
 /* Geometry for an elementwise op: out (contiguous result of shape
  * out_shape) and up to two inputs broadcast to it; coalesces dims. */
 int pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
                     TensorObject *out, TensorObject *a, TensorObject *b);
-/* Broadcast two shapes (torch/NumPy rules); -1 with RuntimeError. */
-int pygpu_broadcast_shapes(int na, const int64_t *sa, int nb,
-                           const int64_t *sb, int *nout, int64_t *out);
-/* RuntimeError "Expected all tensors to be on the same device, but found at
- * least two devices, cuda:0 and cpu!" unless a and b share a device. */
-int pygpu_check_same_device(const TensorObject *a, const TensorObject *b);
-
-/* --------------------------------------------------------------- overlap */
-/* overlap.c: torch's memory-overlap rules.  Only definite answers raise. */
-enum { PYGPU_MEM_NO, PYGPU_MEM_YES, PYGPU_MEM_TOO_HARD };
-enum {
-    PYGPU_ALIAS_NONE,
-    PYGPU_ALIAS_FULL,    /* the same elements at the same indices */
-    PYGPU_ALIAS_PARTIAL, /* some memory shared otherwise */
-    PYGPU_ALIAS_TOO_HARD
-};
-/* Whether two indices of t reach one address (YES: a zero stride of a
- * dim larger than 1, or a stride k times a smaller one within its size). */
-int pygpu_has_internal_overlap(const TensorObject *t);
-/* How the memory of a and b relates; zero-element tensors never overlap. */
-int pygpu_get_overlap(const TensorObject *a, const TensorObject *b);
-/* ValueError "assignment destination is read-only" for a read-only t. */
-int pygpu_check_writable(const TensorObject *t);
-/* Before writing out from in1/in2 (either may be NULL): writable, no
- * internal overlap, no partial overlap with an input (RuntimeError in
- * torch's words).  0 or -1 with the exception. */
-int pygpu_check_write(const TensorObject *out, const TensorObject *in1,
-                      const TensorObject *in2);
+/* Run an elementwise copy/convert dst <- src (same shape, same device)
+ * through the dispatch table. */
+int pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src);
 
 /* ------------------------------------------------------------------- cuda */
 /* Implemented in cuda_runtime.c, or in cuda_none.c for a CPU-only build,

@@ -3,7 +3,7 @@
  * then on out-of-memory a gc.collect() and one more try, then
  * OutOfMemoryError with PyTorch's message.
  */
-#include "pygpu.h"
+#include "memory.h"
 
 #include "allocator_py.h"
 

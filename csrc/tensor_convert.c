@@ -1,7 +1,7 @@
 /* tensor_convert.c - moving and converting tensors: to / cpu / cuda /
  * float / half / double / long, contiguous, numpy, tolist, item,
  * __array__. */
-#include "pygpu.h"
+#include "ops.h"
 
 #include <string.h>
 
@@ -263,32 +263,6 @@ pygpu_t_contiguous(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
 }
 
 /* ------------------------------------------------------------- NumPy */
-
-PyObject *
-pygpu_tensor_to_ndarray(TensorObject *t)
-{
-    npy_intp dims[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
-    int itemsize = pygpu_dtype_table[t->dtype].itemsize;
-    for (int d = 0; d < t->ndim; d++) {
-        dims[d] = (npy_intp)t->shape[d];
-        strides[d] = (npy_intp)(t->strides[d] * itemsize);
-    }
-    PyArray_Descr *descr =
-        PyArray_DescrFromType(pygpu_dtype_table[t->dtype].npy_type);
-    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, t->ndim, dims,
-                                         strides, t->data,
-                                         t->readonly ? 0 : NPY_ARRAY_WRITEABLE,
-                                         NULL);
-    if (arr == NULL) {
-        return NULL;
-    }
-    /* The array keeps the tensor (and so its memory) alive. */
-    if (PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef(t)) < 0) {
-        Py_DECREF(arr);
-        return NULL;
-    }
-    return arr;
-}
 
 static int
 check_cpu_for_numpy(TensorObject *t)

@@ -1,6 +1,6 @@
 /* tensor_methods.c - the Tensor's method and attribute tables, and the
  * small methods that are neither conversions, views nor ops. */
-#include "pygpu.h"
+#include "ops.h"
 #include "op_list.h"
 
 /* Defined in tensor_convert.c, tensor_views.c and the ops files. */

@@ -1,7 +1,7 @@
 /* tensor_views.c - views that share memory: T, t, transpose, permute,
  * view/reshape, flatten, unsqueeze, squeeze, expand.  Indexing is in
  * tensor_index.c. */
-#include "pygpu.h"
+#include "ops.h"
 
 #include <string.h>
 
