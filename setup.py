@@ -138,11 +138,8 @@ CFLAGS = ["-std=c11", "-O3", "-Wall", "-Wno-unused-function",
           "-fno-strict-aliasing"]
 sources = existing(COMMON_C)
 define_macros = [("PYGPU_VERSION", f'"{read_version()}"')]
-# Headers are named from csrc ("core/pygpu.h"); the layer folders are on
-# the path too while files move into them.
-LAYER_DIRS = sorted(os.path.join(CSRC, d) for d in os.listdir(os.path.join(HERE, CSRC))
-                    if os.path.isdir(os.path.join(HERE, CSRC, d)) and d != "kernels")
-include_dirs = [CSRC, *LAYER_DIRS, numpy.get_include()]
+# Headers are named from csrc: "core/pygpu.h", "kernels/kernels.h".
+include_dirs = [CSRC, numpy.get_include()]
 library_dirs, libraries, extra_link_args = [], [], []
 cu_sources = []
 NVCC_CMD = []

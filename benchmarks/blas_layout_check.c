@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas_layout.h"
+#include "cuda/blas_layout.h"
 #include "test_layouts.h"
 
 static int passed, failed;

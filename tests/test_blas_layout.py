@@ -16,7 +16,6 @@ def test_layout_mapping(tmp_path):
         pytest.skip("no C compiler to build the layout check")
     exe = tmp_path / "layout_check"
     subprocess.run([cc, "-std=c99", "-O1", "-I", os.path.join(ROOT, "csrc"),
-                    "-I", os.path.join(ROOT, "csrc", "cuda"),
                     os.path.join(ROOT, "benchmarks", "blas_layout_check.c"),
                     "-o", str(exe)], check=True)
     out = subprocess.run([str(exe)], capture_output=True, text=True,

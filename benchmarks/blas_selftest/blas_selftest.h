@@ -56,7 +56,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "blas_layout.h"
+#include "cuda/blas_layout.h"
 #include "../test_layouts.h"
 
 /* dtype codes as in kernels.h (not included: it is the extension's). */

@@ -1,6 +1,6 @@
 /* args.c - argument parsing for METH_FASTCALL | METH_KEYWORDS functions,
  * without dictionaries: names are matched against the kwnames tuple. */
-#include "pygpu.h"
+#include "core/pygpu.h"
 
 #include <string.h>
 

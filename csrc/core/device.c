@@ -3,7 +3,7 @@
  * Parsing follows torch.device, messages included.  "mps" parses (so torch's
  * device-selection code runs) but nothing can be put there.
  */
-#include "pygpu.h"
+#include "core/pygpu.h"
 
 #include <string.h>
 

@@ -12,7 +12,7 @@
 #ifndef PYGPU_DISPATCH_H
 #define PYGPU_DISPATCH_H
 
-#include "pygpu.h"
+#include "core/pygpu.h"
 
 /* What a row computes; the op within the kind is pygpu_kargs.op. */
 enum pygpu_kind {

@@ -1,5 +1,5 @@
 /* dtype.c - dtype objects (pygpu.float32, ...) and their table. */
-#include "pygpu.h"
+#include "core/pygpu.h"
 
 const pygpu_dtype_info pygpu_dtype_table[PYGPU_NDTYPES] = {
     [PYGPU_FLOAT32] = {PYGPU_FLOAT32, "float32", 4, NPY_FLOAT32, 1},

@@ -1,6 +1,6 @@
 /* size.c - pygpu.Size, the tuple subclass that .shape returns
  * (torch.Size): prints as pygpu.Size([2, 3]) and has numel(). */
-#include "pygpu.h"
+#include "core/pygpu.h"
 
 PyObject *
 pygpu_size_new(int ndim, const int64_t *shape)

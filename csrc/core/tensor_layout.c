@@ -2,7 +2,7 @@
  * and shape checks, contiguity, views (a new tensor object over the same
  * memory), NumPy views of CPU memory, the geometry of an elementwise op,
  * and a same-device copy through the dispatch table. */
-#include "dispatch.h"
+#include "core/dispatch.h"
 
 #include <string.h>
 

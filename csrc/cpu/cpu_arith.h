@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "half.h"
+#include "cpu/half.h"
 #include "kernels/rules.h"
 
 #define AS_IS(x) (x)

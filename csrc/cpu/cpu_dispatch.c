@@ -1,8 +1,8 @@
 /* cpu_dispatch.c - the CPU rows of the dispatch table: each row hands the
  * prepared arguments to a CPU loop (cpu_elementwise.c, cpu_reduce.c,
  * cpu_random.c, cpu_linear.c) or, for products, to NumPy's matmul. */
-#include "memory.h"
-#include "dispatch.h"
+#include "memory/memory.h"
+#include "core/dispatch.h"
 
 /* Loops over this many elements or more run without the GIL. */
 #define CPU_NOGIL_THRESHOLD (1 << 16)

@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cpu_arith.h"
-#include "half.h"
+#include "cpu/cpu_arith.h"
+#include "cpu/half.h"
 #include "kernels/kernels.h"
 
 static const size_t dtype_size[PYGPU_NDTYPES] = {

@@ -4,8 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cpu_arith.h"
-#include "half.h"
+#include "cpu/cpu_arith.h"
+#include "cpu/half.h"
 #include "kernels/kernels.h"
 
 /* Adds the bias row to every row of out, then applies relu if asked; the

@@ -12,7 +12,7 @@
  */
 #include <stdint.h>
 
-#include "half.h"
+#include "cpu/half.h"
 #include "kernels/kernels.h"
 #include "kernels/philox.h"
 

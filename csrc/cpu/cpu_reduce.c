@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "half.h"
+#include "cpu/half.h"
 #include "kernels/kernels.h"
 
 /* Contiguous runs of up to SUM_LEAF elements are summed directly. */

@@ -34,7 +34,7 @@
 
 #include <stdint.h>
 
-#include "blas.h"
+#include "cuda/blas.h"
 
 /* What pygpu_gemm_plan_make found. */
 enum pygpu_gemm_kind {

@@ -3,12 +3,12 @@
  * linear (cuBLASLt with a fused epilogue) is in cuda_blaslt.c; the
  * row-major to column-major mapping is in blas_layout.h.
  */
-#include "pygpu.h"
+#include "core/pygpu.h"
 
 #include <pthread.h>
 
-#include "blas.h"
-#include "cuda_blas_internal.h"
+#include "cuda/blas.h"
+#include "cuda/cuda_blas_internal.h"
 
 /* More devices than any single machine has; a larger index is refused. */
 #define BLAS_MAX_DEVICES 64

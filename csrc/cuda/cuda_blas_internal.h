@@ -16,7 +16,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "blas_layout.h"
+#include "cuda/blas_layout.h"
 
 /* A failure seen while holding the mutex, raised after it is dropped. */
 typedef struct pygpu_blas_err {

@@ -20,12 +20,12 @@
  * recently used entry is replaced when the table is full.  The table is
  * guarded by the mutex held between pygpu_blas_acquire and _release.
  */
-#include "pygpu.h"
+#include "core/pygpu.h"
 
 #include <string.h>
 
-#include "blas.h"
-#include "cuda_blas_internal.h"
+#include "cuda/blas.h"
+#include "cuda/cuda_blas_internal.h"
 
 #define LT_SLOTS 64
 

@@ -1,9 +1,9 @@
 /* cuda_dispatch.c - the CUDA rows of the dispatch table (a CUDA build
  * only): each launch row calls a launcher of kernels/kernels.h on the
  * stream the runner chose; products go through cuBLAS / cuBLASLt. */
-#include "memory.h"
-#include "dispatch.h"
-#include "blas.h"
+#include "memory/memory.h"
+#include "core/dispatch.h"
+#include "cuda/blas.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* cuda_none.c - the CUDA entry points of a CPU-only build: no devices, and
  * every request for one says that pygpu was built without CUDA. */
-#include "pygpu.h"
+#include "core/pygpu.h"
 
 static const char no_cuda[] = "pygpu was built without CUDA support";
 

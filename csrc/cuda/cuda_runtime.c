@@ -4,8 +4,8 @@
  *
  * cudart is linked statically, so importing pygpu never needs a driver:
  * without one every query answers "0 devices" with the reason kept. */
-#include "memory.h"
-#include "cuda_backend.h"
+#include "memory/memory.h"
+#include "memory/cuda_backend.h"
 
 #include <cublas_api.h>
 #include <cuda_runtime_api.h>

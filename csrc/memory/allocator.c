@@ -19,7 +19,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "allocator_internal.h"
+#include "memory/allocator_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 
 #include <pthread.h>
 
-#include "allocator.h"
+#include "memory/allocator.h"
 
 enum { POOL_SMALL = 0, POOL_LARGE = 1 };
 

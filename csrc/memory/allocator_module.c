@@ -3,7 +3,7 @@
  * of the process as PyTorch keeps its own, and the module functions
  * _cuda_allocator, _pinned_allocator and _bench_allocator.
  */
-#include "memory.h"
+#include "memory/memory.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -11,10 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "allocator_py.h"
+#include "memory/allocator_py.h"
 
 #ifdef PYGPU_WITH_CUDA
-#include "cuda_backend.h"
+#include "memory/cuda_backend.h"
 
 /* The slots are written once, under registry_lock.  An allocator is built
  * outside the lock (building runs Python code, which may run finalizers

@@ -6,7 +6,7 @@
  * the tests exercise every figure without a GPU; it reports device index 0
  * ("GPU 0" in messages) while its storages say they are on the cpu.
  */
-#include "memory.h"
+#include "memory/memory.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -14,10 +14,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "allocator_py.h"
+#include "memory/allocator_py.h"
 
 #ifdef PYGPU_WITH_CUDA
-#include "cuda_backend.h"
+#include "memory/cuda_backend.h"
 #endif
 
 /* ------------------------------------------------------------- arguments */

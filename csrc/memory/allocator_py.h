@@ -5,7 +5,7 @@
 #ifndef PYGPU_ALLOCATOR_PY_H
 #define PYGPU_ALLOCATOR_PY_H
 
-#include "memory.h"
+#include "memory/memory.h"
 
 #define PYGPU_NO_CUDA_MESSAGE "pygpu was built without CUDA support"
 

@@ -4,7 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "allocator_internal.h"
+#include "memory/allocator_internal.h"
 
 void *pygpu_block_ptr(const pygpu_block *b)
 {

@@ -7,7 +7,7 @@
  */
 #define _DEFAULT_SOURCE /* sysconf(_SC_AVPHYS_PAGES) */
 
-#include "cuda_backend.h"
+#include "memory/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
 #include <stdio.h>

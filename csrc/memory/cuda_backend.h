@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "allocator.h"
+#include "memory/allocator.h"
 
 #define PYGPU_CUDA_MAX_DEVICES 64
 

@@ -4,7 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "allocator.h"
+#include "memory/allocator.h"
 
 #include <stdio.h>
 #include <stdlib.h>

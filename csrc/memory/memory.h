@@ -5,8 +5,8 @@
 #ifndef PYGPU_MEMORY_H
 #define PYGPU_MEMORY_H
 
-#include "pygpu.h"
-#include "allocator.h"
+#include "core/pygpu.h"
+#include "memory/allocator.h"
 
 /* ---------------------------------------------------------------- storage */
 /* The owner of a block of device (or pinned host) memory.  Tensors on CUDA,

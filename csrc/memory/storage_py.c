@@ -3,12 +3,12 @@
  * then on out-of-memory a gc.collect() and one more try, then
  * OutOfMemoryError with PyTorch's message.
  */
-#include "memory.h"
+#include "memory/memory.h"
 
-#include "allocator_py.h"
+#include "memory/allocator_py.h"
 
 #ifdef PYGPU_WITH_CUDA
-#include "cuda_backend.h"
+#include "memory/cuda_backend.h"
 #endif
 
 /* ------------------------------------------------- backend without GIL */

@@ -2,7 +2,7 @@
  * on the CPU (so that from_numpy and .numpy() share memory), a Storage of
  * the device's caching allocator on CUDA; and the tests' poisoning of new
  * memory. */
-#include "memory.h"
+#include "memory/memory.h"
 
 #include <stdatomic.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * matrix products to.  Python's pygpu.autocast sets it on entry and
  * restores it on exit; matmul/mm/bmm/@ and linear read it once per call
  * through pygpu_autocast_inputs.  float64 and int64 are never cast. */
-#include "autocast.h"
+#include "ops/autocast.h"
 
 #include <string.h>
 

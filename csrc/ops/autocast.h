@@ -3,7 +3,7 @@
 #ifndef PYGPU_AUTOCAST_H
 #define PYGPU_AUTOCAST_H
 
-#include "ops.h"
+#include "ops/ops.h"
 
 /* When autocast is on for the device type of in[0] and some of in[0..n)
  * (NULL entries skipped) is float32 and not already the autocast dtype,

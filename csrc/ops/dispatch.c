@@ -1,6 +1,6 @@
 /* dispatch.c - the table of backends by device type, and the one lookup
  * every op goes through (see dispatch.h). */
-#include "ops.h"
+#include "ops/ops.h"
 
 #define PYGPU_OP_NAME_ROW(OP, name) #name,
 const char *const pygpu_binop_names[PYGPU_NBINOPS] = {

@@ -7,9 +7,9 @@
  * written once here, under the GIL, and only read afterwards.
  */
 #define PYGPU_IMPORT_ARRAY
-#include "ops.h"
-#include "autocast.h"
-#include "op_list.h"
+#include "ops/ops.h"
+#include "ops/autocast.h"
+#include "ops/op_list.h"
 
 static pygpu_module_state the_state;
 pygpu_module_state *pygpu_state = NULL;

@@ -5,8 +5,8 @@
 #ifndef PYGPU_OPS_H
 #define PYGPU_OPS_H
 
-#include "memory.h"
-#include "dispatch.h"
+#include "memory/memory.h"
+#include "core/dispatch.h"
 
 /* Registration hooks called by module exec (0 or -1). */
 int pygpu_tensor_register(PyObject *m);

@@ -2,7 +2,7 @@
  * argument checking (devices, dtypes, shapes, in torch's words),
  * broadcasting, type promotion, output allocation, then dispatch to the
  * CPU loops or the CUDA kernels. */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <string.h>
 

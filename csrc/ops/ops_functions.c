@@ -1,7 +1,7 @@
 /* ops_functions.c - the module-level elementwise functions (pygpu.add,
  * sub, mul, div, relu, relu_, neg) over ops_elementwise.c. */
-#include "ops.h"
-#include "op_list.h"
+#include "ops/ops.h"
+#include "ops/op_list.h"
 
 PyObject *
 pygpu_binary_call(int op, const char *name, PyObject *input,

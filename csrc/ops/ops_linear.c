@@ -2,9 +2,9 @@
  * leading dims, and its fused form with relu: one cuBLASLt call with the
  * BIAS / RELU_BIAS epilogue on CUDA, NumPy's matmul then one bias+relu
  * pass on the CPU. */
-#include "ops.h"
-#include "autocast.h"
-#include "blas.h"
+#include "ops/ops.h"
+#include "ops/autocast.h"
+#include "cuda/blas.h"
 
 #include <string.h>
 

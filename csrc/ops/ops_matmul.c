@@ -2,9 +2,9 @@
  * operands), mm and bmm: shape/device/dtype checks in torch's
  * words, then NumPy's matmul on the CPU or cuBLAS on CUDA.  linear is in
  * ops_linear.c. */
-#include "ops.h"
-#include "autocast.h"
-#include "blas.h"
+#include "ops/ops.h"
+#include "ops/autocast.h"
+#include "cuda/blas.h"
 
 #include <stdatomic.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * n numbers takes ceil(n / 4) counters from its device's stream, so the
  * same seed gives the same numbers on the same device; the CPU and CUDA
  * generators make the same uniform numbers for the same (seed, offset). */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <pthread.h>
 

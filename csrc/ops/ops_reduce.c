@@ -1,6 +1,6 @@
 /* ops_reduce.c - sum, mean and max over all elements or over dims, with
  * keepdim; max over a dim also gives the indices, as torch.max does. */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <string.h>
 

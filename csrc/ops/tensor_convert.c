@@ -1,7 +1,7 @@
 /* tensor_convert.c - moving and converting tensors: to / cpu / cuda /
  * float / half / double / long, contiguous, numpy, tolist, item,
  * __array__. */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <string.h>
 

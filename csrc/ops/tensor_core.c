@@ -7,7 +7,7 @@
  * .numpy() share memory), a Storage for CUDA and pinned tensors.  Views
  * share the base and differ in data/shape/strides.
  */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <string.h>
 

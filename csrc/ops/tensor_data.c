@@ -1,7 +1,7 @@
 /* tensor_data.c - pygpu.tensor(data)'s conversion: nested sequences,
  * scalars, NumPy arrays and tensors to a new tensor, with torch's dtype
  * inference and its errors for integers that int64 cannot hold. */
-#include "ops.h"
+#include "ops/ops.h"
 
 /* The pygpu dtype for a NumPy dtype met in pygpu.tensor(): the four
  * native ones map to themselves, other integers and bool to int64;

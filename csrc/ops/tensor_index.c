@@ -1,7 +1,7 @@
 /* tensor_index.c - t[key] and t[key] = value for ints, slices (positive
  * steps), None, Ellipsis and bools: views of the same memory, and a
  * broadcast copy into such a view. */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* tensor_methods.c - the Tensor's method and attribute tables, and the
  * small methods that are neither conversions, views nor ops. */
-#include "ops.h"
-#include "op_list.h"
+#include "ops/ops.h"
+#include "ops/op_list.h"
 
 /* Defined in tensor_convert.c, tensor_views.c and the ops files. */
 #define FASTKW_DECL(name)                                                    \

@@ -1,7 +1,7 @@
 /* tensor_number.c - the Tensor's operator slots: arithmetic, @, in-place
  * forms, comparisons, hash, conversions to Python numbers, len, indexing,
  * iteration, repr. */
-#include "ops.h"
+#include "ops/ops.h"
 
 /* A NumPy scalar as the Python number it holds, so that it follows torch's
  * rules for Python scalars (np.float32(2) * t keeps t's dtype); any other
