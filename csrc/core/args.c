@@ -101,8 +101,7 @@ pygpu_parse_bool(PyObject *obj, int def, int *out)
 int
 pygpu_raise_no_cuda(void)
 {
-    PyErr_SetString(PyExc_RuntimeError,
-                    "pygpu was built without CUDA support");
+    PyErr_SetString(PyExc_RuntimeError, PYGPU_NO_CUDA_MESSAGE);
     return -1;
 }
 

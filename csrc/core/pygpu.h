@@ -206,7 +206,9 @@ int pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src);
  * where each raises RuntimeError("pygpu was built without CUDA support")
  * or reports 0 devices. */
 int pygpu_cuda_built(void);
-/* RuntimeError("pygpu was built without CUDA support"); returns -1. */
+/* What a CPU-only build says to every request for CUDA, written once. */
+#define PYGPU_NO_CUDA_MESSAGE "pygpu was built without CUDA support"
+/* RuntimeError(PYGPU_NO_CUDA_MESSAGE); returns -1. */
 int pygpu_raise_no_cuda(void);
 int pygpu_cuda_device_count(void); /* 0 when no driver/device */
 /* Why CUDA is unusable, for messages; NULL if usable. */

@@ -11,7 +11,6 @@
 #include "cuda/cuda_blas_internal.h"
 
 /* More devices than any single machine has; a larger index is refused. */
-#define BLAS_MAX_DEVICES 64
 
 /* Workspace for cuBLAS and cuBLASLt: NVIDIA's cuBLAS guide recommends
  * 32 MiB on Hopper (sm_90) and 4 MiB on earlier architectures; PyTorch uses
@@ -23,7 +22,7 @@
 #define BLAS_WORKSPACE_HOPPER ((size_t)32 << 20)
 #define BLAS_WORKSPACE_OTHER ((size_t)4 << 20)
 
-static pygpu_blas_dev blas_devs[BLAS_MAX_DEVICES];
+static pygpu_blas_dev blas_devs[PYGPU_MAX_DEVICES];
 static pthread_mutex_t blas_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* ----------------------------------------------------------------- errors */
@@ -250,7 +249,7 @@ pygpu_blas_dev *pygpu_blas_acquire(int device, cudaStream_t stream,
     pygpu_blas_dev *d;
 
     pthread_mutex_lock(&blas_mutex);
-    if (device < 0 || device >= BLAS_MAX_DEVICES) {
+    if (device < 0 || device >= PYGPU_MAX_DEVICES) {
         pygpu_blas_cuda_check(cudaErrorInvalidDevice, "cuBLAS handle lookup",
                               __FILE__, __LINE__, e);
         return NULL;

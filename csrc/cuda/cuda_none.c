@@ -2,7 +2,6 @@
  * every request for one says that pygpu was built without CUDA. */
 #include "core/pygpu.h"
 
-static const char no_cuda[] = "pygpu was built without CUDA support";
 
 int
 pygpu_cuda_built(void)
@@ -19,7 +18,7 @@ pygpu_cuda_device_count(void)
 const char *
 pygpu_cuda_unavailable_reason(void)
 {
-    return no_cuda;
+    return PYGPU_NO_CUDA_MESSAGE;
 }
 
 static int

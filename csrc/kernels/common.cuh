@@ -244,7 +244,7 @@ inline int64_t ceil_div(int64_t a, int64_t b)
  * relaxed atomics so that the race is well defined. */
 template <auto KERNEL> int resident_blocks()
 {
-    constexpr int MAX_DEVICES = 64;
+    constexpr int MAX_DEVICES = PYGPU_MAX_DEVICES;
     constexpr int FALLBACK = 1024;
     static std::atomic<int> cache[MAX_DEVICES];
 

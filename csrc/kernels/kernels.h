@@ -19,6 +19,8 @@ extern "C" {
 #endif
 
 #define PYGPU_MAX_DIMS 16
+/* CUDA devices pygpu serves (per-device tables are this long). */
+#define PYGPU_MAX_DEVICES 64
 
 /* Scalar types.  The codes index pygpu_dtype_table (csrc/dtype.c). */
 enum pygpu_scalar {

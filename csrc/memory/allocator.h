@@ -97,7 +97,6 @@ void pygpu_allocator_free(pygpu_allocator *a, pygpu_block *block);
 
 void *pygpu_block_ptr(const pygpu_block *b);
 size_t pygpu_block_size(const pygpu_block *b); /* rounded size */
-void *pygpu_block_stream(const pygpu_block *b);
 
 /* Returns the bytes given back to the backend. */
 size_t pygpu_allocator_empty_cache(pygpu_allocator *a);

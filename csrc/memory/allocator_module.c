@@ -19,7 +19,7 @@
 /* The slots are written once, under registry_lock.  An allocator is built
  * outside the lock (building runs Python code, which may run finalizers
  * that allocate) and the loser of a race for a slot is dropped. */
-static AllocatorObject *device_allocators[PYGPU_CUDA_MAX_DEVICES];
+static AllocatorObject *device_allocators[PYGPU_MAX_DEVICES];
 static AllocatorObject *pinned_allocator;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -37,7 +37,7 @@ static AllocatorObject *make_allocator(int device, int pinned)
         dev.index = -1;
     } else {
         if (device < 0 || device >= count ||
-            device >= PYGPU_CUDA_MAX_DEVICES) {
+            device >= PYGPU_MAX_DEVICES) {
             PyErr_Format(PyExc_RuntimeError,
                          "CUDA error: invalid device ordinal %d (%d CUDA "
                          "device%s available)",
@@ -84,7 +84,7 @@ static AllocatorObject *registry_get(AllocatorObject **slot, int device,
 
 AllocatorObject *pygpu_cuda_allocator(int device)
 {
-    if (device < 0 || device >= PYGPU_CUDA_MAX_DEVICES) {
+    if (device < 0 || device >= PYGPU_MAX_DEVICES) {
         if (pygpu_cuda_require() < 0) {
             return NULL;
         }
@@ -97,7 +97,7 @@ size_t pygpu_cuda_allocator_release(int device)
 {
     AllocatorObject *a = NULL;
 
-    if (device < 0 || device >= PYGPU_CUDA_MAX_DEVICES) {
+    if (device < 0 || device >= PYGPU_MAX_DEVICES) {
         return 0;
     }
     pthread_mutex_lock(&registry_lock);
@@ -116,13 +116,13 @@ AllocatorObject *pygpu_pinned_allocator(void)
 AllocatorObject *pygpu_cuda_allocator(int device)
 {
     (void)device;
-    PyErr_SetString(PyExc_RuntimeError, PYGPU_NO_CUDA_MESSAGE);
+    pygpu_raise_no_cuda();
     return NULL;
 }
 
 AllocatorObject *pygpu_pinned_allocator(void)
 {
-    PyErr_SetString(PyExc_RuntimeError, PYGPU_NO_CUDA_MESSAGE);
+    pygpu_raise_no_cuda();
     return NULL;
 }
 

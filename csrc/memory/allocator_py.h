@@ -7,7 +7,6 @@
 
 #include "memory/memory.h"
 
-#define PYGPU_NO_CUDA_MESSAGE "pygpu was built without CUDA support"
 
 extern PyType_Spec pygpu_storage_spec;
 extern PyMethodDef pygpu_allocator_functions[]; /* _cuda_allocator, ... */

@@ -16,11 +16,6 @@ size_t pygpu_block_size(const pygpu_block *b)
     return b != NULL ? b->size : 0;
 }
 
-void *pygpu_block_stream(const pygpu_block *b)
-{
-    return b != NULL ? b->stream : NULL;
-}
-
 void pygpu_allocator_get_stats(pygpu_allocator *a, pygpu_alloc_stats *out)
 {
     pthread_mutex_lock(&a->lock);

@@ -10,9 +10,8 @@
 
 #include <stddef.h>
 
+#include "kernels/kernels.h"
 #include "memory/allocator.h"
-
-#define PYGPU_CUDA_MAX_DEVICES 64
 
 /* Fill `backend` for CUDA device `device` (pinned == 0) or for pinned host
  * memory (pinned != 0, device ignored). */

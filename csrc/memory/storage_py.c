@@ -313,7 +313,7 @@ StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes)
 #else
     (void)dev;
     (void)nbytes;
-    PyErr_SetString(PyExc_RuntimeError, PYGPU_NO_CUDA_MESSAGE);
+    pygpu_raise_no_cuda();
     return NULL;
 #endif
 }

@@ -150,7 +150,6 @@ pygpu_exec(PyObject *m)
         goto fail;
     }
     if (PyModule_AddStringConstant(m, "__version__", PYGPU_VERSION) < 0 ||
-        PyModule_AddIntConstant(m, "_max_dims", PYGPU_MAX_DIMS) < 0 ||
         add_unary_ops(m) < 0) {
         goto fail;
     }

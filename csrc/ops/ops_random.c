@@ -7,7 +7,7 @@
 
 #include <pthread.h>
 
-#define MAX_GENERATORS 65 /* slot 0: the CPU; slot 1 + i: cuda:i */
+#define MAX_GENERATORS (1 + PYGPU_MAX_DEVICES) /* 0: the CPU; 1 + i: cuda:i */
 #define DEFAULT_SEED 67280421310721ULL /* the default torch uses too */
 
 static pthread_mutex_t gen_lock = PTHREAD_MUTEX_INITIALIZER;

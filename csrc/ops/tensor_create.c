@@ -4,6 +4,20 @@
 
 static const pygpu_device cpu_device = {PYGPU_CPU, -1};
 
+/* requires_grad=True has nothing to turn on: RuntimeError.  flag may be
+ * NULL (not given).  0, or -1 with an exception. */
+static int
+check_requires_grad(PyObject *flag)
+{
+    int on = flag == NULL ? 0 : PyObject_IsTrue(flag);
+    if (on > 0) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "pygpu has no autograd: requires_grad=True is not "
+                        "supported");
+    }
+    return on == 0 ? 0 : -1;
+}
+
 TensorObject *
 pygpu_tensor_from_ndarray(PyArrayObject *arr)
 {
@@ -100,10 +114,7 @@ tensor_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         pygpu_device_resolve(&dev) < 0) {
         return NULL;
     }
-    if (a[3] != NULL && PyObject_IsTrue(a[3])) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "pygpu has no autograd: requires_grad=True is not "
-                        "supported");
+    if (check_requires_grad(a[3]) < 0) {
         return NULL;
     }
     return (PyObject *)pygpu_tensor_from_data(a[0], dtype, dev);
@@ -156,7 +167,6 @@ factory(const char *fname, enum fill_kind kind, int has_value,
                                         "device", "requires_grad",
                                         "pin_memory"};
     PyObject *kw[6] = {NULL};
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     int ndim = 0, dtype;
     int64_t shape[PYGPU_MAX_DIMS];
     pygpu_device dev;
@@ -166,7 +176,6 @@ factory(const char *fname, enum fill_kind kind, int has_value,
                          kw) < 0) {
         return NULL;
     }
-    (void)nkw;
     Py_ssize_t nsize = nargs;
     if (has_value && kw[1] == NULL) {
         if (nargs < 2) {
@@ -223,10 +232,7 @@ factory(const char *fname, enum fill_kind kind, int has_value,
         pygpu_parse_device_opt(kw[3], &cpu_device, &dev) < 0) {
         return NULL;
     }
-    if (kw[4] != NULL && PyObject_IsTrue(kw[4])) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "pygpu has no autograd: requires_grad=True is not "
-                        "supported");
+    if (check_requires_grad(kw[4]) < 0) {
         return NULL;
     }
     PyObject *t = make_filled(ndim, shape, dtype, dev, kind,
@@ -291,7 +297,8 @@ like(const char *fname, enum fill_kind kind, double fixed, int has_value,
         }
     }
     if (pygpu_parse_dtype_opt(a[2], t->dtype, &dtype) < 0 ||
-        pygpu_parse_device_opt(a[3], &t->device, &dev) < 0) {
+        pygpu_parse_device_opt(a[3], &t->device, &dev) < 0 ||
+        check_requires_grad(a[4]) < 0) {
         return NULL;
     }
     return make_filled(t->ndim, t->shape, dtype, dev, kind, value, fname);
