@@ -8,6 +8,11 @@ import subprocess
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHECK = next(p for p in (os.path.join(ROOT, "tests", "native",
+                                      "blas_layout_check.c"),
+                         os.path.join(ROOT, "benchmarks",
+                                      "blas_layout_check.c"))
+             if os.path.exists(p))
 
 
 def test_layout_mapping(tmp_path):
@@ -16,7 +21,7 @@ def test_layout_mapping(tmp_path):
         pytest.skip("no C compiler to build the layout check")
     exe = tmp_path / "layout_check"
     subprocess.run([cc, "-std=c99", "-O1", "-I", os.path.join(ROOT, "csrc"),
-                    os.path.join(ROOT, "benchmarks", "blas_layout_check.c"),
+                    CHECK,
                     "-o", str(exe)], check=True)
     out = subprocess.run([str(exe)], capture_output=True, text=True,
                          timeout=300)
