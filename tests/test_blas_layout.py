@@ -1,6 +1,6 @@
 """The row-major -> cuBLAS column-major mapping (csrc/blas_layout.h) is
 plain C: check it on the CPU by emulating cuBLAS's GEMM with loops
-(benchmarks/blas_layout_check.c), so the mapping is tested without a GPU."""
+(tests/native/blas_layout_check.c), so the mapping is tested without a GPU."""
 import os
 import shutil
 import subprocess
@@ -8,11 +8,7 @@ import subprocess
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHECK = next(p for p in (os.path.join(ROOT, "tests", "native",
-                                      "blas_layout_check.c"),
-                         os.path.join(ROOT, "benchmarks",
-                                      "blas_layout_check.c"))
-             if os.path.exists(p))
+CHECK = os.path.join(ROOT, "tests", "native", "blas_layout_check.c")
 
 
 def test_layout_mapping(tmp_path):

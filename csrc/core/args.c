@@ -99,13 +99,6 @@ pygpu_parse_bool(PyObject *obj, int def, int *out)
 }
 
 int
-pygpu_raise_no_cuda(void)
-{
-    PyErr_SetString(PyExc_RuntimeError, PYGPU_NO_CUDA_MESSAGE);
-    return -1;
-}
-
-int
 pygpu_unpack_dims(PyObject *const *args, Py_ssize_t nargs, PyObject **seq,
                   PyObject *const **items, Py_ssize_t *n)
 {

@@ -208,8 +208,13 @@ int pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src);
 int pygpu_cuda_built(void);
 /* What a CPU-only build says to every request for CUDA, written once. */
 #define PYGPU_NO_CUDA_MESSAGE "pygpu was built without CUDA support"
-/* RuntimeError(PYGPU_NO_CUDA_MESSAGE); returns -1. */
+/* RuntimeError(PYGPU_NO_CUDA_MESSAGE); returns -1 (errors.c). */
 int pygpu_raise_no_cuda(void);
+/* Raise pygpu.CudaError with the message PyUnicode_FromFormat(format, ...)
+ * and the failing status as its `code` and `name` attributes (name may be
+ * NULL: None).  Returns -1. */
+int pygpu_raise_cuda_error(long code, const char *name, const char *format,
+                           ...);
 int pygpu_cuda_device_count(void); /* 0 when no driver/device */
 /* Why CUDA is unusable, for messages; NULL if usable. */
 const char *pygpu_cuda_unavailable_reason(void);

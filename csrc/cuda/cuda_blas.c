@@ -71,10 +71,11 @@ int pygpu_blas_raise(const pygpu_blas_err *e)
     /* The status enum is shared by cuBLAS and cuBLASLt. */
     name = cublasGetStatusName((cublasStatus_t)e->status);
     text = cublasGetStatusString((cublasStatus_t)e->status);
-    PyErr_Format(pygpu_state->CudaError, "cuBLAS error: %s in %s (%s)",
-                 name != NULL ? name : "CUBLAS_STATUS_UNKNOWN", e->call,
-                 text != NULL ? text : "unknown status");
-    return -1;
+    name = name != NULL ? name : "CUBLAS_STATUS_UNKNOWN";
+    return pygpu_raise_cuda_error((long)e->status, name,
+                                  "cuBLAS error: %s in %s (%s)", name,
+                                  e->call,
+                                  text != NULL ? text : "unknown status");
 }
 
 int pygpu_blas_raise_dtype(const char *op, int dtype)

@@ -118,9 +118,10 @@ pygpu_cuda_raise(int err, const char *call, const char *file, int line)
 {
     cudaError_t e = (cudaError_t)err;
     (void)cudaGetLastError(); /* clear it where it is not sticky */
-    PyErr_Format(pygpu_state->CudaError, "CUDA error: %s (%s) in %s at %s:%d",
-                 cudaGetErrorString(e), cudaGetErrorName(e), call, file,
-                 line);
+    pygpu_raise_cuda_error((long)e, cudaGetErrorName(e),
+                           "CUDA error: %s (%s) in %s at %s:%d",
+                           cudaGetErrorString(e), cudaGetErrorName(e), call,
+                           file, line);
     return NULL;
 }
 
@@ -259,14 +260,14 @@ pygpu_cuda_check_launch(int err, const char *what)
     }
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        PyErr_Format(pygpu_state->CudaError,
-                     "CUDA error: %s (%s) in the %s kernel%s",
-                     cudaGetErrorString(e), cudaGetErrorName(e), what,
-                     launch_blocking ? ""
-                                     : " (errors may be reported late: set "
-                                       "PYGPU_LAUNCH_BLOCKING=1 to find the "
-                                       "op that caused it)");
-        return -1;
+        return pygpu_raise_cuda_error(
+            (long)e, cudaGetErrorName(e),
+            "CUDA error: %s (%s) in the %s kernel%s", cudaGetErrorString(e),
+            cudaGetErrorName(e), what,
+            launch_blocking ? ""
+                            : " (errors may be reported late: set "
+                              "PYGPU_LAUNCH_BLOCKING=1 to find the op "
+                              "that caused it)");
     }
     return 0;
 }

@@ -284,14 +284,4 @@ template <auto KERNEL> unsigned grid_for(int64_t work)
     return blocks < 1 ? 1u : (unsigned)blocks;
 }
 
-/* Returns the launch error from the enclosing launcher, if any: used
- * between the launches of a launcher that makes more than one. */
-#define PYGPU_RETURN_IF_LAUNCH_FAILED()                                      \
-    do {                                                                     \
-        cudaError_t err_ = cudaGetLastError();                               \
-        if (err_ != cudaSuccess) {                                           \
-            return err_;                                                     \
-        }                                                                    \
-    } while (0)
-
 #endif /* PYGPU_KERNELS_COMMON_CUH */

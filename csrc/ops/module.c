@@ -70,12 +70,15 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* A RuntimeError subclass pygpu.<name>, with class attributes `attrs`
+ * (NULL or a dict). */
 static int
-add_exception(PyObject *m, const char *name, const char *doc, PyObject **out)
+add_exception(PyObject *m, const char *name, const char *doc,
+              PyObject *attrs, PyObject **out)
 {
     char full[128];
     PyOS_snprintf(full, sizeof(full), "pygpu.%s", name);
-    *out = PyErr_NewExceptionWithDoc(full, doc, PyExc_RuntimeError, NULL);
+    *out = PyErr_NewExceptionWithDoc(full, doc, PyExc_RuntimeError, attrs);
     if (*out == NULL) {
         return -1;
     }
@@ -125,12 +128,20 @@ pygpu_exec(PyObject *m)
         return -1;
     }
     pygpu_state = &the_state;
-    if (add_exception(m, "OutOfMemoryError",
-                      "Raised when CUDA memory runs out.",
-                      &the_state.OutOfMemoryError) < 0 ||
-        add_exception(m, "CudaError",
-                      "A CUDA, cuBLAS or cuRAND call failed.",
-                      &the_state.CudaError) < 0) {
+    /* CudaError carries the failing status (code) and its name, as
+     * CuPy's errors do; None where there is none. */
+    PyObject *status = Py_BuildValue("{s:O,s:O}", "code", Py_None, "name",
+                                     Py_None);
+    int bad = status == NULL ||
+              add_exception(m, "OutOfMemoryError",
+                            "Raised when CUDA memory runs out.", NULL,
+                            &the_state.OutOfMemoryError) < 0 ||
+              add_exception(m, "CudaError",
+                            "A CUDA, cuBLAS or cuRAND call failed; code and "
+                            "name are the failing status.",
+                            status, &the_state.CudaError) < 0;
+    Py_XDECREF(status);
+    if (bad) {
         goto fail;
     }
     if (pygpu_dtype_register(m) < 0 || pygpu_device_register(m) < 0 ||

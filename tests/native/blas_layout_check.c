@@ -11,7 +11,7 @@
  * plan that reads a wrong position shows up as a NaN in the result.
  * Integer-valued data keeps every sum exact.
  *
- *   cc -std=c99 -O2 -I csrc benchmarks/blas_layout_check.c -o check
+ *   cc -std=c99 -O2 -I csrc tests/native/blas_layout_check.c -o check
  */
 #include <math.h>
 #include <stdio.h>

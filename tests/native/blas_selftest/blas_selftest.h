@@ -14,7 +14,7 @@
  * accumulates into it (beta 1); only the relu kernel is applied on the
  * host, so the gemm part is still checked.
  *
- * The files of benchmarks/blas_selftest/:
+ * The files of tests/native/blas_selftest/:
  *   harness.c          globals, host conversions, operands and buffers,
  *                      tolerances, report / skip counters
  *   sequences.c        the extension's cuBLAS / cuBLASLt call sequences
@@ -30,7 +30,7 @@
  * slash and a star would end this comment):
  *
  *   gcc -std=c11 -O2 -I csrc -I $CUDA_HOME/include \
- *       benchmarks/blas_selftest/[a-z]*.c -o blas_selftest \
+ *       tests/native/blas_selftest/[a-z]*.c -o blas_selftest \
  *       -L $CUDA_HOME/lib64 -lcublasLt -lcublas -lcudart
  *
  * Prints each failure ("FAIL <case> ..."), each skipped case ("SKIP <case>:

@@ -8,7 +8,7 @@
  * (?*.cu: any .cu file; -arch=sm_90 or another target in place of native
  * where the building machine has no GPU):
  *   nvcc -std=c++17 -O3 -DPYGPU_WITH_CUDA -I csrc -arch=native \
- *        benchmarks/kernels_selftest/?*.cu csrc/kernels/?*.cu \
+ *        tests/native/kernels_selftest/?*.cu csrc/kernels/?*.cu \
  *        -o kernels_selftest
  * Prints one PASS or FAIL line per case (a case sweeps its shapes and
  * alignments and names the first mismatch with the values it got and
