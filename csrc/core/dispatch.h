@@ -16,10 +16,11 @@
 
 /* What a row computes; the op within the kind is pygpu_kargs.op. */
 enum pygpu_kind {
-    PYGPU_K_BINARY = 0,    /* out = in[0] op in[1] over g */
+    PYGPU_K_BINARY = 0,    /* out = in[0] op in[1] over g, the inputs
+                              converted from their in_dtypes */
     PYGPU_K_BINARY_SCALAR, /* out = in[0] op s (flag: s op in[0]) over g */
     PYGPU_K_UNARY,         /* out = op(in[0]) over g */
-    PYGPU_K_COPY,          /* out = in[0] converted from in_dtype, over g */
+    PYGPU_K_COPY,          /* out = in[0] converted from in_dtypes[0] */
     PYGPU_K_FILL,          /* contiguous out[0..numel) = s */
     PYGPU_K_REDUCE,        /* out (indices) = op over [outer, n, inner] */
     PYGPU_K_RANDOM,        /* contiguous uniform (flag: normal) numbers */
@@ -37,7 +38,7 @@ enum pygpu_kind {
  * pygpu_dispatch sets the rest. */
 typedef struct pygpu_kargs {
     int op;                    /* enum pygpu_binop / unop / redop */
-    int in_dtype;              /* COPY: dtype of in[0] */
+    int in_dtypes[2];          /* BINARY*, COPY: dtypes of in[] */
     void *out;
     const void *in[2];
     const pygpu_geom *g;       /* the elementwise kinds */

@@ -228,7 +228,7 @@ pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src)
     }
     pygpu_make_geom(&g, dst->ndim, dst->shape, dst, src, NULL);
     pygpu_kargs k;
-    k.in_dtype = src->dtype;
+    k.in_dtypes[0] = src->dtype;
     k.out = dst->data;
     k.in[0] = src->data;
     k.g = &g;

@@ -7,18 +7,33 @@
 /* Loops over this many elements or more run without the GIL. */
 #define CPU_NOGIL_THRESHOLD (1 << 16)
 
+/* Inputs of the result's dtype take the same-dtype loops; others are
+ * converted inside the loop (cpu_mixed.c). */
 static int
 binary(pygpu_kargs *k)
 {
-    pygpu_cpu_binary(k->op, k->dtype, k->out, k->in[0], k->in[1], k->g);
+    if (k->in_dtypes[0] == k->dtype && k->in_dtypes[1] == k->dtype) {
+        pygpu_cpu_binary(k->op, k->dtype, k->out, k->in[0], k->in[1], k->g);
+    }
+    else {
+        pygpu_cpu_binary_mixed(k->op, k->dtype, k->out, k->in_dtypes[0],
+                               k->in[0], k->in_dtypes[1], k->in[1], k->g);
+    }
     return 0;
 }
 
 static int
 binary_scalar(pygpu_kargs *k)
 {
-    pygpu_cpu_binary_scalar(k->op, k->dtype, k->out, k->in[0], k->s,
-                            k->flag, k->g);
+    if (k->in_dtypes[0] == k->dtype) {
+        pygpu_cpu_binary_scalar(k->op, k->dtype, k->out, k->in[0], k->s,
+                                k->flag, k->g);
+    }
+    else {
+        pygpu_cpu_binary_scalar_mixed(k->op, k->dtype, k->out,
+                                      k->in_dtypes[0], k->in[0], k->s,
+                                      k->flag, k->g);
+    }
     return 0;
 }
 
@@ -32,7 +47,7 @@ unary(pygpu_kargs *k)
 static int
 copy(pygpu_kargs *k)
 {
-    pygpu_cpu_copy(k->dtype, k->out, k->in_dtype, k->in[0], k->g);
+    pygpu_cpu_copy(k->dtype, k->out, k->in_dtypes[0], k->in[0], k->g);
     return 0;
 }
 

@@ -21,15 +21,18 @@
 #include <stdint.h>
 
 #include "cpu/cpu_arith.h"
+#include "cpu/cpu_loops.h"
 #include "cpu/half.h"
 #include "kernels/kernels.h"
 
-static const size_t dtype_size[PYGPU_NDTYPES] = {
+const size_t pygpu_cpu_dtype_size[PYGPU_NDTYPES] = {
     [PYGPU_FLOAT32] = sizeof(float),
     [PYGPU_FLOAT16] = sizeof(uint16_t),
     [PYGPU_FLOAT64] = sizeof(double),
     [PYGPU_INT64] = sizeof(int64_t),
 };
+
+#define dtype_size pygpu_cpu_dtype_size
 
 static int valid_dtype(int dtype)
 {
@@ -38,10 +41,6 @@ static int valid_dtype(int dtype)
 
 /* ------------------------------------------------------------ iteration */
 
-/* An inner loop: n elements, operand k at p[k] advancing s[k] elements per
- * step (k = 0 is the output).  ctx carries a scalar operand if any. */
-typedef void (*inner_loop)(char *const *p, const int64_t *s, int64_t n,
-                           const void *ctx);
 
 /* for_each_row over two dims or more: the outer dims advance like an
  * odometer; positions are kept as byte offsets so that no pointer ever
@@ -92,9 +91,9 @@ static void for_each_row_nd(const pygpu_geom *g, int nops,
 
 /* Calls fn once per innermost row of g, for operands 0 .. nops-1.  The
  * common cases, one element or one (coalesced) row, call it directly. */
-static inline void for_each_row(const pygpu_geom *g, int nops,
-                                char *const base[3], const size_t esize[3],
-                                inner_loop fn, const void *ctx)
+void pygpu_cpu_for_each_row(const pygpu_geom *g, int nops,
+                            char *const base[3], const size_t esize[3],
+                            inner_loop fn, const void *ctx)
 {
     if (g->ndim <= 1) {
         int64_t s[3] = {0, 0, 0};
@@ -226,7 +225,30 @@ void pygpu_cpu_binary(int op, int dtype, void *out, const void *a,
     char *base[3] = {(char *)out, (char *)a, (char *)b};
     size_t es = dtype_size[dtype];
     size_t esize[3] = {es, es, es};
-    for_each_row(g, 3, base, esize, binary_loops[op][dtype], NULL);
+    pygpu_cpu_for_each_row(g, 3, base, esize, binary_loops[op][dtype], NULL);
+}
+
+pygpu_cpu_scalar pygpu_cpu_scalar_in(int dtype, pygpu_scalar_value s)
+{
+    pygpu_cpu_scalar sv;
+    if (dtype == PYGPU_INT64) {
+        sv.i = s.i;
+    } else if (dtype == PYGPU_FLOAT64) {
+        sv.d = s.f;
+    } else {
+        sv.f = (float)s.f;
+    }
+    return sv;
+}
+
+inner_loop pygpu_cpu_binary_loop(int op, int dtype)
+{
+    return binary_loops[op][dtype];
+}
+
+inner_loop pygpu_cpu_scalar_loop(int scalar_first, int op, int dtype)
+{
+    return scalar_loops[scalar_first != 0][op][dtype];
 }
 
 void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
@@ -236,25 +258,12 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
     if (op < 0 || op >= PYGPU_NBINOPS || !valid_dtype(dtype)) {
         return;
     }
-    /* The scalar in the type the loop computes in; float16 computes in
-     * float, so its scalar is not rounded to float16 first. */
-    union {
-        float f;
-        double d;
-        int64_t i;
-    } sv;
-    if (dtype == PYGPU_INT64) {
-        sv.i = s.i;
-    } else if (dtype == PYGPU_FLOAT64) {
-        sv.d = s.f;
-    } else {
-        sv.f = (float)s.f;
-    }
+    pygpu_cpu_scalar sv = pygpu_cpu_scalar_in(dtype, s);
     char *base[3] = {(char *)out, (char *)a, NULL};
     size_t es = dtype_size[dtype];
     size_t esize[3] = {es, es, 0};
-    for_each_row(g, 2, base, esize,
-                 scalar_loops[scalar_first != 0][op][dtype], &sv);
+    pygpu_cpu_for_each_row(g, 2, base, esize,
+                           scalar_loops[scalar_first != 0][op][dtype], &sv);
 }
 
 /* ------------------------------------------------------------ unary ops */
@@ -303,7 +312,7 @@ void pygpu_cpu_unary(int op, int dtype, void *out, const void *a,
     char *base[3] = {(char *)out, (char *)a, NULL};
     size_t es = dtype_size[dtype];
     size_t esize[3] = {es, es, 0};
-    for_each_row(g, 2, base, esize, unary_loops[op][dtype], NULL);
+    pygpu_cpu_for_each_row(g, 2, base, esize, unary_loops[op][dtype], NULL);
 }
 
 void pygpu_cpu_relu_contig(int dtype, void *out, const void *in, int64_t n)
@@ -369,6 +378,11 @@ static const inner_loop copy_loops[PYGPU_NDTYPES][PYGPU_NDTYPES] = {
     [PYGPU_INT64] = BY_DTYPE(copy_i64_),
 };
 
+inner_loop pygpu_cpu_copy_loop(int out_dtype, int in_dtype)
+{
+    return copy_loops[out_dtype][in_dtype];
+}
+
 void pygpu_cpu_copy(int out_dtype, void *out, int in_dtype, const void *a,
                     const pygpu_geom *g)
 {
@@ -377,7 +391,7 @@ void pygpu_cpu_copy(int out_dtype, void *out, int in_dtype, const void *a,
     }
     char *base[3] = {(char *)out, (char *)a, NULL};
     size_t esize[3] = {dtype_size[out_dtype], dtype_size[in_dtype], 0};
-    for_each_row(g, 2, base, esize, copy_loops[out_dtype][in_dtype], NULL);
+    pygpu_cpu_for_each_row(g, 2, base, esize, copy_loops[out_dtype][in_dtype], NULL);
 }
 
 /* ----------------------------------------------------------------- fill */

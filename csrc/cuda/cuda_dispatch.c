@@ -7,18 +7,30 @@
 
 #include <string.h>
 
+/* Inputs of the result's dtype take the same-dtype kernels; others are
+ * converted as they are read. */
 static int
 binary(pygpu_kargs *k)
 {
-    return pygpu_cuda_binary(k->op, k->dtype, k->out, k->in[0], k->in[1],
-                             k->g, k->stream);
+    if (k->in_dtypes[0] == k->dtype && k->in_dtypes[1] == k->dtype) {
+        return pygpu_cuda_binary(k->op, k->dtype, k->out, k->in[0],
+                                 k->in[1], k->g, k->stream);
+    }
+    return pygpu_cuda_binary_mixed(k->op, k->dtype, k->out, k->in_dtypes[0],
+                                   k->in[0], k->in_dtypes[1], k->in[1], k->g,
+                                   k->stream);
 }
 
 static int
 binary_scalar(pygpu_kargs *k)
 {
-    return pygpu_cuda_binary_scalar(k->op, k->dtype, k->out, k->in[0], k->s,
-                                    k->flag, k->g, k->stream);
+    if (k->in_dtypes[0] == k->dtype) {
+        return pygpu_cuda_binary_scalar(k->op, k->dtype, k->out, k->in[0],
+                                        k->s, k->flag, k->g, k->stream);
+    }
+    return pygpu_cuda_binary_scalar_mixed(k->op, k->dtype, k->out,
+                                          k->in_dtypes[0], k->in[0], k->s,
+                                          k->flag, k->g, k->stream);
 }
 
 /* Contiguous relu takes the 128-bit kernel. */
@@ -38,7 +50,7 @@ unary(pygpu_kargs *k)
 static int
 copy(pygpu_kargs *k)
 {
-    return pygpu_cuda_copy(k->dtype, k->out, k->in_dtype, k->in[0], k->g,
+    return pygpu_cuda_copy(k->dtype, k->out, k->in_dtypes[0], k->in[0], k->g,
                            k->stream);
 }
 

@@ -91,6 +91,16 @@ void pygpu_cpu_binary(int op, int dtype, void *out, const void *a,
 void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
                              pygpu_scalar_value s, int scalar_first,
                              const pygpu_geom *g);
+/* The same with inputs of other dtypes: a (a_dtype) and b (b_dtype) are
+ * read in their own dtypes and converted to dtype as pygpu_cpu_copy does
+ * before the op, as if they had been converted first. */
+void pygpu_cpu_binary_mixed(int op, int dtype, void *out, int a_dtype,
+                            const void *a, int b_dtype, const void *b,
+                            const pygpu_geom *g);
+void pygpu_cpu_binary_scalar_mixed(int op, int dtype, void *out,
+                                   int a_dtype, const void *a,
+                                   pygpu_scalar_value s, int scalar_first,
+                                   const pygpu_geom *g);
 /* out = op(a); geom uses operands 0 and 1.  RELU keeps NaN. */
 void pygpu_cpu_unary(int op, int dtype, void *out, const void *a,
                      const pygpu_geom *g);
@@ -138,6 +148,18 @@ cudaError_t pygpu_cuda_binary_scalar(int op, int dtype, void *out,
                                      const void *a, pygpu_scalar_value s,
                                      int scalar_first, const pygpu_geom *g,
                                      cudaStream_t stream);
+/* The same with inputs read in their own dtypes, converted to dtype as
+ * pygpu_cuda_copy does (see pygpu_cpu_binary_mixed). */
+cudaError_t pygpu_cuda_binary_mixed(int op, int dtype, void *out,
+                                    int a_dtype, const void *a, int b_dtype,
+                                    const void *b, const pygpu_geom *g,
+                                    cudaStream_t stream);
+cudaError_t pygpu_cuda_binary_scalar_mixed(int op, int dtype, void *out,
+                                           int a_dtype, const void *a,
+                                           pygpu_scalar_value s,
+                                           int scalar_first,
+                                           const pygpu_geom *g,
+                                           cudaStream_t stream);
 cudaError_t pygpu_cuda_unary(int op, int dtype, void *out, const void *a,
                              const pygpu_geom *g, cudaStream_t stream);
 cudaError_t pygpu_cuda_copy(int out_dtype, void *out, int in_dtype,

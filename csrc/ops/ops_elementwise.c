@@ -1,7 +1,8 @@
-/* ops_elementwise.c - add, sub, mul, div, neg, relu, copy and fill:
+/* ops_elementwise.c - add, sub, mul, div, the unary ops and fill:
  * argument checking (devices, dtypes, shapes, in torch's words),
- * broadcasting, type promotion, output allocation, then dispatch to the
- * CPU loops or the CUDA kernels. */
+ * broadcasting, type promotion, output allocation, then one lookup in the
+ * dispatch table.  Inputs of another dtype than the result's are read as
+ * they are and converted inside the loop. */
 #include "ops/ops.h"
 
 #include <string.h>
@@ -54,6 +55,8 @@ run_binary(int op, TensorObject *out, TensorObject *a, TensorObject *b,
     k.out = out->data;
     k.in[0] = a->data;
     k.in[1] = b->data;
+    k.in_dtypes[0] = a->dtype;
+    k.in_dtypes[1] = b->dtype;
     k.g = g;
     k.numel = numel;
     return pygpu_dispatch(PYGPU_K_BINARY, out->device, out->dtype, &k,
@@ -69,6 +72,7 @@ run_binary_scalar(int op, TensorObject *out, TensorObject *a,
     k.op = op;
     k.out = out->data;
     k.in[0] = a->data;
+    k.in_dtypes[0] = a->dtype;
     k.g = g;
     k.s = s;
     k.flag = scalar_first;
@@ -180,7 +184,7 @@ static PyObject *
 binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
               int scalar_first, TensorObject *out)
 {
-    TensorObject *in = NULL, *res = NULL;
+    TensorObject *res = NULL;
     pygpu_geom g;
     int dtype = scat > category(t->dtype) ? PYGPU_FLOAT32 : t->dtype;
     if (op == PYGPU_DIV && dtype == PYGPU_INT64) {
@@ -200,36 +204,26 @@ binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
         }
         dtype = out->dtype;
     }
-    if (t->dtype == dtype) {
-        in = (TensorObject *)Py_NewRef(t);
-    }
-    else {
-        in = pygpu_tensor_to(t, t->device, dtype);
-        if (in == NULL) {
-            goto fail;
-        }
-    }
+    /* t is read in its own dtype and converted in the loop. */
     res = out ? (TensorObject *)Py_NewRef(out)
               : pygpu_tensor_empty(t->ndim, t->shape, dtype, t->device);
     if (res == NULL) {
-        goto fail;
+        return NULL;
     }
     int64_t numel = pygpu_numel(res->ndim, res->shape);
     if (numel > 0) {
-        pygpu_make_geom(&g, res->ndim, res->shape, res, in, NULL);
-        if (run_binary_scalar(op, res, in, s, scalar_first, &g, numel) < 0) {
+        pygpu_make_geom(&g, res->ndim, res->shape, res, t, NULL);
+        if (run_binary_scalar(op, res, t, s, scalar_first, &g, numel) < 0) {
             Py_CLEAR(res);
         }
     }
-fail:
-    Py_XDECREF(in);
     return (PyObject *)res;
 }
 
 static PyObject *
 binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
 {
-    TensorObject *ca = NULL, *cb = NULL, *res = NULL;
+    TensorObject *res = NULL;
     int ndim;
     int64_t shape[PYGPU_MAX_DIMS];
     pygpu_geom g;
@@ -255,28 +249,19 @@ binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
         }
         dtype = out->dtype;
     }
-    ca = a->dtype == dtype ? (TensorObject *)Py_NewRef(a)
-                           : pygpu_tensor_to(a, a->device, dtype);
-    cb = b->dtype == dtype ? (TensorObject *)Py_NewRef(b)
-                           : pygpu_tensor_to(b, b->device, dtype);
-    if (ca == NULL || cb == NULL) {
-        goto fail;
-    }
+    /* Each input is read in its own dtype and converted in the loop. */
     res = out ? (TensorObject *)Py_NewRef(out)
               : pygpu_tensor_empty(ndim, shape, dtype, a->device);
     if (res == NULL) {
-        goto fail;
+        return NULL;
     }
     int64_t numel = pygpu_numel(ndim, shape);
     if (numel > 0) {
-        pygpu_make_geom(&g, ndim, shape, res, ca, cb);
-        if (run_binary(op, res, ca, cb, &g, numel) < 0) {
+        pygpu_make_geom(&g, ndim, shape, res, a, b);
+        if (run_binary(op, res, a, b, &g, numel) < 0) {
             Py_CLEAR(res);
         }
     }
-fail:
-    Py_XDECREF(ca);
-    Py_XDECREF(cb);
     return (PyObject *)res;
 }
 
