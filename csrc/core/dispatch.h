@@ -75,6 +75,22 @@ typedef struct pygpu_backend {
     pygpu_kernel_fn rows[PYGPU_NKINDS][PYGPU_NDTYPES];
 } pygpu_backend;
 
+/* The rows of a backend that runs every dtype with one function per
+ * kind, named after the kind as below (each backend file defines them). */
+#define PYGPU_ALL_DTYPES(fn) {fn, fn, fn, fn}
+#define PYGPU_ROWS_BY_KIND                                                   \
+    {                                                                        \
+        [PYGPU_K_BINARY] = PYGPU_ALL_DTYPES(binary),                         \
+        [PYGPU_K_BINARY_SCALAR] = PYGPU_ALL_DTYPES(binary_scalar),           \
+        [PYGPU_K_UNARY] = PYGPU_ALL_DTYPES(unary),                           \
+        [PYGPU_K_COPY] = PYGPU_ALL_DTYPES(copy),                             \
+        [PYGPU_K_FILL] = PYGPU_ALL_DTYPES(fill),                             \
+        [PYGPU_K_REDUCE] = PYGPU_ALL_DTYPES(reduce),                         \
+        [PYGPU_K_RANDOM] = PYGPU_ALL_DTYPES(random_numbers),                 \
+        [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
+        [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
+    }
+
 extern const pygpu_backend pygpu_cpu_backend;  /* cpu_dispatch.c */
 extern const pygpu_backend pygpu_cuda_backend; /* cuda_dispatch.c */
 

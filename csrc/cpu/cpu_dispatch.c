@@ -185,19 +185,7 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
     return 0;
 }
 
-#define ALL_DTYPES(fn) {fn, fn, fn, fn}
-
 const pygpu_backend pygpu_cpu_backend = {
     .run = run,
-    .rows = {
-        [PYGPU_K_BINARY] = ALL_DTYPES(binary),
-        [PYGPU_K_BINARY_SCALAR] = ALL_DTYPES(binary_scalar),
-        [PYGPU_K_UNARY] = ALL_DTYPES(unary),
-        [PYGPU_K_COPY] = ALL_DTYPES(copy),
-        [PYGPU_K_FILL] = ALL_DTYPES(fill),
-        [PYGPU_K_REDUCE] = ALL_DTYPES(reduce),
-        [PYGPU_K_RANDOM] = ALL_DTYPES(random_numbers),
-        [PYGPU_K_MATMUL] = ALL_DTYPES(matmul),
-        [PYGPU_K_LINEAR] = ALL_DTYPES(linear),
-    },
+    .rows = PYGPU_ROWS_BY_KIND,
 };

@@ -111,6 +111,12 @@ void pygpu_cpu_for_each_row(const pygpu_geom *g, int nops,
     for_each_row_nd(g, nops, base, esize, fn, ctx);
 }
 
+/* The unit-stride loops are unrolled four times over (four vectors per
+ * trip once gcc vectorizes them): their speed on data in cache then no
+ * longer hangs on where the loop happens to land against the CPU's
+ * instruction-fetch boundaries, which moves whenever unrelated code does. */
+#define UNROLL_4 _Pragma("GCC unroll 4")
+
 /* ----------------------------------------------------------- binary ops */
 
 /* NAME(o, a, b): o = OP(a, b) over one row, computed in CT. */
@@ -123,6 +129,7 @@ void pygpu_cpu_for_each_row(const pygpu_geom *g, int nops,
         const T *b = (const T *)p[2];                                        \
         (void)ctx;                                                           \
         if (s[0] == 1 && s[1] == 1 && s[2] == 1) {                           \
+            UNROLL_4                                                         \
             for (int64_t i = 0; i < n; i++) {                                \
                 o[i] = ST(OP(LD(a[i]), LD(b[i])));                           \
             }                                                                \
@@ -278,6 +285,7 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
         const T *a = (const T *)p[1];                                        \
         (void)ctx;                                                           \
         if (s[0] == 1 && s[1] == 1) {                                        \
+            UNROLL_4                                                         \
             for (int64_t i = 0; i < n; i++) {                                \
                 o[i] = ST(OP(LD(a[i])));                                     \
             }                                                                \

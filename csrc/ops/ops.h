@@ -23,6 +23,31 @@ extern PyMethodDef pygpu_random_functions[];  /* ops_random.c */
 extern PyMethodDef pygpu_tensor_methods[];
 extern PyGetSetDef pygpu_tensor_getset[];
 
+/* The Tensor's protocol slots (tensor_number.c, tensor_index.c), named in
+ * the type's slot table in tensor_core.c. */
+PyObject *pygpu_t_add(PyObject *a, PyObject *b);
+PyObject *pygpu_t_sub(PyObject *a, PyObject *b);
+PyObject *pygpu_t_mul(PyObject *a, PyObject *b);
+PyObject *pygpu_t_div(PyObject *a, PyObject *b);
+PyObject *pygpu_t_iadd(PyObject *a, PyObject *b);
+PyObject *pygpu_t_isub(PyObject *a, PyObject *b);
+PyObject *pygpu_t_imul(PyObject *a, PyObject *b);
+PyObject *pygpu_t_idiv(PyObject *a, PyObject *b);
+PyObject *pygpu_t_matmul(PyObject *a, PyObject *b);
+PyObject *pygpu_t_neg(PyObject *a);
+PyObject *pygpu_t_pos(PyObject *a);
+int pygpu_t_bool(PyObject *a);
+PyObject *pygpu_t_nb_float(PyObject *a);
+PyObject *pygpu_t_nb_int(PyObject *a);
+PyObject *pygpu_t_index(PyObject *a);
+Py_ssize_t pygpu_t_len(PyObject *a);
+PyObject *pygpu_t_iter(PyObject *a);
+PyObject *pygpu_t_richcompare(PyObject *a, PyObject *b, int op);
+Py_hash_t pygpu_t_hash(PyObject *a);
+PyObject *pygpu_t_repr(PyObject *a);
+PyObject *pygpu_t_getitem(PyObject *op, PyObject *key);
+int pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value);
+
 /* ----------------------------------------------------------------- tensor */
 /* A CPU tensor that shares the memory of a NumPy array (from_numpy). */
 TensorObject *pygpu_tensor_from_ndarray(PyArrayObject *arr);

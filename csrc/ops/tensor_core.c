@@ -103,12 +103,10 @@ static PyMemberDef tensor_members[] = {
     {NULL},
 };
 
-/* Number, mapping and other slots live in tensor_number.c and
- * tensor_methods.c; they are appended here. */
-extern PyType_Slot pygpu_tensor_number_slots[];
-
-#define NCORE_SLOTS 10
-static PyType_Slot tensor_slots[NCORE_SLOTS + 40] = {
+/* Every slot of the type, declared here; the protocol slots are in
+ * tensor_number.c and tensor_index.c, the methods and attributes in
+ * tensor_methods.c. */
+static PyType_Slot tensor_slots[] = {
     {Py_tp_new, tensor_tp_new},
     {Py_tp_dealloc, tensor_dealloc},
     {Py_tp_traverse, tensor_traverse},
@@ -120,6 +118,28 @@ static PyType_Slot tensor_slots[NCORE_SLOTS + 40] = {
      "Tensor(*size) or Tensor(data)\n--\n\n"
      "An n-dimensional array on the CPU or a CUDA device.  Create one with\n"
      "pygpu.tensor, zeros, ones, empty, full, rand, randn or from_numpy."},
+    {Py_nb_add, pygpu_t_add},
+    {Py_nb_subtract, pygpu_t_sub},
+    {Py_nb_multiply, pygpu_t_mul},
+    {Py_nb_true_divide, pygpu_t_div},
+    {Py_nb_inplace_add, pygpu_t_iadd},
+    {Py_nb_inplace_subtract, pygpu_t_isub},
+    {Py_nb_inplace_multiply, pygpu_t_imul},
+    {Py_nb_inplace_true_divide, pygpu_t_idiv},
+    {Py_nb_matrix_multiply, pygpu_t_matmul},
+    {Py_nb_negative, pygpu_t_neg},
+    {Py_nb_positive, pygpu_t_pos},
+    {Py_nb_bool, pygpu_t_bool},
+    {Py_nb_float, pygpu_t_nb_float},
+    {Py_nb_int, pygpu_t_nb_int},
+    {Py_nb_index, pygpu_t_index},
+    {Py_mp_length, pygpu_t_len},
+    {Py_mp_subscript, pygpu_t_getitem},
+    {Py_mp_ass_subscript, pygpu_t_setitem},
+    {Py_tp_iter, pygpu_t_iter},
+    {Py_tp_repr, pygpu_t_repr},
+    {Py_tp_richcompare, pygpu_t_richcompare},
+    {Py_tp_hash, pygpu_t_hash},
     {0, NULL},
 };
 
@@ -133,15 +153,6 @@ static PyType_Spec tensor_spec = {
 int
 pygpu_tensor_register(PyObject *m)
 {
-    int n = 0;
-    while (tensor_slots[n].slot != 0) {
-        n++;
-    }
-    for (int i = 0; pygpu_tensor_number_slots[i].slot != 0; i++) {
-        tensor_slots[n++] = pygpu_tensor_number_slots[i];
-    }
-    tensor_slots[n].slot = 0;
-    tensor_slots[n].pfunc = NULL;
     PyObject *type = PyType_FromModuleAndSpec(m, &tensor_spec, NULL);
     if (type == NULL) {
         return -1;

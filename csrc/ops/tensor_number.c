@@ -49,58 +49,58 @@ binary(int op, PyObject *a, PyObject *b, TensorObject *out)
     return r;
 }
 
-static PyObject *
-t_add(PyObject *a, PyObject *b)
+PyObject *
+pygpu_t_add(PyObject *a, PyObject *b)
 {
     return binary(PYGPU_ADD, a, b, NULL);
 }
 
-static PyObject *
-t_sub(PyObject *a, PyObject *b)
+PyObject *
+pygpu_t_sub(PyObject *a, PyObject *b)
 {
     return binary(PYGPU_SUB, a, b, NULL);
 }
 
-static PyObject *
-t_mul(PyObject *a, PyObject *b)
+PyObject *
+pygpu_t_mul(PyObject *a, PyObject *b)
 {
     return binary(PYGPU_MUL, a, b, NULL);
 }
 
-static PyObject *
-t_div(PyObject *a, PyObject *b)
+PyObject *
+pygpu_t_div(PyObject *a, PyObject *b)
 {
     return binary(PYGPU_DIV, a, b, NULL);
 }
 
 /* In place: a is always the tensor here (Python calls nb_inplace_* on the
  * left operand's type). */
-static PyObject *
-t_iadd(PyObject *a, PyObject *b)
+PyObject *
+pygpu_t_iadd(PyObject *a, PyObject *b)
 {
     return binary(PYGPU_ADD, a, b, (TensorObject *)a);
 }
 
-static PyObject *
-t_isub(PyObject *a, PyObject *b)
+PyObject *
+pygpu_t_isub(PyObject *a, PyObject *b)
 {
     return binary(PYGPU_SUB, a, b, (TensorObject *)a);
 }
 
-static PyObject *
-t_imul(PyObject *a, PyObject *b)
+PyObject *
+pygpu_t_imul(PyObject *a, PyObject *b)
 {
     return binary(PYGPU_MUL, a, b, (TensorObject *)a);
 }
 
-static PyObject *
-t_idiv(PyObject *a, PyObject *b)
+PyObject *
+pygpu_t_idiv(PyObject *a, PyObject *b)
 {
     return binary(PYGPU_DIV, a, b, (TensorObject *)a);
 }
 
-static PyObject *
-t_matmul(PyObject *a, PyObject *b)
+PyObject *
+pygpu_t_matmul(PyObject *a, PyObject *b)
 {
     if (PyArray_Check(a) || PyArray_Check(b)) {
         return array_operand("@", a, b);
@@ -111,14 +111,14 @@ t_matmul(PyObject *a, PyObject *b)
     return pygpu_op_matmul(a, b);
 }
 
-static PyObject *
-t_neg(PyObject *a)
+PyObject *
+pygpu_t_neg(PyObject *a)
 {
     return pygpu_op_unary(PYGPU_NEG, (TensorObject *)a, 0);
 }
 
-static PyObject *
-t_pos(PyObject *a)
+PyObject *
+pygpu_t_pos(PyObject *a)
 {
     return Py_NewRef(a);
 }
@@ -130,8 +130,8 @@ single_item(PyObject *a)
     return pygpu_t_item(a, NULL);
 }
 
-static int
-t_bool(PyObject *a)
+int
+pygpu_t_bool(PyObject *a)
 {
     TensorObject *t = (TensorObject *)a;
     if (pygpu_numel(t->ndim, t->shape) != 1) {
@@ -149,8 +149,8 @@ t_bool(PyObject *a)
     return r;
 }
 
-static PyObject *
-t_float(PyObject *a)
+PyObject *
+pygpu_t_nb_float(PyObject *a)
 {
     PyObject *v = single_item(a);
     if (v == NULL) {
@@ -160,8 +160,8 @@ t_float(PyObject *a)
     return v;
 }
 
-static PyObject *
-t_int(PyObject *a)
+PyObject *
+pygpu_t_nb_int(PyObject *a)
 {
     PyObject *v = single_item(a);
     if (v == NULL) {
@@ -171,8 +171,8 @@ t_int(PyObject *a)
     return v;
 }
 
-static PyObject *
-t_index(PyObject *a)
+PyObject *
+pygpu_t_index(PyObject *a)
 {
     TensorObject *t = (TensorObject *)a;
     if (t->dtype != PYGPU_INT64 || pygpu_numel(t->ndim, t->shape) != 1) {
@@ -184,8 +184,8 @@ t_index(PyObject *a)
     return single_item(a);
 }
 
-static Py_ssize_t
-t_len(PyObject *a)
+Py_ssize_t
+pygpu_t_len(PyObject *a)
 {
     TensorObject *t = (TensorObject *)a;
     if (t->ndim == 0) {
@@ -196,8 +196,8 @@ t_len(PyObject *a)
 }
 
 /* iter(t): the views t[0], t[1], ... */
-static PyObject *
-t_iter(PyObject *a)
+PyObject *
+pygpu_t_iter(PyObject *a)
 {
     TensorObject *t = (TensorObject *)a;
     if (t->ndim == 0) {
@@ -236,8 +236,8 @@ compares_elementwise(PyObject *x)
 /* == != < <= > >=: elementwise in torch, which needs a bool dtype pygpu
  * does not have yet; an error rather than an answer by identity.  Other
  * operands (None, strings, ...) get Python's default. */
-static PyObject *
-t_richcompare(PyObject *a, PyObject *b, int op)
+PyObject *
+pygpu_t_richcompare(PyObject *a, PyObject *b, int op)
 {
     static const char *const names[] = {"<", "<=", "==", "!=", ">", ">="};
     if (!compares_elementwise(b)) {
@@ -252,15 +252,15 @@ t_richcompare(PyObject *a, PyObject *b, int op)
 }
 
 /* By identity, as torch's: defining comparisons must not unhash tensors. */
-static Py_hash_t
-t_hash(PyObject *a)
+Py_hash_t
+pygpu_t_hash(PyObject *a)
 {
     return PyBaseObject_Type.tp_hash(a);
 }
 
 /* repr is presentation, not a hot path: pygpu._tensor_str does it. */
-static PyObject *
-t_repr(PyObject *a)
+PyObject *
+pygpu_t_repr(PyObject *a)
 {
     PyObject *mod = PyImport_ImportModule("pygpu._tensor_str");
     if (mod == NULL) {
@@ -270,32 +270,3 @@ t_repr(PyObject *a)
     Py_DECREF(mod);
     return r;
 }
-
-extern PyObject *pygpu_t_getitem(PyObject *op, PyObject *key);
-extern int pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value);
-
-PyType_Slot pygpu_tensor_number_slots[] = {
-    {Py_nb_add, t_add},
-    {Py_nb_subtract, t_sub},
-    {Py_nb_multiply, t_mul},
-    {Py_nb_true_divide, t_div},
-    {Py_nb_inplace_add, t_iadd},
-    {Py_nb_inplace_subtract, t_isub},
-    {Py_nb_inplace_multiply, t_imul},
-    {Py_nb_inplace_true_divide, t_idiv},
-    {Py_nb_matrix_multiply, t_matmul},
-    {Py_nb_negative, t_neg},
-    {Py_nb_positive, t_pos},
-    {Py_nb_bool, t_bool},
-    {Py_nb_float, t_float},
-    {Py_nb_int, t_int},
-    {Py_nb_index, t_index},
-    {Py_mp_length, t_len},
-    {Py_mp_subscript, pygpu_t_getitem},
-    {Py_mp_ass_subscript, pygpu_t_setitem},
-    {Py_tp_iter, t_iter},
-    {Py_tp_repr, t_repr},
-    {Py_tp_richcompare, t_richcompare},
-    {Py_tp_hash, t_hash},
-    {0, NULL},
-};
