@@ -81,7 +81,7 @@ __all__ = [
     "get_autocast_dtype", "save", "load",
 ]
 
-# The unary ops of csrc/op_list.h, each pygpu.<name>.
+# The unary ops of csrc/ops/op_list.h, each pygpu.<name>.
 globals().update((name, getattr(_C, name)) for name in _C._unary_ops)
 __all__ += _C._unary_ops
 

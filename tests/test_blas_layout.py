@@ -1,4 +1,4 @@
-"""The row-major -> cuBLAS column-major mapping (csrc/blas_layout.h) is
+"""The row-major -> cuBLAS column-major mapping (csrc/cuda/blas_layout.h) is
 plain C: check it on the CPU by emulating cuBLAS's GEMM with loops
 (tests/native/blas_layout_check.c), so the mapping is tested without a GPU."""
 import os

@@ -1,4 +1,4 @@
-"""The unary ops of csrc/op_list.h, from one table: each row names the op
+"""The unary ops of csrc/ops/op_list.h, from one table: each row names the op
 and its NumPy reference, exact on every dtype (float16 included), and
 every row runs through pygpu.<name>, Tensor.<name> and Tensor.<name>_ on
 every device, on strided views and on the special values (signed zeros,
@@ -8,7 +8,7 @@ import pytest
 
 import pygpu
 
-# name -> NumPy reference.  One row per op of csrc/op_list.h.
+# name -> NumPy reference.  One row per op of csrc/ops/op_list.h.
 UNARY_OPS = {
     "abs": np.abs,
 }
