@@ -1,6 +1,9 @@
-/* cuda_none.c - the CUDA entry points of a CPU-only build: no devices, and
- * every request for one says that pygpu was built without CUDA. */
-#include "core/pygpu.h"
+/* cuda_none.c - the CUDA entry points of a CPU-only build (the runtime the
+ * core declares, the allocators memory declares): no devices, and every
+ * request for one says that pygpu was built without CUDA. */
+#include "memory/memory.h"
+#include "memory/allocator_py.h"
+#include "memory/cuda_backend.h"
 
 
 int
@@ -89,6 +92,29 @@ pygpu_cuda_current_stream(int device)
 {
     (void)device;
     return NULL;
+}
+
+/* The process-wide CUDA and pinned allocators (memory/cuda_allocators.c
+ * in a CUDA build). */
+AllocatorObject *pygpu_cuda_allocator(int device)
+{
+    (void)device;
+    pygpu_raise_no_cuda();
+    return NULL;
+}
+
+AllocatorObject *pygpu_pinned_allocator(void)
+{
+    pygpu_raise_no_cuda();
+    return NULL;
+}
+
+int
+pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
+                            size_t n)
+{
+    (void)backend, (void)buf, (void)n;
+    return 0;
 }
 
 static PyObject *

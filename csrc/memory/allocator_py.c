@@ -16,10 +16,6 @@
 
 #include "memory/allocator_py.h"
 
-#ifdef PYGPU_WITH_CUDA
-#include "memory/cuda_backend.h"
-#endif
-
 /* ------------------------------------------------------------- arguments */
 int pygpu_to_size(PyObject *obj, const char *what, size_t *out)
 {

@@ -43,7 +43,8 @@ typedef struct {
  * with out-of-memory retry and OutOfMemoryError) or, for pinned host
  * memory, pass dev.type == PYGPU_CPU.  NULL with an exception. */
 StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes);
-/* The allocator of a CUDA device, created on first use (borrowed). */
+/* The allocator of a CUDA device, created on first use (borrowed;
+ * memory/cuda_allocators.c, or cuda/cuda_none.c's refusal). */
 AllocatorObject *pygpu_cuda_allocator(int device);
 /* CUDA build: give the cached blocks of `device`'s allocator (if it exists
  * yet) back to the driver, as empty_cache does; the bytes given back.

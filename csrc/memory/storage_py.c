@@ -7,9 +7,7 @@
 
 #include "memory/allocator_py.h"
 
-#ifdef PYGPU_WITH_CUDA
 #include "memory/cuda_backend.h"
-#endif
 
 /* ------------------------------------------------- backend without GIL */
 /* The core runs over these hooks, whose ctx is the real backend: a backend
@@ -120,14 +118,12 @@ static void raise_oom(AllocatorObject *self, size_t nbytes)
 
 static void raise_backend_error(AllocatorObject *self, size_t nbytes)
 {
-#ifdef PYGPU_WITH_CUDA
     char msg[256];
 
     if (pygpu_cuda_backend_describe(&self->backend, msg, sizeof(msg))) {
         PyErr_SetString(pygpu_state->CudaError, msg);
         return;
     }
-#endif
     PyErr_Format(pygpu_state->CudaError,
                  "allocating %zu bytes failed in the '%s' backend", nbytes,
                  self->backend.name);
@@ -284,7 +280,6 @@ PyType_Spec pygpu_storage_spec = {
 /* ------------------------------------------------------------ C interface */
 StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes)
 {
-#ifdef PYGPU_WITH_CUDA
     AllocatorObject *a;
     void *stream = NULL;
     int index = dev.index;
@@ -310,10 +305,4 @@ StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes)
         return NULL;
     }
     return pygpu_storage_alloc(a, nbytes, stream);
-#else
-    (void)dev;
-    (void)nbytes;
-    pygpu_raise_no_cuda();
-    return NULL;
-#endif
 }
