@@ -52,12 +52,25 @@ def read_version():
         return re.search(r'^__version__ = "([^"]+)"', f.read(), re.M).group(1)
 
 
-# Every csrc/*.c is built, except that the CUDA runtime glue (cuda_*.c)
-# goes only into a CUDA build and its stand-in (cuda_none.c) only into a
-# CPU-only one.
-ALL_C = sorted(f for f in os.listdir(os.path.join(HERE, CSRC)) if f.endswith(".c"))
-NO_CUDA_C = ["cuda_none.c"]
-CUDA_C = [f for f in ALL_C if f.startswith("cuda_") and f not in NO_CUDA_C]
+
+def _walk(top, suffixes):
+    """Paths under csrc/top (relative to csrc) whose names end in suffixes,
+    every layer folder included."""
+    out = []
+    for d, _, files in os.walk(os.path.join(HERE, CSRC, top)):
+        rel = os.path.relpath(d, os.path.join(HERE, CSRC))
+        out += [os.path.normpath(os.path.join(rel, f)) for f in files
+                if f.endswith(suffixes)]
+    return sorted(out)
+
+
+# Every .c file of csrc/ and its layer folders is built, except that the
+# CUDA glue (cuda_*.c) goes only into a CUDA build and its stand-in
+# (cuda_none.c) only into a CPU-only one.
+ALL_C = _walk("", ".c")
+NO_CUDA_C = [f for f in ALL_C if os.path.basename(f) == "cuda_none.c"]
+CUDA_C = [f for f in ALL_C if os.path.basename(f).startswith("cuda_")
+          and f not in NO_CUDA_C]
 COMMON_C = [f for f in ALL_C if f not in CUDA_C and f not in NO_CUDA_C]
 
 
@@ -128,10 +141,7 @@ if SANITIZE:
 BUILD_DIR = os.path.join(
     HERE, "build",
     f"{FLAVOUR}-{sysconfig.get_platform()}-{sys.implementation.cache_tag}")
-HEADERS = sorted(os.path.join(d, f)
-                 for d in (CSRC, os.path.join(CSRC, "kernels"))
-                 for f in os.listdir(os.path.join(HERE, d))
-                 if f.endswith((".h", ".cuh")))
+HEADERS = [os.path.join(CSRC, h) for h in _walk("", (".h", ".cuh"))]
 
 CFLAGS = ["-std=c11", "-O3", "-Wall", "-Wno-unused-function",
           "-fno-strict-aliasing"]
@@ -141,6 +151,7 @@ if SANITIZE:
     CFLAGS = [f for f in CFLAGS if f != "-O3"] + ["-O1", "-g", *SANITIZERS]
 sources = existing(COMMON_C)
 define_macros = [("PYGPU_VERSION", f'"{read_version()}"')]
+# Headers are named from csrc: "core/pygpu.h", "kernels/kernels.h".
 include_dirs = [CSRC, numpy.get_include()]
 library_dirs, libraries, extra_link_args = [], [], []
 if SANITIZE:
@@ -152,9 +163,7 @@ if CUDA_ROOT:
     if not os.path.isdir(lib):
         lib = os.path.join(CUDA_ROOT, "lib")
     sources += existing(CUDA_C)
-    cu_sources = sorted(os.path.join(CSRC, "kernels", f)
-                        for f in os.listdir(os.path.join(HERE, CSRC, "kernels"))
-                        if f.endswith(".cu"))
+    cu_sources = [os.path.join(CSRC, f) for f in _walk("kernels", ".cu")]
     NVCC_CMD = [os.path.join(CUDA_ROOT, "bin", "nvcc"), "-std=c++17", "-O3",
                 "-Xcompiler", "-fPIC", "-DPYGPU_WITH_CUDA=1", "-I", CSRC,
                 *cuda_arch_flags()]

@@ -57,6 +57,7 @@ from ._C import (
     zeros_like,
 )
 from ._C import OutOfMemoryError, CudaError
+from . import _C
 from .version import __version__
 from . import backends, cuda, nn
 from ._precision import (get_float32_matmul_precision,
@@ -82,6 +83,10 @@ __all__ = [
     "is_inference_mode_enabled", "finfo", "iinfo", "promote_types",
     "result_type", "can_cast", "get_default_dtype", "is_floating_point",
 ]
+
+# The unary ops of csrc/ops/op_list.h, each pygpu.<name>.
+globals().update((name, getattr(_C, name)) for name in _C._unary_ops)
+__all__ += _C._unary_ops
 
 
 def is_tensor(obj: object) -> bool:

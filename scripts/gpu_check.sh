@@ -206,13 +206,13 @@ fi
 if wanted selftests; then
     step selftests kernels_build 300 "$OUT/logs/kernels_selftest_build.log" \
         "$NVCC" -std=c++17 -O3 -DPYGPU_WITH_CUDA -I csrc -arch=native \
-        benchmarks/kernels_selftest/*.cu csrc/kernels/*.cu \
+        tests/native/kernels_selftest/*.cu csrc/kernels/*.cu \
         -o "$TMP/kselftest"
     step selftests kernels 180 "$OUT/logs/kernels_selftest.log" \
         "$TMP/kselftest"
     step selftests blas_build 120 "$OUT/logs/blas_selftest_build.log" \
         gcc -std=c11 -O2 -I csrc -I "$CUDA_ROOT/include" \
-        benchmarks/blas_selftest/*.c -L "$CUDA_ROOT/lib64" \
+        tests/native/blas_selftest/*.c -L "$CUDA_ROOT/lib64" \
         -Wl,-rpath,"$CUDA_ROOT/lib64" -lcublasLt -lcublas -lcudart \
         -o "$TMP/blasselftest"
     step selftests blas 180 "$OUT/logs/blas_selftest.log" \

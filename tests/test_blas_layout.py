@@ -1,6 +1,6 @@
-"""The row-major -> cuBLAS column-major mapping (csrc/blas_layout.h) is
+"""The row-major -> cuBLAS column-major mapping (csrc/cuda/blas_layout.h) is
 plain C: check it on the CPU by emulating cuBLAS's GEMM with loops
-(benchmarks/blas_layout_check.c), so the mapping is tested without a GPU."""
+(tests/native/blas_layout_check.c), so the mapping is tested without a GPU."""
 import os
 import shutil
 import subprocess
@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHECK = os.path.join(ROOT, "tests", "native", "blas_layout_check.c")
 
 
 def test_layout_mapping(tmp_path):
@@ -19,7 +20,7 @@ def test_layout_mapping(tmp_path):
     # sanitizer runtimes out of them.
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     subprocess.run([cc, "-std=c99", "-O1", "-I", os.path.join(ROOT, "csrc"),
-                    os.path.join(ROOT, "benchmarks", "blas_layout_check.c"),
+                    CHECK,
                     "-o", str(exe)], check=True, env=env)
     out = subprocess.run([str(exe)], capture_output=True, text=True,
                          timeout=300, env=env)

@@ -137,3 +137,9 @@ class TestWithGPU:
             cuda.set_device(n)
         with pytest.raises(RuntimeError):
             cuda.get_device_properties(n + 5)
+
+
+def test_cuda_error_carries_code_and_name():
+    assert issubclass(pygpu.CudaError, RuntimeError)
+    e = pygpu.CudaError("message")
+    assert e.code is None and e.name is None  # set when a status failed

@@ -297,3 +297,23 @@ def test_device_mismatch():
         b.mul_(a)
     # a 0-d CPU tensor is a scalar next to a CUDA tensor, as in torch
     assert (a + pygpu.tensor(2.0)).cpu().tolist() == [3.0] * 3
+
+
+@pytest.mark.parametrize("name", OPS)
+@pytest.mark.parametrize("da", ALL, ids=repr)
+@pytest.mark.parametrize("db", ALL, ids=repr)
+def test_mixed_dtypes_read_in_the_loop(device, rng, name, da, db):
+    """Inputs of other dtypes are converted inside the loop: bit for bit
+    what converting them first gives, broadcast and strided too."""
+    a = pygpu.tensor(make(rng, (3, 1, 300), da), device=device)
+    b = pygpu.tensor(make(rng, (300, 4), db), device=device).T  # strided
+    fn = getattr(pygpu, name)
+    got = fn(a, b)
+    want = fn(a.to(got.dtype), b.to(got.dtype))
+    np.testing.assert_array_equal(got.cpu().numpy().view(np.uint8),
+                                  want.cpu().numpy().view(np.uint8))
+    for s in (3, 0.75):
+        got = fn(a, s)
+        np.testing.assert_array_equal(
+            got.cpu().numpy().view(np.uint8),
+            fn(a.to(got.dtype), s).cpu().numpy().view(np.uint8))

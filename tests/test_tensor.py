@@ -408,3 +408,18 @@ class TestRepr:
     def test_cuda(self):
         t = pygpu.tensor([[0.1, -1.2]], device="cuda")
         assert repr(t) == "tensor([[ 0.1000, -1.2000]], device='cuda:0')"
+
+
+@pytest.mark.parametrize("fn", ["zeros_like", "ones_like", "empty_like",
+                                "rand_like", "randn_like"])
+def test_like_refuses_requires_grad(fn):
+    t = pygpu.ones(2)
+    with pytest.raises(RuntimeError, match="no autograd"):
+        getattr(pygpu, fn)(t, requires_grad=True)
+    assert getattr(pygpu, fn)(t, requires_grad=False).shape == (2,)
+
+
+def test_cuda_memory_fraction_getter_is_exported():
+    assert "get_per_process_memory_fraction" in pygpu.cuda.__all__
+    assert (pygpu.cuda.get_per_process_memory_fraction
+            is pygpu.cuda.memory.get_per_process_memory_fraction)

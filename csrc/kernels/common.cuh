@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "kernels.h"
+#include "rules.h"
 
 /* Threads per block for every kernel: 8 warps, small enough that a
  * multiprocessor holds several blocks, large enough to hide latency. */
@@ -63,25 +64,19 @@ template <> __host__ __device__ __forceinline__ double convert(__half x)
 {
     return static_cast<double>(__half2float(x));
 }
-/* Floating to int64 as the CPU loops do it: truncation toward zero inside
- * the int64 range, INT64_MIN for NaN, the infinities and anything beyond
- * (a bare cast saturates on the GPU instead). */
-template <typename F> __host__ __device__ __forceinline__ int64_t f2i64(F x)
-{
-    return (x >= F(-0x1p63) && x < F(0x1p63)) ? static_cast<int64_t>(x)
-                                               : INT64_MIN;
-}
+/* Floating to int64 by the rule of rules.h (a bare cast saturates on
+ * the GPU instead). */
 template <> __host__ __device__ __forceinline__ int64_t convert(float x)
 {
-    return f2i64(x);
+    return pygpu_f32_to_i64(x);
 }
 template <> __host__ __device__ __forceinline__ int64_t convert(double x)
 {
-    return f2i64(x);
+    return pygpu_f64_to_i64(x);
 }
 template <> __host__ __device__ __forceinline__ int64_t convert(__half x)
 {
-    return f2i64(__half2float(x));
+    return pygpu_f32_to_i64(__half2float(x));
 }
 
 /* A scalar as type T: int64 takes the exact integer, the floating types
@@ -96,12 +91,52 @@ __host__ __device__ __forceinline__ T scalar_as(pygpu_scalar_value s)
     }
 }
 
-/* relu as torch has it: NaN stays NaN (fmax(x, 0) would drop it).  Every
- * comparison with NaN is false, so NaN takes the `x` branch; -0.0 stays
- * -0.0, the same as the CPU loop. */
+/* The rules of rules.h by op code, for the compute types float, double
+ * and int64: unary_rule<OP>::apply(x), binary_rule<OP>::apply(x, y).
+ * Generated from the op lists in kernels.h, so a new row there is all the
+ * kernels need. */
+template <int OP> struct unary_rule;
+template <int OP> struct binary_rule;
+
+#define PYGPU_CUDA_UNARY_RULE(OP, name)                                      \
+    template <> struct unary_rule<PYGPU_##OP> {                             \
+        static __device__ __forceinline__ float apply(float x)               \
+        {                                                                    \
+            return pygpu_##name##_f(x);                                      \
+        }                                                                    \
+        static __device__ __forceinline__ double apply(double x)             \
+        {                                                                    \
+            return pygpu_##name##_d(x);                                      \
+        }                                                                    \
+        static __device__ __forceinline__ int64_t apply(int64_t x)           \
+        {                                                                    \
+            return pygpu_##name##_i(x);                                      \
+        }                                                                    \
+    };
+PYGPU_UNARY_OPS(PYGPU_CUDA_UNARY_RULE)
+
+#define PYGPU_CUDA_BINARY_RULE(OP, name)                                     \
+    template <> struct binary_rule<PYGPU_##OP> {                            \
+        static __device__ __forceinline__ float apply(float x, float y)      \
+        {                                                                    \
+            return pygpu_##name##_f(x, y);                                   \
+        }                                                                    \
+        static __device__ __forceinline__ double apply(double x, double y)   \
+        {                                                                    \
+            return pygpu_##name##_d(x, y);                                   \
+        }                                                                    \
+        static __device__ __forceinline__ int64_t apply(int64_t x,           \
+                                                        int64_t y)           \
+        {                                                                    \
+            return pygpu_##name##_i(x, y);                                   \
+        }                                                                    \
+    };
+PYGPU_BINARY_OPS(PYGPU_CUDA_BINARY_RULE)
+
+/* relu in its compute type A, from the rule. */
 template <typename A> __device__ __forceinline__ A relu(A x)
 {
-    return x < A(0) ? A(0) : x;
+    return unary_rule<PYGPU_RELU>::apply(x);
 }
 
 /* ----------------------------------------------------------- dispatch */
@@ -209,7 +244,7 @@ inline int64_t ceil_div(int64_t a, int64_t b)
  * relaxed atomics so that the race is well defined. */
 template <auto KERNEL> int resident_blocks()
 {
-    constexpr int MAX_DEVICES = 64;
+    constexpr int MAX_DEVICES = PYGPU_MAX_DEVICES;
     constexpr int FALLBACK = 1024;
     static std::atomic<int> cache[MAX_DEVICES];
 
@@ -248,15 +283,5 @@ template <auto KERNEL> unsigned grid_for(int64_t work)
     }
     return blocks < 1 ? 1u : (unsigned)blocks;
 }
-
-/* Returns the launch error from the enclosing launcher, if any: used
- * between the launches of a launcher that makes more than one. */
-#define PYGPU_RETURN_IF_LAUNCH_FAILED()                                      \
-    do {                                                                     \
-        cudaError_t err_ = cudaGetLastError();                               \
-        if (err_ != cudaSuccess) {                                           \
-            return err_;                                                     \
-        }                                                                    \
-    } while (0)
 
 #endif /* PYGPU_KERNELS_COMMON_CUH */

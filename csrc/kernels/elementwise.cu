@@ -11,46 +11,9 @@
 
 // ------------------------------------------------------------------ ops
 
-/* int64 goes through uint64, whose arithmetic wraps by definition, as the
- * CPU loops do; x / 0 is 0 and x / -1 is the wrapped negation. */
-template <int OP>
-__device__ __forceinline__ int64_t binop_i64(int64_t a, int64_t b)
-{
-    uint64_t x = (uint64_t)a, y = (uint64_t)b;
-    if constexpr (OP == PYGPU_ADD) {
-        return (int64_t)(x + y);
-    } else if constexpr (OP == PYGPU_SUB) {
-        return (int64_t)(x - y);
-    } else if constexpr (OP == PYGPU_MUL) {
-        return (int64_t)(x * y);
-    } else {
-        return b == 0 ? 0 : b == -1 ? (int64_t)(0 - x) : a / b;
-    }
-}
-
-/* -x; int64 wraps (-INT64_MIN is INT64_MIN), floats flip the sign bit. */
-template <typename A> __device__ __forceinline__ A negate(A x)
-{
-    if constexpr (std::is_same<A, int64_t>::value) {
-        return (int64_t)(0 - (uint64_t)x);
-    } else {
-        return -x;
-    }
-}
-
 template <int OP, typename A> __device__ __forceinline__ A binop(A a, A b)
 {
-    if constexpr (std::is_same<A, int64_t>::value) {
-        return binop_i64<OP>(a, b);
-    } else if constexpr (OP == PYGPU_ADD) {
-        return a + b;
-    } else if constexpr (OP == PYGPU_SUB) {
-        return a - b;
-    } else if constexpr (OP == PYGPU_MUL) {
-        return a * b;
-    } else {
-        return a / b;
-    }
+    return binary_rule<OP>::apply(a, b);
 }
 
 template <typename T, int OP> struct BinaryFn {
@@ -76,13 +39,58 @@ template <typename T, int OP> struct ScalarFn {
     }
 };
 
+/* Element i of an input of dtype `dtype` as T, converted as CopyFn would
+ * (the dtype is uniform across a launch, so the switch never diverges). */
+template <typename T>
+__device__ __forceinline__ T load_as(const void *p, int dtype, int64_t i)
+{
+    switch (dtype) {
+    case PYGPU_FLOAT32:
+        return convert<T>(static_cast<const float *>(p)[i]);
+    case PYGPU_FLOAT16:
+        return convert<T>(static_cast<const __half *>(p)[i]);
+    case PYGPU_FLOAT64:
+        return convert<T>(static_cast<const double *>(p)[i]);
+    default:
+        return convert<T>(static_cast<const int64_t *>(p)[i]);
+    }
+}
+
+/* BinaryFn and ScalarFn with inputs of other dtypes, converted to T
+ * first, as if they had been copied to T. */
+template <typename T, int OP> struct BinaryMixedFn {
+    T *out;
+    const void *a;
+    const void *b;
+    int da, db;
+    __device__ void operator()(int64_t o, int64_t ia, int64_t ib) const
+    {
+        using A = acc_t<T>;
+        out[o] = convert<T>(binop<OP>(convert<A>(load_as<T>(a, da, ia)),
+                                      convert<A>(load_as<T>(b, db, ib))));
+    }
+};
+
+template <typename T, int OP> struct ScalarMixedFn {
+    T *out;
+    const void *a;
+    int da;
+    acc_t<T> s;
+    int scalar_first;
+    __device__ void operator()(int64_t o, int64_t ia, int64_t) const
+    {
+        acc_t<T> x = convert<acc_t<T>>(load_as<T>(a, da, ia));
+        out[o] = convert<T>(scalar_first ? binop<OP>(s, x) : binop<OP>(x, s));
+    }
+};
+
 template <typename T, int OP> struct UnaryFn {
     T *out;
     const T *a;
     __device__ void operator()(int64_t o, int64_t ia, int64_t) const
     {
         acc_t<T> x = convert<acc_t<T>>(a[ia]);
-        out[o] = convert<T>(OP == PYGPU_NEG ? negate(x) : relu(x));
+        out[o] = convert<T>(unary_rule<OP>::apply(x));
     }
 };
 
@@ -181,6 +189,44 @@ extern "C" cudaError_t pygpu_cuda_binary_scalar(int op, int dtype, void *out,
         return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
             ScalarFn<T, decltype(code)::value> f{
                 (T *)out, (const T *)a, scalar_as<acc_t<T>>(s), scalar_first};
+            return launch_elementwise<2>(f, g, stream);
+        });
+    });
+}
+
+extern "C" cudaError_t pygpu_cuda_binary_mixed(int op, int dtype, void *out,
+                                               int a_dtype, const void *a,
+                                               int b_dtype, const void *b,
+                                               const pygpu_geom *g,
+                                               cudaStream_t stream)
+{
+    if (a_dtype < 0 || a_dtype >= PYGPU_NDTYPES || b_dtype < 0 ||
+        b_dtype >= PYGPU_NDTYPES) {
+        return cudaErrorInvalidValue;
+    }
+    return dispatch_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+            BinaryMixedFn<T, decltype(code)::value> f{(T *)out, a, b, a_dtype,
+                                                      b_dtype};
+            return launch_elementwise<3>(f, g, stream);
+        });
+    });
+}
+
+extern "C" cudaError_t pygpu_cuda_binary_scalar_mixed(
+    int op, int dtype, void *out, int a_dtype, const void *a,
+    pygpu_scalar_value s, int scalar_first, const pygpu_geom *g,
+    cudaStream_t stream)
+{
+    if (a_dtype < 0 || a_dtype >= PYGPU_NDTYPES) {
+        return cudaErrorInvalidValue;
+    }
+    return dispatch_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+            ScalarMixedFn<T, decltype(code)::value> f{
+                (T *)out, a, a_dtype, scalar_as<acc_t<T>>(s), scalar_first};
             return launch_elementwise<2>(f, g, stream);
         });
     });

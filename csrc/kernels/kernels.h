@@ -19,6 +19,8 @@ extern "C" {
 #endif
 
 #define PYGPU_MAX_DIMS 16
+/* CUDA devices pygpu serves (per-device tables are this long). */
+#define PYGPU_MAX_DEVICES 64
 
 /* Scalar types.  The codes index pygpu_dtype_table (csrc/dtype.c). */
 enum pygpu_scalar {
@@ -29,21 +31,20 @@ enum pygpu_scalar {
     PYGPU_NDTYPES = 4
 };
 
+/* The elementwise ops, one row each: X(ENUM, name).  The enum value is
+ * PYGPU_<ENUM>; the scalar rules pygpu_<name>_f/_d/_i are in rules.h; the
+ * CPU loops, the CUDA functors and the names in messages are generated
+ * from these rows (see "Adding an op" in docs/architecture.md). */
+#define PYGPU_BINARY_OPS(X) X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div)
+#define PYGPU_UNARY_OPS(X) X(NEG, neg) X(RELU, relu) X(ABS, abs)
+
+#define PYGPU_OP_ENUM_ROW(OP, name) PYGPU_##OP,
+
 /* Binary elementwise operators. */
-enum pygpu_binop {
-    PYGPU_ADD = 0,
-    PYGPU_SUB = 1,
-    PYGPU_MUL = 2,
-    PYGPU_DIV = 3,
-    PYGPU_NBINOPS = 4
-};
+enum pygpu_binop { PYGPU_BINARY_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NBINOPS };
 
 /* Unary elementwise operators. */
-enum pygpu_unop {
-    PYGPU_NEG = 0,
-    PYGPU_RELU = 1,
-    PYGPU_NUNOPS = 2
-};
+enum pygpu_unop { PYGPU_UNARY_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NUNOPS };
 
 /* Reductions. */
 enum pygpu_redop {
@@ -90,6 +91,16 @@ void pygpu_cpu_binary(int op, int dtype, void *out, const void *a,
 void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
                              pygpu_scalar_value s, int scalar_first,
                              const pygpu_geom *g);
+/* The same with inputs of other dtypes: a (a_dtype) and b (b_dtype) are
+ * read in their own dtypes and converted to dtype as pygpu_cpu_copy does
+ * before the op, as if they had been converted first. */
+void pygpu_cpu_binary_mixed(int op, int dtype, void *out, int a_dtype,
+                            const void *a, int b_dtype, const void *b,
+                            const pygpu_geom *g);
+void pygpu_cpu_binary_scalar_mixed(int op, int dtype, void *out,
+                                   int a_dtype, const void *a,
+                                   pygpu_scalar_value s, int scalar_first,
+                                   const pygpu_geom *g);
 /* out = op(a); geom uses operands 0 and 1.  RELU keeps NaN. */
 void pygpu_cpu_unary(int op, int dtype, void *out, const void *a,
                      const pygpu_geom *g);
@@ -137,6 +148,18 @@ cudaError_t pygpu_cuda_binary_scalar(int op, int dtype, void *out,
                                      const void *a, pygpu_scalar_value s,
                                      int scalar_first, const pygpu_geom *g,
                                      cudaStream_t stream);
+/* The same with inputs read in their own dtypes, converted to dtype as
+ * pygpu_cuda_copy does (see pygpu_cpu_binary_mixed). */
+cudaError_t pygpu_cuda_binary_mixed(int op, int dtype, void *out,
+                                    int a_dtype, const void *a, int b_dtype,
+                                    const void *b, const pygpu_geom *g,
+                                    cudaStream_t stream);
+cudaError_t pygpu_cuda_binary_scalar_mixed(int op, int dtype, void *out,
+                                           int a_dtype, const void *a,
+                                           pygpu_scalar_value s,
+                                           int scalar_first,
+                                           const pygpu_geom *g,
+                                           cudaStream_t stream);
 cudaError_t pygpu_cuda_unary(int op, int dtype, void *out, const void *a,
                              const pygpu_geom *g, cudaStream_t stream);
 cudaError_t pygpu_cuda_copy(int out_dtype, void *out, int in_dtype,

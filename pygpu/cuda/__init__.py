@@ -20,6 +20,7 @@ from .memory import (
     reset_max_memory_allocated,
     reset_peak_memory_stats,
     set_per_process_memory_fraction,
+    get_per_process_memory_fraction,
 )
 
 __all__ = [
@@ -30,7 +31,8 @@ __all__ = [
     "max_memory_allocated", "memory_reserved", "max_memory_reserved",
     "reset_peak_memory_stats", "reset_accumulated_memory_stats",
     "reset_max_memory_allocated", "empty_cache", "memory_stats",
-    "memory_summary", "set_per_process_memory_fraction", "amp",
+    "memory_summary", "set_per_process_memory_fraction",
+    "get_per_process_memory_fraction", "amp",
 ]
 
 sys.modules[__name__ + ".amp"] = amp  # import pygpu.cuda.amp

@@ -1,0 +1,106 @@
+/* dispatch.h - the one place that chooses between the CPU and CUDA.
+ *
+ * An op's front end (ops_*.c) checks its arguments, promotes, broadcasts
+ * and allocates its output, fills a pygpu_kargs and calls pygpu_dispatch
+ * once.  That looks up the row (kind, device type, dtype) of the table: a
+ * CPU loop (cpu_dispatch.c) or a CUDA launcher (cuda_dispatch.c, present
+ * only in a CUDA build), and runs it the way its backend runs things: the
+ * CPU without the GIL when the work is large, CUDA on the tensor's device
+ * and current stream with the launch checked.  A CPU-only build has no
+ * CUDA rows, and pygpu_dispatch says so for every CUDA tensor.
+ */
+#ifndef PYGPU_DISPATCH_H
+#define PYGPU_DISPATCH_H
+
+#include "core/pygpu.h"
+
+/* What a row computes; the op within the kind is pygpu_kargs.op. */
+enum pygpu_kind {
+    PYGPU_K_BINARY = 0,    /* out = in[0] op in[1] over g, the inputs
+                              converted from their in_dtypes */
+    PYGPU_K_BINARY_SCALAR, /* out = in[0] op s (flag: s op in[0]) over g */
+    PYGPU_K_UNARY,         /* out = op(in[0]) over g */
+    PYGPU_K_COPY,          /* out = in[0] converted from in_dtypes[0] */
+    PYGPU_K_FILL,          /* contiguous out[0..numel) = s */
+    PYGPU_K_REDUCE,        /* out (indices) = op over [outer, n, inner] */
+    PYGPU_K_RANDOM,        /* contiguous uniform (flag: normal) numbers */
+    /* Kinds past here take tensors and raise themselves (0 or -1). */
+    PYGPU_K_MATMUL,        /* t[0] = t[1] @ t[2]; t[3], t[4]: them as
+                              batches of matrices over mm.bshape */
+    PYGPU_K_LINEAR,        /* t[0] = t[1] @ t[2].T (+ t[3]) (flag: relu) */
+    PYGPU_NKINDS
+};
+
+#define PYGPU_K_FIRST_CALL PYGPU_K_MATMUL
+
+/* The arguments of a row.  A front end sets the fields its kind reads
+ * (the hot elementwise paths set just those, uninitialised otherwise);
+ * pygpu_dispatch sets the rest. */
+typedef struct pygpu_kargs {
+    int op;                    /* enum pygpu_binop / unop / redop */
+    int in_dtypes[2];          /* BINARY*, COPY: dtypes of in[] */
+    void *out;
+    const void *in[2];
+    const pygpu_geom *g;       /* the elementwise kinds */
+    pygpu_scalar_value s;      /* BINARY_SCALAR, FILL */
+    int flag;                  /* scalar first / normal / relu */
+    int allow_tf32;            /* MATMUL, LINEAR: float32 may use TF32 */
+    int64_t numel;             /* elements touched: the CPU's threading */
+    int64_t *indices;          /* REDUCE (max over a dim), or NULL */
+    int64_t outer, n, inner;   /* REDUCE */
+    pygpu_philox_state philox; /* RANDOM */
+    TensorObject *t[5];        /* MATMUL, LINEAR */
+    struct {
+        int nb;                /* batch dims */
+        const int64_t *bshape; /* batch shape */
+        int64_t batch;         /* batch items */
+    } mm;
+    /* Set by the backend for the row. */
+    int dtype;
+    int device;
+    void *stream;
+    void *workspace;
+} pygpu_kargs;
+
+/* A launch row returns 0 or a device error code (a cudaError_t) and
+ * touches no Python object; a call row (kinds from PYGPU_K_FIRST_CALL)
+ * returns 0 or -1 with a Python exception. */
+typedef int (*pygpu_kernel_fn)(pygpu_kargs *k);
+
+typedef struct pygpu_backend {
+    /* Runs fn(k) for kind on k->device, naming `what` in errors; 0 or -1
+     * with an exception. */
+    int (*run)(int kind, pygpu_kernel_fn fn, pygpu_kargs *k,
+               const char *what);
+    pygpu_kernel_fn rows[PYGPU_NKINDS][PYGPU_NDTYPES];
+} pygpu_backend;
+
+/* The rows of a backend that runs every dtype with one function per
+ * kind, named after the kind as below (each backend file defines them). */
+#define PYGPU_ALL_DTYPES(fn) {fn, fn, fn, fn}
+#define PYGPU_ROWS_BY_KIND                                                   \
+    {                                                                        \
+        [PYGPU_K_BINARY] = PYGPU_ALL_DTYPES(binary),                         \
+        [PYGPU_K_BINARY_SCALAR] = PYGPU_ALL_DTYPES(binary_scalar),           \
+        [PYGPU_K_UNARY] = PYGPU_ALL_DTYPES(unary),                           \
+        [PYGPU_K_COPY] = PYGPU_ALL_DTYPES(copy),                             \
+        [PYGPU_K_FILL] = PYGPU_ALL_DTYPES(fill),                             \
+        [PYGPU_K_REDUCE] = PYGPU_ALL_DTYPES(reduce),                         \
+        [PYGPU_K_RANDOM] = PYGPU_ALL_DTYPES(random_numbers),                 \
+        [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
+        [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
+    }
+
+extern const pygpu_backend pygpu_cpu_backend;  /* cpu_dispatch.c */
+extern const pygpu_backend pygpu_cuda_backend; /* cuda_dispatch.c */
+
+/* Runs kind for a tensor of dtype on dev: the one lookup.  `what` names
+ * the op in errors ("add", "copy").  0 or -1 with an exception. */
+int pygpu_dispatch(int kind, pygpu_device dev, int dtype, pygpu_kargs *k,
+                   const char *what);
+
+/* The names of the ops of a kind, for messages. */
+extern const char *const pygpu_binop_names[PYGPU_NBINOPS];
+extern const char *const pygpu_unop_names[PYGPU_NUNOPS];
+
+#endif /* PYGPU_DISPATCH_H */

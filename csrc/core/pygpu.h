@@ -1,0 +1,273 @@
+/* pygpu.h - the core layer, what every C file of the extension shares:
+ * the Device, DType and Tensor layouts, the module-wide state, argument
+ * parsing, devices, dtypes, what a tensor's layout alone decides, and the
+ * device runtime the core needs (implemented by the CUDA layer, or its
+ * stand-in in a CPU-only build).  memory.h and ops.h add the layers above.
+ *
+ * NumPy's C API is shared across files through PY_ARRAY_UNIQUE_SYMBOL; only
+ * module.c defines PYGPU_IMPORT_ARRAY and calls import_array().
+ */
+#ifndef PYGPU_H
+#define PYGPU_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+/* Built against NumPy 2, loadable by NumPy 1.23 and later. */
+#define NPY_TARGET_VERSION NPY_1_23_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL pygpu_ARRAY_API
+#ifndef PYGPU_IMPORT_ARRAY
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+
+#ifndef PYGPU_VERSION /* setup.py passes pygpu/version.py's __version__ */
+#define PYGPU_VERSION "unknown"
+#endif
+
+/* ---------------------------------------------------------------- devices */
+enum pygpu_device_type {
+    PYGPU_CPU = 0,
+    PYGPU_CUDA = 1,
+    PYGPU_MPS = 2 /* parses, so torch's selection code runs; holds nothing */
+};
+
+typedef struct pygpu_device {
+    int type;  /* enum pygpu_device_type */
+    int index; /* -1: none given */
+} pygpu_device;
+
+typedef struct {
+    PyObject_HEAD
+    pygpu_device dev;
+} DeviceObject;
+
+/* ----------------------------------------------------------------- dtypes */
+typedef struct pygpu_dtype_info {
+    int code;          /* enum pygpu_scalar */
+    const char *name;  /* "float32" */
+    int itemsize;
+    int npy_type;      /* NPY_FLOAT32, ... */
+    int is_floating_point;
+} pygpu_dtype_info;
+
+extern const pygpu_dtype_info pygpu_dtype_table[PYGPU_NDTYPES];
+
+typedef struct {
+    PyObject_HEAD
+    int code;
+} DTypeObject;
+
+/* ----------------------------------------------------------------- tensor */
+typedef struct {
+    PyObject_HEAD
+    char *data;            /* address of element 0 */
+    PyObject *base;        /* ndarray (plain CPU) or Storage (CUDA, pinned) */
+    int dtype;             /* enum pygpu_scalar */
+    int ndim;
+    pygpu_device device;   /* index always set for CUDA */
+    int64_t shape[PYGPU_MAX_DIMS];
+    int64_t strides[PYGPU_MAX_DIMS]; /* in elements */
+    int readonly;          /* over immutable memory: every write refused */
+    PyObject *dict;
+    PyObject *weakreflist;
+} TensorObject;
+
+/* ----------------------------------------------------------- module state */
+/* Set once by the module's exec slot while holding the GIL and read-only
+ * afterwards; the extension refuses to be initialised twice in a process
+ * (its CUDA context and allocators are process-wide), as NumPy does. */
+typedef struct pygpu_module_state {
+    PyTypeObject *Device_Type;
+    PyTypeObject *DType_Type;
+    PyTypeObject *Tensor_Type;
+    PyTypeObject *Size_Type;
+    PyTypeObject *Storage_Type;
+    PyTypeObject *Allocator_Type;
+    PyObject *OutOfMemoryError; /* RuntimeError subclass */
+    PyObject *CudaError;        /* RuntimeError subclass */
+    PyTypeObject *MaxResult_Type; /* (values, indices) struct sequence */
+    PyObject *dtypes[PYGPU_NDTYPES];
+    PyObject *cpu_device;       /* device('cpu') */
+    PyObject *np_matmul;        /* numpy.matmul, the CPU matrix product */
+    PyObject *out_kwnames;      /* ("out",) for vectorcalls */
+} pygpu_module_state;
+
+extern pygpu_module_state *pygpu_state;
+
+#define Tensor_Check(op) PyObject_TypeCheck((op), pygpu_state->Tensor_Type)
+#define Device_Check(op) PyObject_TypeCheck((op), pygpu_state->Device_Type)
+#define DType_Check(op) PyObject_TypeCheck((op), pygpu_state->DType_Type)
+
+/* Registration hooks called by module exec; each adds its types/functions
+ * to the module and fills its part of pygpu_state.  Return 0 or -1. */
+int pygpu_device_register(PyObject *m);
+int pygpu_dtype_register(PyObject *m);
+int pygpu_size_register(PyObject *m);
+/* The CUDA functions of the module (cuda_runtime.c, or cuda_none.c). */
+extern PyMethodDef pygpu_cuda_functions[];
+/* ------------------------------------------------------------- arguments */
+/* Parse vectorcall arguments by name into out[0..nnames): positional ones
+ * first (at most max_pos), then keywords; missing ones stay NULL.  The
+ * first `required` must be given.  -1 with TypeError in Python's words. */
+int pygpu_parse_args(const char *fname, PyObject *const *args,
+                     Py_ssize_t nargs, PyObject *kwnames,
+                     const char *const *names, int nnames, int max_pos,
+                     int required, PyObject **out);
+/* Python int -> int64 dim index in [0, ndim) (negative counts from the
+ * end); IndexError in torch's words otherwise. */
+int pygpu_parse_dim(PyObject *obj, int ndim, int *dim);
+int pygpu_parse_bool(PyObject *obj, int def, int *out);
+/* `*args` or one tuple/list argument as items[0..n); *seq holds the
+ * reference to release (NULL when args itself was used).  n is checked
+ * against PYGPU_MAX_DIMS.  -1 with an exception. */
+int pygpu_unpack_dims(PyObject *const *args, Py_ssize_t nargs,
+                      PyObject **seq, PyObject *const **items,
+                      Py_ssize_t *n);
+/* One size: a Python int or an object with __index__ (not a bool or a
+ * tensor).  1 with *out set; 0 (no exception) when obj is no integer; -1
+ * with RuntimeError("Overflow when unpacking long") past int64. */
+int pygpu_parse_size_item(PyObject *obj, int64_t *out);
+/* items[0..n) as sizes (signs unchecked); TypeError "<what> must be a tuple
+ * of ints, ..." for a non-integer.  0 or -1 with an exception. */
+int pygpu_parse_sizes(const char *what, PyObject *const *items,
+                      Py_ssize_t n, int64_t *out);
+
+/* ---------------------------------------------------------------- devices */
+/* Parse "cpu" | "cuda" | "cuda:N" | ("cuda", N) | device | int (cuda:N).
+ * Raises RuntimeError/ValueError/TypeError naming what was given. */
+int pygpu_parse_device(PyObject *obj, pygpu_device *out);
+/* As above, but None gives *def (returns 0). */
+int pygpu_parse_device_opt(PyObject *obj, const pygpu_device *def,
+                           pygpu_device *out);
+PyObject *pygpu_device_new(pygpu_device dev);
+/* Fill a missing CUDA index with the current device; check the ordinal is
+ * valid and CUDA usable.  mps raises.  0 or -1 with an exception. */
+int pygpu_device_resolve(pygpu_device *dev);
+/* "cpu", "cuda:0" into buf. */
+void pygpu_device_str(const pygpu_device *dev, char *buf, size_t n);
+int pygpu_device_equal(const pygpu_device *a, const pygpu_device *b);
+
+/* ----------------------------------------------------------------- dtypes */
+/* DType object, or None -> def.  -1 with TypeError otherwise. */
+int pygpu_parse_dtype_opt(PyObject *obj, int def, int *out);
+/* Map a NumPy type number to a pygpu code; -1 (no exception) if none. */
+int pygpu_dtype_from_npy(int npy_type);
+/* torch's promotion of two tensor dtypes. */
+int pygpu_promote(int a, int b);
+
+/* --------------------------------------------------------- tensor layout */
+/* tensor_layout.c: what a tensor's layout alone decides. */
+/* The number of elements of a shape every tensor already has (never
+ * overflows: shapes are checked where they are made). */
+int64_t pygpu_numel(int ndim, const int64_t *shape);
+/* The number of elements of a new shape: RuntimeError for a negative dim
+ * or a product past int64 (torch's "numel: integer multiplication
+ * overflow"), naming the shape.  0 or -1. */
+int pygpu_shape_numel(int ndim, const int64_t *shape, int64_t *out);
+/* "2, 3, 4" into buf (truncated with "..." when it does not fit). */
+void pygpu_format_shape(char *buf, size_t n, int ndim,
+                        const int64_t *shape);
+int pygpu_is_contiguous(const TensorObject *t);
+/* Row-major strides (elements) of a dense tensor of this shape. */
+void pygpu_contiguous_strides(int ndim, const int64_t *shape,
+                              int64_t *strides);
+/* A view of t's memory with another shape/strides/offset (elements). */
+TensorObject *pygpu_tensor_view(TensorObject *t, int ndim,
+                                const int64_t *shape, const int64_t *strides,
+                                int64_t elem_offset);
+/* The same as a new object of type tp (a subclass such as Parameter). */
+TensorObject *pygpu_tensor_view_as(PyTypeObject *tp, TensorObject *t,
+                                   int ndim, const int64_t *shape,
+                                   const int64_t *strides,
+                                   int64_t elem_offset);
+/* A NumPy array viewing a CPU tensor's memory. */
+PyObject *pygpu_tensor_to_ndarray(TensorObject *t);
+/* pygpu.Size from shape. */
+PyObject *pygpu_size_new(int ndim, const int64_t *shape);
+/* Parse `*size` or one sequence argument into shape; -1 with exception. */
+int pygpu_parse_shape(PyObject *const *args, Py_ssize_t nargs, int *ndim,
+                      int64_t *shape);
+/* Geometry for an elementwise op: out (contiguous result of shape
+ * out_shape) and up to two inputs broadcast to it; coalesces dims. */
+int pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
+                    TensorObject *out, TensorObject *a, TensorObject *b);
+/* Run an elementwise copy/convert dst <- src (same shape, same device)
+ * through the dispatch table. */
+int pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src);
+
+/* ------------------------------------------------------------------- cuda */
+/* Implemented in cuda_runtime.c, or in cuda_none.c for a CPU-only build,
+ * where each raises RuntimeError("pygpu was built without CUDA support")
+ * or reports 0 devices. */
+int pygpu_cuda_built(void);
+/* What a CPU-only build says to every request for CUDA, written once. */
+#define PYGPU_NO_CUDA_MESSAGE "pygpu was built without CUDA support"
+/* RuntimeError(PYGPU_NO_CUDA_MESSAGE); returns -1 (errors.c). */
+int pygpu_raise_no_cuda(void);
+/* Raise pygpu.CudaError with the message PyUnicode_FromFormat(format, ...)
+ * and the failing status as its `code` and `name` attributes (name may be
+ * NULL: None).  Returns -1. */
+int pygpu_raise_cuda_error(long code, const char *name, const char *format,
+                           ...);
+int pygpu_cuda_device_count(void); /* 0 when no driver/device */
+/* Why CUDA is unusable, for messages; NULL if usable. */
+const char *pygpu_cuda_unavailable_reason(void);
+int pygpu_cuda_current_device(int *dev); /* 0 or -1 with exception */
+/* CUDA's lazy initialisation, which every first use of CUDA goes through
+ * (device parsing, queries, the CUDA and pinned allocators): probes the
+ * driver once and, when it is usable, registers the fork handler, once.
+ * 0 if CUDA can be used here, else -1 with RuntimeError saying why (no
+ * driver or device, or a child forked after CUDA was initialised, in
+ * torch's words). */
+int pygpu_cuda_require(void);
+int pygpu_cuda_set_device(int dev);      /* 0 or -1 with exception */
+/* Make `dev` current for one operation: returns the device that was current
+ * (to hand to pygpu_cuda_device_restore afterwards), or -1 with exception.
+ * Like torch's device guard, an op on cuda:1 leaves cuda:0 current. */
+int pygpu_cuda_device_guard(int dev);
+void pygpu_cuda_device_restore(int dev, int prev); /* never fails */
+/* Copy nbytes between host memory (device PYGPU_HOST) and a GPU, or
+ * between two GPUs (cudaMemcpyPeer, ordered after earlier work on both).
+ * Synchronous with respect to the host for device-to-host copies (the data
+ * is there on return).  0 or -1 with exception. */
+#define PYGPU_HOST (-1)
+int pygpu_cuda_memcpy(void *dst, int dst_device, const void *src,
+                      int src_device, size_t nbytes);
+/* Fill nbytes at ptr on `device` with `byte` (cudaMemsetAsync on the
+ * current stream).  0 or -1 with exception. */
+int pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device);
+/* After an op's launch: translate `err` (a cudaError_t) into CudaError
+ * naming `what`; with PYGPU_LAUNCH_BLOCKING=1 also synchronize and check. */
+int pygpu_cuda_check_launch(int err, const char *what);
+/* Memory the caching allocator does not see: a kernel's code is loaded
+ * into device memory at its first launch, cuBLAS handles and workspaces on
+ * first use.  When `status` (a cudaError_t, or a cublasStatus_t if
+ * `cublas`) says such an allocation failed and emptying `device`'s cache
+ * gave memory back, returns 1: the caller tries once more.  Otherwise 0.
+ * Calls no Python API, takes no lock but the allocator's. */
+int pygpu_cuda_oom_retry(int device, int status, int cublas);
+/* rc = the launch (an expression giving a cudaError_t) on `device`,
+ * launched once more if pygpu_cuda_oom_retry says so, then checked by
+ * pygpu_cuda_check_launch: 0 or -1 with exception.  A launch that failed
+ * queued nothing, so launching again is safe. */
+#define PYGPU_CUDA_LAUNCH(rc, device, what, launch)                          \
+    do {                                                                     \
+        int err_ = (int)(launch);                                            \
+        if (err_ != 0 && pygpu_cuda_oom_retry((device), err_, 0)) {          \
+            err_ = (int)(launch);                                            \
+        }                                                                    \
+        (rc) = pygpu_cuda_check_launch(err_, (what));                        \
+    } while (0)
+/* Raise CudaError for `err` from `call`; clears the sticky error. */
+PyObject *pygpu_cuda_raise(int err, const char *call, const char *file,
+                           int line);
+/* The stream ops on `device` launch on (the legacy default stream for now). */
+void *pygpu_cuda_current_stream(int device);
+
+#endif /* PYGPU_H */

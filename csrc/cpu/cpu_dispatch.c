@@ -1,0 +1,191 @@
+/* cpu_dispatch.c - the CPU rows of the dispatch table: each row hands the
+ * prepared arguments to a CPU loop (cpu_elementwise.c, cpu_reduce.c,
+ * cpu_random.c, cpu_linear.c) or, for products, to NumPy's matmul. */
+#include "memory/memory.h"
+#include "core/dispatch.h"
+
+/* Loops over this many elements or more run without the GIL. */
+#define CPU_NOGIL_THRESHOLD (1 << 16)
+
+/* Inputs of the result's dtype take the same-dtype loops; others are
+ * converted inside the loop (cpu_mixed.c). */
+static int
+binary(pygpu_kargs *k)
+{
+    if (k->in_dtypes[0] == k->dtype && k->in_dtypes[1] == k->dtype) {
+        pygpu_cpu_binary(k->op, k->dtype, k->out, k->in[0], k->in[1], k->g);
+    }
+    else {
+        pygpu_cpu_binary_mixed(k->op, k->dtype, k->out, k->in_dtypes[0],
+                               k->in[0], k->in_dtypes[1], k->in[1], k->g);
+    }
+    return 0;
+}
+
+static int
+binary_scalar(pygpu_kargs *k)
+{
+    if (k->in_dtypes[0] == k->dtype) {
+        pygpu_cpu_binary_scalar(k->op, k->dtype, k->out, k->in[0], k->s,
+                                k->flag, k->g);
+    }
+    else {
+        pygpu_cpu_binary_scalar_mixed(k->op, k->dtype, k->out,
+                                      k->in_dtypes[0], k->in[0], k->s,
+                                      k->flag, k->g);
+    }
+    return 0;
+}
+
+static int
+unary(pygpu_kargs *k)
+{
+    pygpu_cpu_unary(k->op, k->dtype, k->out, k->in[0], k->g);
+    return 0;
+}
+
+static int
+copy(pygpu_kargs *k)
+{
+    pygpu_cpu_copy(k->dtype, k->out, k->in_dtypes[0], k->in[0], k->g);
+    return 0;
+}
+
+static int
+fill(pygpu_kargs *k)
+{
+    pygpu_cpu_fill(k->dtype, k->out, k->s, k->numel);
+    return 0;
+}
+
+static int
+reduce(pygpu_kargs *k)
+{
+    pygpu_cpu_reduce(k->op, k->dtype, k->out, k->indices, k->in[0],
+                     k->outer, k->n, k->inner);
+    return 0;
+}
+
+static int
+random_numbers(pygpu_kargs *k)
+{
+    pygpu_cpu_random(k->dtype, k->out, k->numel, k->flag, k->philox);
+    return 0;
+}
+
+/* A float32 copy of t (NumPy has no BLAS for float16). */
+static TensorObject *
+to_float32(TensorObject *t)
+{
+    TensorObject *c = pygpu_tensor_empty(t->ndim, t->shape, PYGPU_FLOAT32,
+                                         t->device);
+    if (c != NULL && pygpu_op_copy_same_device(c, t) < 0) {
+        Py_CLEAR(c);
+    }
+    return c;
+}
+
+/* out = numpy.matmul(a, b, out=out) over views of the tensors' memory.
+ * float16 goes through float32 (NumPy has no BLAS for it). */
+static int
+cpu_matmul(TensorObject *out, TensorObject *a, TensorObject *b)
+{
+    PyObject *aa = NULL, *ba = NULL, *oa = NULL, *r = NULL;
+    TensorObject *a32 = NULL, *b32 = NULL, *o32 = NULL;
+    int rc = -1;
+    if (out->dtype == PYGPU_FLOAT16) {
+        a32 = to_float32(a);
+        b32 = a32 ? to_float32(b) : NULL;
+        o32 = b32 ? pygpu_tensor_empty(out->ndim, out->shape, PYGPU_FLOAT32,
+                                       out->device)
+                  : NULL;
+        if (o32 == NULL) {
+            goto fail;
+        }
+        rc = cpu_matmul(o32, a32, b32);
+        if (rc == 0) {
+            rc = pygpu_op_copy_same_device(out, o32);
+        }
+        goto fail;
+    }
+    aa = pygpu_tensor_to_ndarray(a);
+    ba = pygpu_tensor_to_ndarray(b);
+    oa = pygpu_tensor_to_ndarray(out);
+    if (aa == NULL || ba == NULL || oa == NULL) {
+        goto fail;
+    }
+    PyObject *args[3] = {aa, ba, oa};
+    r = PyObject_Vectorcall(pygpu_state->np_matmul, args, 2,
+                            pygpu_state->out_kwnames);
+    rc = r ? 0 : -1;
+fail:
+    Py_XDECREF(aa);
+    Py_XDECREF(ba);
+    Py_XDECREF(oa);
+    Py_XDECREF(r);
+    Py_XDECREF(a32);
+    Py_XDECREF(b32);
+    Py_XDECREF(o32);
+    return rc;
+}
+
+static int
+matmul(pygpu_kargs *k)
+{
+    return cpu_matmul(k->t[0], k->t[1], k->t[2]);
+}
+
+/* out = x @ w.T by NumPy into out seen as rows x out_f, then one pass of
+ * bias and relu. */
+static int
+linear(pygpu_kargs *k)
+{
+    TensorObject *out = k->t[0], *x2 = k->t[1], *bias = k->t[3];
+    int64_t rows = x2->shape[0], out_f = k->t[2]->shape[0];
+    TensorObject *w = k->t[2];
+    int64_t o2[2] = {rows, out_f}, os2[2] = {out_f, 1};
+    int64_t wt_shape[2] = {w->shape[1], w->shape[0]};
+    int64_t wt_strides[2] = {w->strides[1], w->strides[0]};
+    TensorObject *wt = pygpu_tensor_view(w, 2, wt_shape, wt_strides, 0);
+    TensorObject *out2 = pygpu_tensor_view(out, 2, o2, os2, 0);
+    int rc = (wt && out2) ? cpu_matmul(out2, x2, wt) : -1;
+    Py_XDECREF(wt);
+    Py_XDECREF(out2);
+    if (rc < 0) {
+        return -1;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (bias != NULL) {
+        pygpu_cpu_bias_act(out->dtype, out->data, bias->data, rows, out_f,
+                           k->flag);
+    }
+    else if (k->flag) {
+        pygpu_cpu_relu_contig(out->dtype, out->data, out->data,
+                              rows * out_f);
+    }
+    Py_END_ALLOW_THREADS
+    return 0;
+}
+
+static int
+run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
+{
+    (void)what;
+    if (kind >= PYGPU_K_FIRST_CALL) {
+        return fn(k);
+    }
+    if (k->numel >= CPU_NOGIL_THRESHOLD) {
+        Py_BEGIN_ALLOW_THREADS
+        fn(k);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        fn(k);
+    }
+    return 0;
+}
+
+const pygpu_backend pygpu_cpu_backend = {
+    .run = run,
+    .rows = PYGPU_ROWS_BY_KIND,
+};

@@ -1,0 +1,431 @@
+/* cuda_blas.c - matrix products on CUDA through cuBLAS: per-device handles
+ * and workspace, the stream binding, error translation, and matmul.
+ * linear (cuBLASLt with a fused epilogue) is in cuda_blaslt.c; the
+ * row-major to column-major mapping is in blas_layout.h.
+ */
+#include "core/pygpu.h"
+
+#include <pthread.h>
+
+#include "cuda/blas.h"
+#include "cuda/cuda_blas_internal.h"
+
+/* More devices than any single machine has; a larger index is refused. */
+
+/* Workspace for cuBLAS and cuBLASLt: NVIDIA's cuBLAS guide recommends
+ * 32 MiB on Hopper (sm_90) and 4 MiB on earlier architectures; PyTorch uses
+ * the same figures (32 MiB for every major >= 9).  It is taken with
+ * cudaMalloc once per device, outside the caching allocator, so
+ * memory_allocated() and memory_reserved() never count it and read the
+ * same before and after a first product.  (torch takes its workspaces
+ * from its caching allocator, so its figures grow by them then.) */
+#define BLAS_WORKSPACE_HOPPER ((size_t)32 << 20)
+#define BLAS_WORKSPACE_OTHER ((size_t)4 << 20)
+
+static pygpu_blas_dev blas_devs[PYGPU_MAX_DEVICES];
+static pthread_mutex_t blas_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+/* ----------------------------------------------------------------- errors */
+int pygpu_blas_check(cublasStatus_t st, const char *call, pygpu_blas_err *e)
+{
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        return 0;
+    }
+    if (e->kind == PYGPU_BLAS_ERR_NONE) { /* keep the first failure */
+        e->kind = PYGPU_BLAS_ERR_CUBLAS;
+        e->status = (int)st;
+        e->call = call;
+        e->file = NULL; /* the call's name is what the message needs */
+        e->line = 0;
+    }
+    return -1;
+}
+
+int pygpu_blas_cuda_check(cudaError_t err, const char *call,
+                          const char *file, int line, pygpu_blas_err *e)
+{
+    if (err == cudaSuccess) {
+        return 0;
+    }
+    if (e->kind == PYGPU_BLAS_ERR_NONE) {
+        e->kind = PYGPU_BLAS_ERR_CUDA;
+        e->status = (int)err;
+        e->call = call;
+        e->file = file;
+        e->line = line;
+    }
+    return -1;
+}
+
+int pygpu_blas_raise(const pygpu_blas_err *e)
+{
+    const char *name, *text;
+
+    if (e->kind == PYGPU_BLAS_ERR_CUDA) {
+        pygpu_cuda_raise(e->status, e->call, e->file, e->line);
+        return -1;
+    }
+    /* A failed launch inside cuBLAS may leave a (non-sticky) CUDA error
+     * that the next kernel's launch check would report as its own. */
+    (void)cudaGetLastError();
+    /* The status enum is shared by cuBLAS and cuBLASLt. */
+    name = cublasGetStatusName((cublasStatus_t)e->status);
+    text = cublasGetStatusString((cublasStatus_t)e->status);
+    name = name != NULL ? name : "CUBLAS_STATUS_UNKNOWN";
+    return pygpu_raise_cuda_error((long)e->status, name,
+                                  "cuBLAS error: %s in %s (%s)", name,
+                                  e->call,
+                                  text != NULL ? text : "unknown status");
+}
+
+int pygpu_blas_raise_dtype(const char *op, int dtype)
+{
+    const char *name = "Unknown";
+
+    if (dtype == PYGPU_INT64) {
+        name = "Long"; /* torch's name for the scalar type */
+    } else if (dtype >= 0 && dtype < PYGPU_NDTYPES) {
+        name = pygpu_dtype_table[dtype].name;
+    }
+    PyErr_Format(PyExc_RuntimeError, "\"%s\" not implemented for '%s'", op,
+                 name);
+    return -1;
+}
+
+int pygpu_blas_raise_layout(const char *op, int kind, const pygpu_mat *a,
+                            const pygpu_mat *b)
+{
+    const pygpu_mat *x = kind == PYGPU_GEMM_BAD_A ? a : b;
+
+    if (kind == PYGPU_GEMM_BAD_SHAPE) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s: mat1 and mat2 shapes cannot be multiplied "
+                     "(%lldx%lld and %lldx%lld)",
+                     op, (long long)a->rows, (long long)a->cols,
+                     (long long)b->rows, (long long)b->cols);
+        return -1;
+    }
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s: %s of shape [%lld, %lld] with strides [%lld, %lld] "
+                 "has no layout cuBLAS can read; it needs a contiguous copy",
+                 op, kind == PYGPU_GEMM_BAD_A ? "mat1" : "mat2",
+                 (long long)x->rows, (long long)x->cols,
+                 (long long)x->row_stride, (long long)x->col_stride);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- devices */
+/* Create a device's handles, workspace and event.  Called with the mutex
+ * held and the device current; on failure nothing is kept, so the next
+ * call tries again. */
+static int blas_dev_init(pygpu_blas_dev *d, int device, pygpu_blas_err *e)
+{
+    cublasHandle_t handle = NULL;
+    cublasLtHandle_t lt = NULL;
+    cudaEvent_t done = NULL;
+    void *ws = NULL;
+    size_t ws_size;
+    int major = 0;
+    cudaError_t err;
+
+    if (pygpu_blas_check(cublasCreate(&handle), "cublasCreate", e) < 0) {
+        goto fail;
+    }
+    if (pygpu_blas_check(cublasLtCreate(&lt), "cublasLtCreate", e) < 0) {
+        goto fail;
+    }
+    err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                 device);
+    if (pygpu_blas_cuda_check(err, "cudaDeviceGetAttribute", __FILE__,
+                              __LINE__, e) < 0) {
+        goto fail;
+    }
+    ws_size = major >= 9 ? BLAS_WORKSPACE_HOPPER : BLAS_WORKSPACE_OTHER;
+    err = cudaMalloc(&ws, ws_size);
+    if (pygpu_cuda_oom_retry(device, (int)err, 0)) {
+        err = cudaMalloc(&ws, ws_size); /* the cache gave memory back */
+    }
+    if (err == cudaErrorMemoryAllocation) {
+        /* The device is full even without cached blocks: run without a
+         * workspace, which only narrows the kernels cuBLAS may pick. */
+        (void)cudaGetLastError();
+        ws = NULL;
+        ws_size = 0;
+    } else if (pygpu_blas_cuda_check(err, "cudaMalloc", __FILE__, __LINE__,
+                                     e) < 0) {
+        goto fail;
+    }
+    err = cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    if (pygpu_blas_cuda_check(err, "cudaEventCreateWithFlags", __FILE__,
+                              __LINE__, e) < 0) {
+        goto fail;
+    }
+    d->handle = handle;
+    d->lt = lt;
+    d->workspace = ws;
+    d->workspace_size = ws_size;
+    d->ws_done = done;
+    d->bound = 0;
+    d->ready = 1;
+    return 0;
+
+fail:
+    if (done != NULL) {
+        cudaEventDestroy(done);
+    }
+    if (ws != NULL) {
+        cudaFree(ws);
+    }
+    if (lt != NULL) {
+        cublasLtDestroy(lt);
+    }
+    if (handle != NULL) {
+        cublasDestroy(handle);
+    }
+    return -1;
+}
+
+/* The legacy default stream lives as long as the process and is one
+ * stream for every thread.  Any other stream may be destroyed once its
+ * work is queued, and cudaStreamPerThread names a different stream in each
+ * thread. */
+static int blas_stream_is_legacy(cudaStream_t s)
+{
+    return s == NULL || s == cudaStreamLegacy;
+}
+
+/* Point the handle and the workspace at stream s.  The workspace is one
+ * buffer: work queued on the previous stream may still be using it, so s
+ * first waits for the event marking that work's end.  After use on the
+ * legacy stream the event is recorded here, once per switch; after use on
+ * any other stream it was recorded at the end of each call
+ * (pygpu_blas_release), because that stream may be gone by now.  The
+ * per-thread stream always waits: the same handle value may be another
+ * thread's stream.  cublasSetStream resets the handle to cuBLAS's own
+ * workspace, hence cublasSetWorkspace after it. */
+static int blas_bind(pygpu_blas_dev *d, cudaStream_t s, pygpu_blas_err *e)
+{
+    int same = d->bound && d->stream == s;
+    cudaError_t err;
+
+    if (same && s != cudaStreamPerThread) {
+        return 0; /* the common case: nothing to do */
+    }
+    if (d->bound) {
+        if (blas_stream_is_legacy(d->stream)) {
+            err = cudaEventRecord(d->ws_done, d->stream);
+            if (pygpu_blas_cuda_check(err, "cudaEventRecord", __FILE__,
+                                      __LINE__, e) < 0) {
+                return -1;
+            }
+        }
+        err = cudaStreamWaitEvent(s, d->ws_done, 0);
+        if (pygpu_blas_cuda_check(err, "cudaStreamWaitEvent", __FILE__,
+                                  __LINE__, e) < 0) {
+            return -1;
+        }
+    }
+    if (same) {
+        return 0;
+    }
+    d->bound = 0;
+    if (pygpu_blas_check(cublasSetStream(d->handle, s), "cublasSetStream",
+                         e) < 0) {
+        return -1;
+    }
+    if (d->workspace != NULL &&
+        pygpu_blas_check(cublasSetWorkspace(d->handle, d->workspace,
+                                            d->workspace_size),
+                         "cublasSetWorkspace", e) < 0) {
+        return -1;
+    }
+    d->stream = s;
+    d->bound = 1;
+    return 0;
+}
+
+pygpu_blas_dev *pygpu_blas_acquire(int device, cudaStream_t stream,
+                                   pygpu_blas_err *e)
+{
+    pygpu_blas_dev *d;
+
+    pthread_mutex_lock(&blas_mutex);
+    if (device < 0 || device >= PYGPU_MAX_DEVICES) {
+        pygpu_blas_cuda_check(cudaErrorInvalidDevice, "cuBLAS handle lookup",
+                              __FILE__, __LINE__, e);
+        return NULL;
+    }
+    d = &blas_devs[device];
+    if (!d->ready && blas_dev_init(d, device, e) < 0) {
+        return NULL;
+    }
+    if (blas_bind(d, stream, e) < 0) {
+        return NULL;
+    }
+    return d;
+}
+
+int pygpu_blas_oom_retry(int device, pygpu_blas_err *e, int *attempts)
+{
+    if ((*attempts)++ > 0 ||
+        !pygpu_cuda_oom_retry(device, e->status,
+                              e->kind == PYGPU_BLAS_ERR_CUBLAS)) {
+        return 0;
+    }
+    e->kind = PYGPU_BLAS_ERR_NONE;
+    return 1;
+}
+
+int pygpu_blas_release(pygpu_blas_dev *d, cudaStream_t stream,
+                       pygpu_blas_err *e)
+{
+    if (d != NULL && d->bound && d->stream == stream &&
+        !blas_stream_is_legacy(stream)) {
+        /* Even after a failure: a kernel may have been queued. */
+        pygpu_blas_cuda_check(cudaEventRecord(d->ws_done, stream),
+                              "cudaEventRecord", __FILE__, __LINE__, e);
+    }
+    pthread_mutex_unlock(&blas_mutex);
+    return e->kind == PYGPU_BLAS_ERR_NONE ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ gemm */
+int pygpu_blas_types(int dtype, int tf32, cudaDataType_t *data,
+                     cublasComputeType_t *compute, cudaDataType_t *scale)
+{
+    switch (dtype) {
+    case PYGPU_FLOAT32:
+        /* CUBLAS_COMPUTE_32F is true FP32 under the handle's default math
+         * mode (never changed here); _FAST_TF32 lets tensor cores round
+         * the inputs to TF32. */
+        *data = CUDA_R_32F;
+        *compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+        *scale = CUDA_R_32F;
+        return 0;
+    case PYGPU_FLOAT16:
+        /* Tensor cores with FP32 accumulation; alpha/beta are floats. */
+        *data = CUDA_R_16F;
+        *compute = CUBLAS_COMPUTE_32F;
+        *scale = CUDA_R_32F;
+        return 0;
+    case PYGPU_FLOAT64:
+        *data = CUDA_R_64F;
+        *compute = CUBLAS_COMPUTE_64F;
+        *scale = CUDA_R_64F;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+int pygpu_blas_gemm(pygpu_blas_dev *d, int dtype, int tf32, int kind,
+                    const pygpu_gemm_plan *p, void *c, int accumulate,
+                    cudaStream_t stream, pygpu_blas_err *e)
+{
+    static const float one_f = 1.0f, zero_f = 0.0f;
+    static const double one_d = 1.0, zero_d = 0.0;
+    cudaDataType_t type, scale;
+    cublasComputeType_t compute;
+    cublasOperation_t ta, tb;
+    const void *alpha, *beta;
+    cublasStatus_t st;
+    const char *call;
+
+    if (pygpu_blas_types(dtype, tf32, &type, &compute, &scale) < 0) {
+        return pygpu_blas_check(CUBLAS_STATUS_NOT_SUPPORTED, "gemm dtype", e);
+    }
+    if (kind == PYGPU_GEMM_ZERO && accumulate) {
+        return 0; /* C + (empty sum) is C */
+    }
+    if (kind == PYGPU_GEMM_ZERO) {
+        /* k == 0: the product is all zeros, and +0.0 is all-zero bits. */
+        size_t bytes = (size_t)(p->batch * p->m * p->n) *
+                       (size_t)pygpu_dtype_table[dtype].itemsize;
+        return pygpu_blas_cuda_check(cudaMemsetAsync(c, 0, bytes, stream),
+                                     "cudaMemsetAsync", __FILE__, __LINE__,
+                                     e);
+    }
+    alpha = scale == CUDA_R_64F ? (const void *)&one_d : (const void *)&one_f;
+    beta = scale == CUDA_R_64F ? (const void *)(accumulate ? &one_d : &zero_d)
+                               : (const void *)(accumulate ? &one_f : &zero_f);
+    ta = p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    tb = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (pygpu_gemm_plan_fits_int(p)) {
+        if (p->batch == 1) {
+            call = "cublasGemmEx";
+            st = cublasGemmEx(d->handle, ta, tb, (int)p->m, (int)p->n,
+                              (int)p->k, alpha, p->a, type, (int)p->lda, p->b,
+                              type, (int)p->ldb, beta, c, type, (int)p->ldc,
+                              compute, CUBLAS_GEMM_DEFAULT);
+        } else {
+            call = "cublasGemmStridedBatchedEx";
+            st = cublasGemmStridedBatchedEx(
+                d->handle, ta, tb, (int)p->m, (int)p->n, (int)p->k, alpha,
+                p->a, type, (int)p->lda, (long long)p->stride_a, p->b, type,
+                (int)p->ldb, (long long)p->stride_b, beta, c, type,
+                (int)p->ldc, (long long)p->stride_c, (int)p->batch, compute,
+                CUBLAS_GEMM_DEFAULT);
+        }
+    } else {
+        /* A size past INT_MAX: the 64-bit entry points, never a silent
+         * truncation.  They report NOT_SUPPORTED where cuBLAS has no
+         * kernel for such sizes, and that is raised. */
+        if (p->batch == 1) {
+            call = "cublasGemmEx_64";
+            st = cublasGemmEx_64(d->handle, ta, tb, p->m, p->n, p->k, alpha,
+                                 p->a, type, p->lda, p->b, type, p->ldb, beta,
+                                 c, type, p->ldc, compute,
+                                 CUBLAS_GEMM_DEFAULT);
+        } else {
+            call = "cublasGemmStridedBatchedEx_64";
+            st = cublasGemmStridedBatchedEx_64(
+                d->handle, ta, tb, p->m, p->n, p->k, alpha, p->a, type, p->lda,
+                (long long)p->stride_a, p->b, type, p->ldb,
+                (long long)p->stride_b, beta, c, type, p->ldc,
+                (long long)p->stride_c, p->batch, compute,
+                CUBLAS_GEMM_DEFAULT);
+        }
+    }
+    return pygpu_blas_check(st, call, e);
+}
+
+/* ---------------------------------------------------------------- matmul */
+int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
+                      const pygpu_mat *b, int64_t batch, int allow_tf32)
+{
+    pygpu_blas_err e = {PYGPU_BLAS_ERR_NONE, 0, NULL, NULL, 0};
+    cudaDataType_t type, scale;
+    cublasComputeType_t compute;
+    pygpu_gemm_plan p;
+    pygpu_blas_dev *d;
+    cudaStream_t stream;
+    int tf32, kind, prev, rc, attempts = 0;
+
+    tf32 = dtype == PYGPU_FLOAT32 && allow_tf32;
+    if (pygpu_blas_types(dtype, tf32, &type, &compute, &scale) < 0) {
+        return pygpu_blas_raise_dtype(batch > 1 ? "bmm_cuda" : "addmm_cuda",
+                                      dtype);
+    }
+    kind = pygpu_gemm_plan_make(a, b, batch, &p);
+    if (kind < 0) {
+        return pygpu_blas_raise_layout("matmul", kind, a, b);
+    }
+    if (kind == PYGPU_GEMM_NOOP) {
+        return 0;
+    }
+    prev = pygpu_cuda_device_guard(device);
+    if (prev < 0) {
+        return -1;
+    }
+    stream = (cudaStream_t)pygpu_cuda_current_stream(device);
+    do { /* twice at most: see pygpu_blas_oom_retry */
+        d = pygpu_blas_acquire(device, stream, &e);
+        if (d != NULL) {
+            pygpu_blas_gemm(d, dtype, tf32, kind, &p, c, 0, stream, &e);
+        }
+        rc = pygpu_blas_release(d, stream, &e);
+    } while (rc < 0 && pygpu_blas_oom_retry(device, &e, &attempts));
+    rc = rc < 0 ? pygpu_blas_raise(&e) : 0;
+    pygpu_cuda_device_restore(device, prev);
+    return rc;
+}

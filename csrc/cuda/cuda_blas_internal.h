@@ -1,0 +1,94 @@
+/* cuda_blas_internal.h - what cuda_blas.c (handles, workspace, gemm,
+ * matmul) shares with cuda_blaslt.c (the cuBLASLt plan cache, linear).
+ * Not part of the extension's cross-file contract (that is blas.h).
+ *
+ * Locking.  One mutex guards every device's handles, workspace and stream
+ * binding and the cuBLASLt plan cache.  pygpu_blas_acquire takes it and
+ * pygpu_blas_release drops it; no Python API is called in between (a
+ * Python allocation could run a finalizer that calls back into a matrix
+ * product and deadlock on the mutex), so failures inside are recorded in a
+ * pygpu_blas_err and raised by pygpu_blas_raise after the release.
+ */
+#ifndef PYGPU_CUDA_BLAS_INTERNAL_H
+#define PYGPU_CUDA_BLAS_INTERNAL_H
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "cuda/blas_layout.h"
+
+/* A failure seen while holding the mutex, raised after it is dropped. */
+typedef struct pygpu_blas_err {
+    int kind;         /* PYGPU_BLAS_ERR_* */
+    int status;       /* a cublasStatus_t or a cudaError_t */
+    const char *call; /* the failing call, e.g. "cublasGemmEx" */
+    const char *file;
+    int line;
+} pygpu_blas_err;
+
+#define PYGPU_BLAS_ERR_NONE 0
+#define PYGPU_BLAS_ERR_CUBLAS 1
+#define PYGPU_BLAS_ERR_CUDA 2
+
+/* The cuBLAS state of one device, created on first use and kept until
+ * the process exits (destroying it at exit can race the CUDA context's
+ * own teardown, and the driver frees everything anyway). */
+typedef struct pygpu_blas_dev {
+    int ready;
+    cublasHandle_t handle;
+    cublasLtHandle_t lt;
+    /* One workspace serves both handles: they only ever run on the stream
+     * the device is bound to, one call after another. */
+    void *workspace;
+    size_t workspace_size;
+    cudaStream_t stream; /* the stream handle and workspace are bound to */
+    int bound;
+    cudaEvent_t ws_done; /* marks the workspace's last use, see cuda_blas.c */
+} pygpu_blas_dev;
+
+/* Lock, then return `device`'s state (created if needed) bound to
+ * `stream`.  NULL with *e set on failure; the mutex is held either way. */
+pygpu_blas_dev *pygpu_blas_acquire(int device, cudaStream_t stream,
+                                   pygpu_blas_err *e);
+/* Mark the end of this call's workspace use on `stream` (d may be NULL
+ * after a failed acquire), then unlock.  Returns -1 if e holds an error
+ * (possibly a new one from the marking), else 0. */
+int pygpu_blas_release(pygpu_blas_dev *d, cudaStream_t stream,
+                       pygpu_blas_err *e);
+/* After a failed call (mutex not held): when e is an allocation failure
+ * and emptying the device's cache gave memory back (pygpu_cuda_oom_retry),
+ * clear e and return 1 so that the caller runs the whole call once more;
+ * *attempts (0 at first) makes that happen once.  Else 0, e kept. */
+int pygpu_blas_oom_retry(int device, pygpu_blas_err *e, int *attempts);
+/* Raise e as CudaError (GIL held, mutex not held); returns -1. */
+int pygpu_blas_raise(const pygpu_blas_err *e);
+
+/* Record a failing status: they return -1 when the status is a failure
+ * (and set *e), 0 otherwise. */
+int pygpu_blas_check(cublasStatus_t st, const char *call, pygpu_blas_err *e);
+int pygpu_blas_cuda_check(cudaError_t err, const char *call,
+                          const char *file, int line, pygpu_blas_err *e);
+
+/* Run a planned gemm, C = op(A) op(B) (accumulate 0) or C += op(A) op(B)
+ * (accumulate 1: beta 1, the sum rounded once), on d bound to `stream`.
+ * For PYGPU_GEMM_ZERO (k == 0) C is zero-filled, or left as it is when
+ * accumulating.  dtype is a supported pygpu_scalar.  0, or -1 with *e. */
+int pygpu_blas_gemm(pygpu_blas_dev *d, int dtype, int tf32, int kind,
+                    const pygpu_gemm_plan *p, void *c, int accumulate,
+                    cudaStream_t stream, pygpu_blas_err *e);
+
+/* The cuda data type, cuBLAS compute type and scale type of a dtype;
+ * -1 for a dtype cuBLAS products do not support. */
+int pygpu_blas_types(int dtype, int tf32, cudaDataType_t *data,
+                     cublasComputeType_t *compute, cudaDataType_t *scale);
+
+/* Raise torch's error for a dtype without a CUDA product ("addmm_cuda"
+ * etc. as `op`); returns -1. */
+int pygpu_blas_raise_dtype(const char *op, int dtype);
+/* Raise RuntimeError for a plan kind below 0 (a layout or shape cuBLAS
+ * cannot take); returns -1. */
+int pygpu_blas_raise_layout(const char *op, int kind, const pygpu_mat *a,
+                            const pygpu_mat *b);
+
+#endif /* PYGPU_CUDA_BLAS_INTERNAL_H */

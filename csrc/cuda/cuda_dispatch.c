@@ -1,0 +1,247 @@
+/* cuda_dispatch.c - the CUDA rows of the dispatch table (a CUDA build
+ * only): each launch row calls a launcher of kernels/kernels.h on the
+ * stream the runner chose; products go through cuBLAS / cuBLASLt. */
+#include "memory/memory.h"
+#include "core/dispatch.h"
+#include "cuda/blas.h"
+
+#include <string.h>
+
+/* Inputs of the result's dtype take the same-dtype kernels; others are
+ * converted as they are read. */
+static int
+binary(pygpu_kargs *k)
+{
+    if (k->in_dtypes[0] == k->dtype && k->in_dtypes[1] == k->dtype) {
+        return pygpu_cuda_binary(k->op, k->dtype, k->out, k->in[0],
+                                 k->in[1], k->g, k->stream);
+    }
+    return pygpu_cuda_binary_mixed(k->op, k->dtype, k->out, k->in_dtypes[0],
+                                   k->in[0], k->in_dtypes[1], k->in[1], k->g,
+                                   k->stream);
+}
+
+static int
+binary_scalar(pygpu_kargs *k)
+{
+    if (k->in_dtypes[0] == k->dtype) {
+        return pygpu_cuda_binary_scalar(k->op, k->dtype, k->out, k->in[0],
+                                        k->s, k->flag, k->g, k->stream);
+    }
+    return pygpu_cuda_binary_scalar_mixed(k->op, k->dtype, k->out,
+                                          k->in_dtypes[0], k->in[0], k->s,
+                                          k->flag, k->g, k->stream);
+}
+
+/* Contiguous relu takes the 128-bit kernel. */
+static int
+unary(pygpu_kargs *k)
+{
+    const pygpu_geom *g = k->g;
+    int contiguous = g->ndim == 0 || (g->ndim == 1 && g->stride[0][0] == 1 &&
+                                      g->stride[1][0] == 1);
+    if (k->op == PYGPU_RELU && contiguous) {
+        return pygpu_cuda_relu_contig(k->dtype, k->out, k->in[0], k->numel,
+                                      k->stream);
+    }
+    return pygpu_cuda_unary(k->op, k->dtype, k->out, k->in[0], g, k->stream);
+}
+
+static int
+copy(pygpu_kargs *k)
+{
+    return pygpu_cuda_copy(k->dtype, k->out, k->in_dtypes[0], k->in[0], k->g,
+                           k->stream);
+}
+
+static int
+fill(pygpu_kargs *k)
+{
+    return pygpu_cuda_fill(k->dtype, k->out, k->s, k->numel, k->stream);
+}
+
+static int
+reduce(pygpu_kargs *k)
+{
+    return pygpu_cuda_reduce(k->op, k->dtype, k->out, k->indices, k->in[0],
+                             k->outer, k->n, k->inner, k->workspace,
+                             k->stream);
+}
+
+static int
+random_numbers(pygpu_kargs *k)
+{
+    return pygpu_cuda_random(k->dtype, k->out, k->numel, k->flag, k->philox,
+                             k->stream);
+}
+
+/* ------------------------------------------------------------ products */
+
+/* Can cuBLAS read this rows x cols matrix (strides rs, cs) in place? */
+static int
+blas_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs)
+{
+    if (cs == 1 && (rows <= 1 || rs >= cols) && rs >= 1) {
+        return 1;
+    }
+    if (rs == 1 && (cols <= 1 || cs >= rows) && cs >= 1) {
+        return 1;
+    }
+    return rows <= 1 && cols <= 1;
+}
+
+/* The single batch stride of the batch dims [0, nb) of t expanded to
+ * bshape, or -1 when they cannot be walked with one stride. */
+static int64_t
+batch_stride(const TensorObject *t, int nb, const int64_t *bshape)
+{
+    int64_t st[PYGPU_MAX_DIMS];
+    int off = nb - (t->ndim - 2);
+    for (int d = 0; d < nb; d++) {
+        int sd = d - off;
+        st[d] = (sd >= 0 && t->shape[sd] == bshape[d]) ? t->strides[sd] : 0;
+    }
+    int64_t stride = -1, expected = -1;
+    for (int d = nb - 1; d >= 0; d--) {
+        if (bshape[d] == 1) {
+            continue;
+        }
+        if (stride < 0) {
+            stride = st[d];
+            expected = st[d] * bshape[d];
+            continue;
+        }
+        if (st[d] != expected) {
+            return -1;
+        }
+        expected = st[d] * bshape[d];
+    }
+    return stride < 0 ? 0 : stride;
+}
+
+/* Make a matrix operand usable by cuBLAS: itself; or, when only its matrix
+ * strides are unusable, a contiguous copy of it (a broadcast batch keeps
+ * stride 0, so a shared weight is copied once, not once per batch item);
+ * or, when its batch dims cannot be walked with one stride, a contiguous
+ * copy expanded to the batch shape.  *mat describes it. */
+static TensorObject *
+blas_operand(TensorObject *t, int nb, const int64_t *bshape, pygpu_mat *mat)
+{
+    int64_t rows = t->shape[t->ndim - 2], cols = t->shape[t->ndim - 1];
+    int64_t rs = t->strides[t->ndim - 2], cs = t->strides[t->ndim - 1];
+    int64_t bs = batch_stride(t, nb, bshape);
+    TensorObject *use;
+    if (bs >= 0 && blas_ok(rows, cols, rs, cs)) {
+        use = (TensorObject *)Py_NewRef(t);
+    }
+    else {
+        int64_t shape[PYGPU_MAX_DIMS];
+        int ndim = t->ndim;
+        if (bs >= 0) {
+            memcpy(shape, t->shape, sizeof(int64_t) * (size_t)ndim);
+        }
+        else { /* expand to (batch..., rows, cols) */
+            if (nb > 0) {
+                memcpy(shape, bshape, sizeof(int64_t) * (size_t)nb);
+            }
+            shape[nb] = rows;
+            shape[nb + 1] = cols;
+            ndim = nb + 2;
+        }
+        use = pygpu_tensor_empty(ndim, shape, t->dtype, t->device);
+        if (use == NULL || pygpu_op_copy_same_device(use, t) < 0) {
+            Py_XDECREF(use);
+            return NULL;
+        }
+        rs = cols;
+        cs = 1;
+        bs = batch_stride(use, nb, bshape);
+    }
+    mat->ptr = use->data;
+    mat->rows = rows;
+    mat->cols = cols;
+    mat->row_stride = rs;
+    mat->col_stride = cs;
+    mat->batch_stride = bs;
+    return use;
+}
+
+static int
+matmul(pygpu_kargs *k)
+{
+    pygpu_mat ma, mb;
+    TensorObject *out = k->t[0];
+    TensorObject *ua = blas_operand(k->t[3], k->mm.nb, k->mm.bshape,
+                                          &ma);
+    TensorObject *ub = ua ? blas_operand(k->t[4], k->mm.nb,
+                                               k->mm.bshape, &mb)
+                          : NULL;
+    int rc = -1;
+    if (ub != NULL) {
+        rc = pygpu_cuda_matmul(out->dtype, out->device.index, out->data, &ma,
+                               &mb, k->mm.batch, k->allow_tf32);
+    }
+    Py_XDECREF(ua);
+    Py_XDECREF(ub);
+    return rc;
+}
+
+static int
+linear(pygpu_kargs *k)
+{
+    pygpu_mat mx, mw;
+    TensorObject *out = k->t[0], *bias = k->t[3];
+    TensorObject *ux = blas_operand(k->t[1], 0, NULL, &mx);
+    TensorObject *uw = ux ? blas_operand(k->t[2], 0, NULL, &mw) : NULL;
+    int rc = -1;
+    if (uw != NULL) {
+        rc = pygpu_cuda_linear(out->dtype, out->device.index, out->data, &mx,
+                               &mw, bias ? bias->data : NULL, k->flag,
+                               k->allow_tf32);
+    }
+    Py_XDECREF(ux);
+    Py_XDECREF(uw);
+    return rc;
+}
+
+/* Launch rows run with their device current (restored afterwards), on its
+ * current stream, launched once more when the launch ran out of memory the
+ * cache can give back, and checked.  A reduction's workspace is taken from
+ * the caching allocator first and returned right after the launch: later
+ * work on the same stream is ordered after the kernel. */
+static int
+run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
+{
+    StorageObject *ws = NULL;
+    int rc, prev;
+    if (kind >= PYGPU_K_FIRST_CALL) {
+        return fn(k);
+    }
+    if (kind == PYGPU_K_REDUCE) {
+        size_t wsize = pygpu_cuda_reduce_workspace(k->op, k->dtype, k->outer,
+                                                   k->n, k->inner);
+        if (wsize > 0) {
+            pygpu_device dev = {PYGPU_CUDA, k->device};
+            ws = pygpu_storage_new(dev, wsize);
+            if (ws == NULL) {
+                return -1;
+            }
+            k->workspace = ws->ptr;
+        }
+    }
+    prev = pygpu_cuda_device_guard(k->device);
+    if (prev < 0) {
+        Py_XDECREF(ws);
+        return -1;
+    }
+    k->stream = pygpu_cuda_current_stream(k->device);
+    PYGPU_CUDA_LAUNCH(rc, k->device, what, fn(k));
+    pygpu_cuda_device_restore(k->device, prev);
+    Py_XDECREF(ws);
+    return rc;
+}
+
+const pygpu_backend pygpu_cuda_backend = {
+    .run = run,
+    .rows = PYGPU_ROWS_BY_KIND,
+};

@@ -1,0 +1,161 @@
+/* cuda_none.c - the CUDA entry points of a CPU-only build (the runtime the
+ * core declares, the allocators memory declares): no devices, and every
+ * request for one says that pygpu was built without CUDA. */
+#include "memory/memory.h"
+#include "memory/allocator_py.h"
+#include "memory/cuda_backend.h"
+
+
+int
+pygpu_cuda_built(void)
+{
+    return 0;
+}
+
+int
+pygpu_cuda_device_count(void)
+{
+    return 0;
+}
+
+const char *
+pygpu_cuda_unavailable_reason(void)
+{
+    return PYGPU_NO_CUDA_MESSAGE;
+}
+
+static int
+refuse(void)
+{
+    return pygpu_raise_no_cuda();
+}
+
+int
+pygpu_cuda_require(void)
+{
+    return refuse();
+}
+
+int
+pygpu_cuda_current_device(int *dev)
+{
+    (void)dev;
+    return refuse();
+}
+
+int
+pygpu_cuda_set_device(int dev)
+{
+    (void)dev;
+    return refuse();
+}
+
+int
+pygpu_cuda_memcpy(void *dst, int dst_device, const void *src,
+                  int src_device, size_t nbytes)
+{
+    (void)dst, (void)dst_device, (void)src, (void)src_device, (void)nbytes;
+    return refuse();
+}
+
+int
+pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device)
+{
+    (void)ptr, (void)byte, (void)nbytes, (void)device;
+    return refuse();
+}
+
+int
+pygpu_cuda_check_launch(int err, const char *what)
+{
+    (void)err, (void)what;
+    return refuse();
+}
+
+int
+pygpu_cuda_oom_retry(int device, int status, int cublas)
+{
+    (void)device, (void)status, (void)cublas;
+    return 0;
+}
+
+PyObject *
+pygpu_cuda_raise(int err, const char *call, const char *file, int line)
+{
+    (void)err, (void)call, (void)file, (void)line;
+    refuse();
+    return NULL;
+}
+
+void *
+pygpu_cuda_current_stream(int device)
+{
+    (void)device;
+    return NULL;
+}
+
+/* The process-wide CUDA and pinned allocators (memory/cuda_allocators.c
+ * in a CUDA build). */
+AllocatorObject *pygpu_cuda_allocator(int device)
+{
+    (void)device;
+    pygpu_raise_no_cuda();
+    return NULL;
+}
+
+AllocatorObject *pygpu_pinned_allocator(void)
+{
+    pygpu_raise_no_cuda();
+    return NULL;
+}
+
+int
+pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
+                            size_t n)
+{
+    (void)backend, (void)buf, (void)n;
+    return 0;
+}
+
+static PyObject *
+refuse_o(PyObject *m, PyObject *arg)
+{
+    refuse();
+    return NULL;
+}
+
+static PyObject *
+refuse_noargs(PyObject *m, PyObject *noargs)
+{
+    refuse();
+    return NULL;
+}
+
+static PyObject *
+versions_py(PyObject *m, PyObject *noargs)
+{
+    return Py_BuildValue("{s:i,s:i,s:i}", "built", 0, "runtime", 0,
+                         "driver", 0);
+}
+
+PyMethodDef pygpu_cuda_functions[] = {
+    {"_cuda_get_device_properties", refuse_o, METH_O,
+     "_cuda_get_device_properties($module, device, /)\n--\n\n"
+     "A dict of the properties of CUDA device `device` (an int)."},
+    {"_cuda_set_device", refuse_o, METH_O,
+     "_cuda_set_device($module, device, /)\n--\n\n"
+     "Make CUDA device `device` (an int) current."},
+    {"_cuda_current_device", refuse_noargs, METH_NOARGS,
+     "_cuda_current_device($module, /)\n--\n\n"
+     "The index of the current CUDA device."},
+    {"_cuda_synchronize", refuse_o, METH_O,
+     "_cuda_synchronize($module, device, /)\n--\n\n"
+     "Wait for all work on CUDA device `device` (an int) to finish."},
+    {"_cuda_mem_get_info", refuse_o, METH_O,
+     "_cuda_mem_get_info($module, device, /)\n--\n\n"
+     "(free, total) bytes of CUDA device `device` (an int)."},
+    {"_cuda_versions", versions_py, METH_NOARGS,
+     "_cuda_versions($module, /)\n--\n\n"
+     "{'built', 'runtime', 'driver'} CUDA versions (1000*major+10*minor)."},
+    {NULL},
+};

@@ -1,0 +1,432 @@
+/* cuda_runtime.c - CUDA runtime glue for the CUDA build: whether CUDA can
+ * be used (and why not), device selection and queries, copies between
+ * host and device, error translation, launch checking.
+ *
+ * cudart is linked statically, so importing pygpu never needs a driver:
+ * without one every query answers "0 devices" with the reason kept. */
+#include "memory/memory.h"
+#include "memory/cuda_backend.h"
+
+#include <cublas_api.h>
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static int probed_count = 0;
+static char probed_reason[512];
+static int launch_blocking = 0;
+/* Set in a child forked after the driver was initialised: the child's
+ * CUDA state (contexts, cached device memory) is not usable. */
+static atomic_int forked_child = 0;
+
+static void
+after_fork_in_child(void)
+{
+    atomic_store(&forked_child, 1);
+}
+
+/* Why the runtime refused, in torch's words where torch has them. */
+static void
+explain(cudaError_t err, int count)
+{
+    int driver = 0;
+
+    if (err == cudaErrorInsufficientDriver &&
+        (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0)) {
+        snprintf(probed_reason, sizeof(probed_reason),
+                 "Found no NVIDIA driver on your system. Please check that "
+                 "you have an NVIDIA GPU and installed a driver from "
+                 "http://www.nvidia.com/Download/index.aspx");
+    }
+    else if (err == cudaErrorInsufficientDriver) {
+        snprintf(probed_reason, sizeof(probed_reason),
+                 "The NVIDIA driver on your system is too old (found "
+                 "version %d.%d; this CUDA %d.%d runtime needs a newer one). "
+                 "Please update your GPU driver by downloading and installing "
+                 "a new version from the URL: "
+                 "http://www.nvidia.com/Download/index.aspx",
+                 driver / 1000, (driver % 1000) / 10, CUDART_VERSION / 1000,
+                 (CUDART_VERSION % 1000) / 10);
+    }
+    else if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
+        snprintf(probed_reason, sizeof(probed_reason),
+                 "No CUDA GPUs are available");
+    }
+    else {
+        snprintf(probed_reason, sizeof(probed_reason),
+                 "CUDA is not available: cudaGetDeviceCount failed: %s (%s)",
+                 cudaGetErrorString(err), cudaGetErrorName(err));
+    }
+    (void)cudaGetLastError();
+}
+
+/* Runs once (pthread_once): counts devices, remembers why there are none,
+ * and once the driver is initialised registers the fork handler. */
+static void
+probe(void)
+{
+    const char *lb = getenv("PYGPU_LAUNCH_BLOCKING");
+    launch_blocking = lb != NULL && lb[0] == '1';
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err == cudaSuccess && count > 0) {
+        probed_count = count;
+        (void)pthread_atfork(NULL, NULL, after_fork_in_child);
+        return;
+    }
+    explain(err, count);
+}
+
+static int
+refuse_in_forked_child(void)
+{
+    if (atomic_load(&forked_child)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Cannot re-initialize CUDA in forked subprocess. To "
+                        "use CUDA with multiprocessing, you must use the "
+                        "'spawn' start method");
+        return -1;
+    }
+    return 0;
+}
+
+int
+pygpu_cuda_built(void)
+{
+    return 1;
+}
+
+int
+pygpu_cuda_device_count(void)
+{
+    pthread_once(&probe_once, probe);
+    return probed_count;
+}
+
+const char *
+pygpu_cuda_unavailable_reason(void)
+{
+    pthread_once(&probe_once, probe);
+    return probed_count > 0 ? NULL : probed_reason;
+}
+
+PyObject *
+pygpu_cuda_raise(int err, const char *call, const char *file, int line)
+{
+    cudaError_t e = (cudaError_t)err;
+    (void)cudaGetLastError(); /* clear it where it is not sticky */
+    pygpu_raise_cuda_error((long)e, cudaGetErrorName(e),
+                           "CUDA error: %s (%s) in %s at %s:%d",
+                           cudaGetErrorString(e), cudaGetErrorName(e), call,
+                           file, line);
+    return NULL;
+}
+
+#define CHECK(call)                                                          \
+    do {                                                                     \
+        cudaError_t err_ = (call);                                           \
+        if (err_ != cudaSuccess) {                                           \
+            pygpu_cuda_raise((int)err_, #call, __FILE__, __LINE__);          \
+            goto fail;                                                       \
+        }                                                                    \
+    } while (0)
+
+int
+pygpu_cuda_require(void)
+{
+    if (pygpu_cuda_device_count() == 0) {
+        PyErr_SetString(PyExc_RuntimeError, pygpu_cuda_unavailable_reason());
+        return -1;
+    }
+    return refuse_in_forked_child();
+}
+
+int
+pygpu_cuda_current_device(int *dev)
+{
+    if (pygpu_cuda_require() < 0) {
+        return -1;
+    }
+    CHECK(cudaGetDevice(dev));
+    return 0;
+fail:
+    return -1;
+}
+
+int
+pygpu_cuda_set_device(int dev)
+{
+    int cur;
+    CHECK(cudaGetDevice(&cur));
+    if (cur != dev) {
+        CHECK(cudaSetDevice(dev));
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+/* Every CUDA op passes here, so the tensors a forked child inherited are
+ * refused too. */
+int
+pygpu_cuda_device_guard(int dev)
+{
+    int prev;
+    cudaError_t err;
+    if (refuse_in_forked_child() < 0) {
+        return -1;
+    }
+    err = (cudaError_t)pygpu_cuda_enter_device(dev, &prev);
+    if (err != cudaSuccess) {
+        pygpu_cuda_raise((int)err, "cudaSetDevice", __FILE__, __LINE__);
+        return -1;
+    }
+    return prev;
+}
+
+void
+pygpu_cuda_device_restore(int dev, int prev)
+{
+    pygpu_cuda_leave_device(dev, prev);
+}
+
+void *
+pygpu_cuda_current_stream(int device)
+{
+    (void)device;
+    return NULL; /* the legacy default stream */
+}
+
+int
+pygpu_cuda_memcpy(void *dst, int dst_device, const void *src, int src_device,
+                  size_t nbytes)
+{
+    cudaError_t err;
+    int peer = dst_device != PYGPU_HOST && src_device != PYGPU_HOST;
+    int dev = src_device != PYGPU_HOST ? src_device : dst_device;
+    int prev = pygpu_cuda_device_guard(dev);
+    if (prev < 0) {
+        return -1;
+    }
+    /* The copy waits for earlier work on the device(s): let other Python
+     * threads run meanwhile. */
+    Py_BEGIN_ALLOW_THREADS
+    if (peer) {
+        err = cudaMemcpyPeer(dst, dst_device, src, src_device, nbytes);
+    }
+    else {
+        err = cudaMemcpy(dst, src, nbytes,
+                         src_device == PYGPU_HOST ? cudaMemcpyHostToDevice
+                                                  : cudaMemcpyDeviceToHost);
+    }
+    Py_END_ALLOW_THREADS
+    pygpu_cuda_device_restore(dev, prev);
+    if (err != cudaSuccess) {
+        pygpu_cuda_raise((int)err, peer ? "cudaMemcpyPeer" : "cudaMemcpy",
+                         __FILE__, __LINE__);
+        return -1;
+    }
+    return 0;
+}
+
+int
+pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device)
+{
+    cudaError_t err;
+    int prev = pygpu_cuda_device_guard(device);
+    if (prev < 0) {
+        return -1;
+    }
+    err = cudaMemsetAsync(ptr, byte, nbytes,
+                          (cudaStream_t)pygpu_cuda_current_stream(device));
+    pygpu_cuda_device_restore(device, prev);
+    CHECK(err);
+    return 0;
+fail:
+    return -1;
+}
+
+int
+pygpu_cuda_check_launch(int err, const char *what)
+{
+    cudaError_t e = (cudaError_t)err;
+    if (e == cudaSuccess && launch_blocking) {
+        Py_BEGIN_ALLOW_THREADS
+        e = cudaDeviceSynchronize();
+        Py_END_ALLOW_THREADS
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return pygpu_raise_cuda_error(
+            (long)e, cudaGetErrorName(e),
+            "CUDA error: %s (%s) in the %s kernel%s", cudaGetErrorString(e),
+            cudaGetErrorName(e), what,
+            launch_blocking ? ""
+                            : " (errors may be reported late: set "
+                              "PYGPU_LAUNCH_BLOCKING=1 to find the op "
+                              "that caused it)");
+    }
+    return 0;
+}
+
+int
+pygpu_cuda_oom_retry(int device, int status, int cublas)
+{
+    int oom;
+    if (cublas) {
+        /* cublasCreate reports a failed allocation as ALLOC_FAILED or
+         * NOT_INITIALIZED; a kernel cuBLAS could not load fails its launch
+         * (EXECUTION_FAILED). */
+        oom = status == CUBLAS_STATUS_ALLOC_FAILED ||
+              status == CUBLAS_STATUS_NOT_INITIALIZED ||
+              status == CUBLAS_STATUS_EXECUTION_FAILED;
+    }
+    else {
+        oom = status == cudaErrorMemoryAllocation;
+    }
+    if (!oom) {
+        return 0;
+    }
+    (void)cudaGetLastError(); /* the retry must not see it */
+    return pygpu_cuda_allocator_release(device) > 0;
+}
+
+/* ------------------------------------------------------ Python functions */
+
+static int
+device_arg(PyObject *arg, int *dev)
+{
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (pygpu_cuda_require() < 0) {
+        return -1;
+    }
+    if (v < 0 || v >= pygpu_cuda_device_count()) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "CUDA error: invalid device ordinal (device %ld, %d "
+                     "available)", v, pygpu_cuda_device_count());
+        return -1;
+    }
+    *dev = (int)v;
+    return 0;
+}
+
+static PyObject *
+get_properties(PyObject *m, PyObject *arg)
+{
+    int dev;
+    struct cudaDeviceProp p;
+    if (device_arg(arg, &dev) < 0) {
+        return NULL;
+    }
+    CHECK(cudaGetDeviceProperties(&p, dev));
+    return Py_BuildValue(
+        "{s:s,s:K,s:i,s:i,s:i,s:i,s:i,s:i}", "name", p.name, "total_memory",
+        (unsigned long long)p.totalGlobalMem, "major", p.major, "minor",
+        p.minor, "multi_processor_count", p.multiProcessorCount,
+        "L2_cache_size", p.l2CacheSize, "max_threads_per_multi_processor",
+        p.maxThreadsPerMultiProcessor, "warp_size", p.warpSize);
+fail:
+    return NULL;
+}
+
+static PyObject *
+set_device_py(PyObject *m, PyObject *arg)
+{
+    int dev;
+    if (device_arg(arg, &dev) < 0 || pygpu_cuda_set_device(dev) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+current_device_py(PyObject *m, PyObject *noargs)
+{
+    int dev;
+    if (pygpu_cuda_current_device(&dev) < 0) {
+        return NULL;
+    }
+    return PyLong_FromLong(dev);
+}
+
+static PyObject *
+synchronize_py(PyObject *m, PyObject *arg)
+{
+    int dev, prev;
+    cudaError_t err;
+    if (device_arg(arg, &dev) < 0 ||
+        (prev = pygpu_cuda_device_guard(dev)) < 0) {
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    err = cudaDeviceSynchronize();
+    Py_END_ALLOW_THREADS
+    pygpu_cuda_device_restore(dev, prev);
+    CHECK(err);
+    Py_RETURN_NONE;
+fail:
+    return NULL;
+}
+
+static PyObject *
+mem_get_info_py(PyObject *m, PyObject *arg)
+{
+    int dev, prev;
+    size_t free_b, total_b;
+    cudaError_t err;
+    if (device_arg(arg, &dev) < 0 ||
+        (prev = pygpu_cuda_device_guard(dev)) < 0) {
+        return NULL;
+    }
+    err = cudaMemGetInfo(&free_b, &total_b);
+    pygpu_cuda_device_restore(dev, prev);
+    CHECK(err);
+    return Py_BuildValue("(KK)", (unsigned long long)free_b,
+                         (unsigned long long)total_b);
+fail:
+    return NULL;
+}
+
+static PyObject *
+versions_py(PyObject *m, PyObject *noargs)
+{
+    int driver = 0, runtime = 0;
+    /* Either may fail without a driver: report 0 then. */
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) {
+        driver = 0;
+    }
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) {
+        runtime = 0;
+    }
+    (void)cudaGetLastError();
+    return Py_BuildValue("{s:i,s:i,s:i}", "built", CUDART_VERSION,
+                         "runtime", runtime, "driver", driver);
+}
+
+PyMethodDef pygpu_cuda_functions[] = {
+    {"_cuda_get_device_properties", get_properties, METH_O,
+     "_cuda_get_device_properties($module, device, /)\n--\n\n"
+     "A dict of the properties of CUDA device `device` (an int)."},
+    {"_cuda_set_device", set_device_py, METH_O,
+     "_cuda_set_device($module, device, /)\n--\n\n"
+     "Make CUDA device `device` (an int) current."},
+    {"_cuda_current_device", current_device_py, METH_NOARGS,
+     "_cuda_current_device($module, /)\n--\n\n"
+     "The index of the current CUDA device."},
+    {"_cuda_synchronize", synchronize_py, METH_O,
+     "_cuda_synchronize($module, device, /)\n--\n\n"
+     "Wait for all work on CUDA device `device` (an int) to finish."},
+    {"_cuda_mem_get_info", mem_get_info_py, METH_O,
+     "_cuda_mem_get_info($module, device, /)\n--\n\n"
+     "(free, total) bytes of CUDA device `device` (an int)."},
+    {"_cuda_versions", versions_py, METH_NOARGS,
+     "_cuda_versions($module, /)\n--\n\n"
+     "{'built', 'runtime', 'driver'} CUDA versions (1000*major+10*minor)."},
+    {NULL},
+};

@@ -1,0 +1,144 @@
+/* allocator.h - the caching allocator core.
+ *
+ * Plain C, no Python.h, no CUDA: it is written against a backend of hooks
+ * (raw_alloc / raw_free / mem_info) so that the same logic serves
+ * cudaMalloc, cudaHostAlloc (pinned host memory) and plain host memory with
+ * a settable capacity (what the tests use).
+ *
+ * Policy (the same figures as PyTorch's CUDA caching allocator):
+ *   - requests are rounded up to a multiple of 512 bytes;
+ *   - the small pool serves rounded sizes up to 1 MiB out of 2 MiB segments;
+ *   - the large pool serves the rest: requests under 10 MiB get a 20 MiB
+ *     segment, larger ones a segment rounded up to a multiple of 2 MiB;
+ *   - a cached block is reused best-fit (smallest that fits, then lowest
+ *     address), only by a request on the stream it was allocated on;
+ *   - a reused or new block is split when the remainder is at least 512
+ *     bytes (small pool) or more than 1 MiB (large pool);
+ *   - freed blocks merge with free neighbours of the same segment;
+ *   - empty_cache returns every wholly free segment to the backend.
+ * When the backend fails, or a limit set through set_limit would be
+ * exceeded, the allocator frees its cached segments and tries once more
+ * (num_alloc_retries counts that), then reports PYGPU_ALLOC_OOM (num_ooms).
+ *
+ * A size-0 request succeeds with a NULL block and changes no figure.
+ * Every function takes the allocator's mutex; all are thread-safe.  The
+ * mutex is not held while raw_alloc runs, so a backend's raw_alloc must be
+ * thread-safe on its own (raw_free and mem_info run under the mutex or
+ * outside it, and must be too).
+ */
+#ifndef PYGPU_ALLOCATOR_H
+#define PYGPU_ALLOCATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PYGPU_ALLOC_OK 0
+#define PYGPU_ALLOC_OOM 1
+#define PYGPU_ALLOC_ERROR 2 /* backend error other than out of memory */
+
+typedef struct pygpu_alloc_backend {
+    const char *name;
+    /* Obtain `size` bytes on `device`; returns PYGPU_ALLOC_OK, _OOM, or
+     * _ERROR (the backend keeps the detail for the caller to report,
+     * e.g. in its ctx). */
+    int (*raw_alloc)(void *ctx, int device, size_t size, void **ptr);
+    void (*raw_free)(void *ctx, int device, void *ptr);
+    /* Free and total bytes of the device, for messages and fractions;
+     * returns 0 on success. */
+    int (*mem_info)(void *ctx, int device, size_t *free_bytes,
+                    size_t *total_bytes);
+    void *ctx;
+} pygpu_alloc_backend;
+
+/* One counter in torch's four flavours. */
+typedef struct pygpu_stat {
+    int64_t current;
+    int64_t peak;
+    int64_t allocated; /* total ever added */
+    int64_t freed;     /* total ever removed */
+} pygpu_stat;
+
+typedef struct pygpu_alloc_stats {
+    pygpu_stat allocated_bytes; /* bytes in live blocks (rounded sizes) */
+    pygpu_stat reserved_bytes;  /* bytes in segments held from the backend */
+    pygpu_stat active_bytes;    /* same as allocated: no deferred frees yet */
+    pygpu_stat requested_bytes; /* bytes the callers asked for (unrounded) */
+    pygpu_stat segment;         /* number of segments */
+    pygpu_stat allocation;      /* number of live blocks */
+    pygpu_stat active;          /* number of active blocks */
+    pygpu_stat inactive_split;  /* free blocks that are parts of a segment */
+    pygpu_stat inactive_split_bytes;
+    int64_t num_alloc_retries;
+    int64_t num_ooms;
+    int64_t num_cache_hits;     /* requests served without a raw_alloc */
+    int64_t num_raw_allocs;
+    int64_t num_raw_frees;
+} pygpu_alloc_stats;
+
+typedef struct pygpu_allocator pygpu_allocator;
+typedef struct pygpu_block pygpu_block;
+
+/* caching == 0: every malloc is a raw_alloc of the exact rounded size and
+ * every free a raw_free (for memory checkers); figures are kept the same
+ * way.  Returns NULL when out of host memory. */
+pygpu_allocator *pygpu_allocator_new(const pygpu_alloc_backend *backend,
+                                     int device, int caching);
+/* Frees every segment (live blocks included) and the allocator itself. */
+void pygpu_allocator_destroy(pygpu_allocator *a);
+
+int pygpu_allocator_malloc(pygpu_allocator *a, size_t size, void *stream,
+                           pygpu_block **out);
+/* block may be NULL (a size-0 allocation). */
+void pygpu_allocator_free(pygpu_allocator *a, pygpu_block *block);
+
+void *pygpu_block_ptr(const pygpu_block *b);
+size_t pygpu_block_size(const pygpu_block *b); /* rounded size */
+
+/* Returns the bytes given back to the backend. */
+size_t pygpu_allocator_empty_cache(pygpu_allocator *a);
+void pygpu_allocator_get_stats(pygpu_allocator *a, pygpu_alloc_stats *out);
+/* Resets the peaks of every stat to their current values. */
+void pygpu_allocator_reset_peak(pygpu_allocator *a);
+/* Resets the accumulated figures (allocated/freed totals, retries, ooms). */
+void pygpu_allocator_reset_accumulated(pygpu_allocator *a);
+/* Cap on reserved bytes (0 = none).  A malloc that would take reserved
+ * bytes above the cap behaves as if the backend were out of memory. */
+void pygpu_allocator_set_limit(pygpu_allocator *a, size_t limit);
+size_t pygpu_allocator_get_limit(pygpu_allocator *a);
+int pygpu_allocator_device(const pygpu_allocator *a);
+const pygpu_alloc_backend *pygpu_allocator_backend(const pygpu_allocator *a);
+/* Snapshot of the segments for memory_summary / debugging: fills up to
+ * `max` entries and returns the total number of segments. */
+typedef struct pygpu_segment_info {
+    void *ptr;
+    size_t size;
+    size_t allocated; /* bytes in live blocks of this segment */
+    int is_small;
+    int nblocks;
+} pygpu_segment_info;
+size_t pygpu_allocator_segments(pygpu_allocator *a, pygpu_segment_info *out,
+                                size_t max);
+
+/* The host-memory backend (malloc/free) with a capacity: raw_alloc fails
+ * with PYGPU_ALLOC_OOM when the bytes it has handed out would exceed it.
+ * mem_info reports (capacity - used, capacity). */
+typedef struct pygpu_host_backend_ctx {
+    size_t capacity;
+    size_t used; /* only through __atomic builtins: raw_alloc runs unlocked */
+} pygpu_host_backend_ctx;
+void pygpu_host_backend_init(pygpu_alloc_backend *backend,
+                             pygpu_host_backend_ctx *ctx, size_t capacity);
+
+/* Human-readable size as PyTorch prints it: "512 bytes", "1.50 KiB",
+ * "64.00 MiB", "2.00 GiB".  Writes at most n bytes including the NUL. */
+void pygpu_format_size(char *buf, size_t n, uint64_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYGPU_ALLOCATOR_H */

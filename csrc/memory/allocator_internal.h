@@ -1,0 +1,50 @@
+/* allocator_internal.h - the data structures of the caching allocator
+ * core, shared by allocator.c (the policy) and allocator_stats.c (the
+ * figures and snapshots).  Nothing else includes this file.
+ */
+#ifndef PYGPU_ALLOCATOR_INTERNAL_H
+#define PYGPU_ALLOCATOR_INTERNAL_H
+
+#include <pthread.h>
+
+#include "memory/allocator.h"
+
+enum { POOL_SMALL = 0, POOL_LARGE = 1 };
+
+typedef struct segment {
+    char *ptr;
+    size_t size;
+    int pool;
+    pygpu_block *head;            /* block at the segment's start */
+    struct segment *prev, *next;  /* the allocator's list of segments */
+} segment;
+
+struct pygpu_block {
+    char *ptr;
+    size_t size;                  /* a multiple of 512 */
+    size_t requested;             /* caller's size while allocated */
+    void *stream;
+    segment *seg;
+    int allocated;
+    pygpu_block *prev, *next;     /* address neighbours in seg (or spare) */
+    pygpu_block *left, *right;    /* free-tree children */
+    uint32_t prio;                /* free-tree heap priority */
+};
+
+struct pygpu_allocator {
+    pthread_mutex_t lock;
+    pygpu_alloc_backend backend;
+    int device;
+    int caching;
+    size_t limit;                 /* 0: none */
+    size_t inflight;              /* bytes being obtained from the backend */
+    pygpu_block *pools[2];        /* free-tree roots */
+    segment *segments;
+    pygpu_block *spare;           /* recycled block structs, via next */
+    uint32_t rng;
+    /* net inactive-split change of the operation in progress */
+    int64_t pending_split, pending_split_bytes;
+    pygpu_alloc_stats stats;
+};
+
+#endif /* PYGPU_ALLOCATOR_INTERNAL_H */

@@ -1,0 +1,40 @@
+/* allocator_py.h - internals shared by allocator_py.c (the Allocator type
+ * and the process-wide allocators) and storage_py.c (the Storage type and
+ * the allocation path).
+ */
+#ifndef PYGPU_ALLOCATOR_PY_H
+#define PYGPU_ALLOCATOR_PY_H
+
+#include "memory/memory.h"
+
+
+extern PyType_Spec pygpu_storage_spec;
+extern PyMethodDef pygpu_allocator_functions[]; /* _cuda_allocator, ... */
+
+/* A non-negative int (anything with __index__) as a size_t: TypeError,
+ * ValueError (negative) or OverflowError otherwise, naming `what`. */
+int pygpu_to_size(PyObject *obj, const char *what, size_t *out);
+
+/* A new Allocator object whose core runs over a copy of *backend with
+ * device number core_device; with backend NULL, over host memory of
+ * `capacity` bytes.  Its storages report `dev`.  NULL with an exception. */
+AllocatorObject *pygpu_allocator_object_new(const pygpu_alloc_backend *backend,
+                                            size_t capacity, pygpu_device dev,
+                                            int core_device, int caching);
+
+/* Fill *core with hooks that call *inner's, releasing the GIL (when the
+ * caller holds it) around raw_alloc; *inner must outlive the core. */
+void pygpu_backend_without_gil(pygpu_alloc_backend *core,
+                               const pygpu_alloc_backend *inner);
+
+/* A Storage of nbytes from a on stream: the core, then on out-of-memory a
+ * gc.collect() and one more try, then OutOfMemoryError.  NULL with an
+ * exception. */
+StorageObject *pygpu_storage_alloc(AllocatorObject *a, size_t nbytes,
+                                   void *stream);
+
+/* The allocator of pinned host memory, created on first use (borrowed);
+ * NULL with RuntimeError in a build without CUDA. */
+AllocatorObject *pygpu_pinned_allocator(void);
+
+#endif /* PYGPU_ALLOCATOR_PY_H */

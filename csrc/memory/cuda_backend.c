@@ -1,0 +1,195 @@
+/* cuda_backend.c - the cudaMalloc and cudaHostAlloc backends of the caching
+ * allocator (see cuda_backend.h).  Compiled only in a CUDA build.
+ *
+ * The core calls raw_alloc without its mutex, so several threads may be in
+ * these hooks at once.  A failure is remembered per thread: the Python
+ * layer reads it right after the failing call returned, in the same thread.
+ */
+#define _DEFAULT_SOURCE /* sysconf(_SC_AVPHYS_PAGES) */
+
+#include "memory/cuda_backend.h"
+
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <unistd.h>
+
+/* The hooks tell the devices apart by the device number the core passes;
+ * the contexts only make each backend's ctx distinct. */
+typedef struct cuda_ctx {
+    int pinned;
+} cuda_ctx;
+
+static cuda_ctx device_ctx = {0};
+static cuda_ctx pinned_ctx = {1};
+
+/* This thread's last failure other than out-of-memory. */
+static _Thread_local cudaError_t last_error = cudaSuccess;
+static _Thread_local const char *last_call = NULL;
+
+/* Classify a failed call; every failure also clears the runtime's last
+ * error so that it does not surface later in an unrelated check. */
+static int failure(cudaError_t err, const char *call)
+{
+    (void)cudaGetLastError();
+    if (err == cudaErrorMemoryAllocation) {
+        return PYGPU_ALLOC_OOM;
+    }
+    last_error = err;
+    last_call = call;
+    return PYGPU_ALLOC_ERROR;
+}
+
+int pygpu_cuda_enter_device(int device, int *prev)
+{
+    cudaError_t err = cudaGetDevice(prev);
+
+    if (err != cudaSuccess) {
+        *prev = device;
+        return (int)err;
+    }
+    if (*prev != device) {
+        err = cudaSetDevice(device);
+        if (err != cudaSuccess) {
+            *prev = device; /* nothing to restore */
+        }
+    }
+    return (int)err;
+}
+
+void pygpu_cuda_leave_device(int device, int prev)
+{
+    if (prev != device && cudaSetDevice(prev) != cudaSuccess) {
+        (void)cudaGetLastError();
+    }
+}
+
+/* ---------------------------------------------------------- device memory */
+static int device_alloc(void *ctx, int device, size_t size, void **ptr)
+{
+    int prev;
+    cudaError_t err = (cudaError_t)pygpu_cuda_enter_device(device, &prev);
+
+    (void)ctx;
+    if (err != cudaSuccess) {
+        return failure(err, "cudaSetDevice");
+    }
+    err = cudaMalloc(ptr, size);
+    pygpu_cuda_leave_device(device, prev);
+    if (err != cudaSuccess) {
+        return failure(err, "cudaMalloc");
+    }
+    return PYGPU_ALLOC_OK;
+}
+
+static void device_free(void *ctx, int device, void *ptr)
+{
+    int prev;
+
+    (void)ctx;
+    /* Errors cannot be reported from a free (it runs in deallocators);
+     * at interpreter exit the runtime may already be unloading. */
+    if (pygpu_cuda_enter_device(device, &prev) == cudaSuccess) {
+        (void)cudaFree(ptr);
+        pygpu_cuda_leave_device(device, prev);
+    }
+    (void)cudaGetLastError();
+}
+
+static int device_info(void *ctx, int device, size_t *free_bytes,
+                       size_t *total_bytes)
+{
+    int prev;
+    cudaError_t err = (cudaError_t)pygpu_cuda_enter_device(device, &prev);
+
+    (void)ctx;
+    if (err == cudaSuccess) {
+        err = cudaMemGetInfo(free_bytes, total_bytes);
+        pygpu_cuda_leave_device(device, prev);
+    }
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        *free_bytes = 0;
+        *total_bytes = 0;
+        return -1;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------- pinned host memory */
+static int pinned_alloc(void *ctx, int device, size_t size, void **ptr)
+{
+    cudaError_t err;
+
+    (void)ctx;
+    (void)device;
+    /* Portable: pinned for every device's context, not only the current. */
+    err = cudaHostAlloc(ptr, size, cudaHostAllocPortable);
+    if (err != cudaSuccess) {
+        return failure(err, "cudaHostAlloc");
+    }
+    return PYGPU_ALLOC_OK;
+}
+
+static void pinned_free(void *ctx, int device, void *ptr)
+{
+    (void)ctx;
+    (void)device;
+    (void)cudaFreeHost(ptr);
+    (void)cudaGetLastError();
+}
+
+/* Pinned memory comes out of the host's physical memory. */
+static int pinned_info(void *ctx, int device, size_t *free_bytes,
+                       size_t *total_bytes)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    long total = sysconf(_SC_PHYS_PAGES);
+    long avail = sysconf(_SC_AVPHYS_PAGES);
+
+    (void)ctx;
+    (void)device;
+    if (page <= 0 || total <= 0 || avail < 0) {
+        *free_bytes = 0;
+        *total_bytes = 0;
+        return -1;
+    }
+    *free_bytes = (size_t)avail * (size_t)page;
+    *total_bytes = (size_t)total * (size_t)page;
+    return 0;
+}
+
+/* -------------------------------------------------------------- interface */
+void pygpu_cuda_backend_init(pygpu_alloc_backend *backend, int device,
+                             int pinned)
+{
+    if (pinned) {
+        backend->name = "cuda_host";
+        backend->raw_alloc = pinned_alloc;
+        backend->raw_free = pinned_free;
+        backend->mem_info = pinned_info;
+        backend->ctx = &pinned_ctx;
+    } else {
+        backend->name = "cuda";
+        backend->raw_alloc = device_alloc;
+        backend->raw_free = device_free;
+        backend->mem_info = device_info;
+        backend->ctx = &device_ctx;
+    }
+}
+
+int pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
+                                size_t n)
+{
+    if (backend->raw_alloc != device_alloc &&
+        backend->raw_alloc != pinned_alloc) {
+        return 0;
+    }
+    if (last_error == cudaSuccess) {
+        return 0;
+    }
+    snprintf(buf, n, "CUDA error: %s (%s) in %s",
+             cudaGetErrorString(last_error), cudaGetErrorName(last_error),
+             last_call);
+    last_error = cudaSuccess;
+    return 1;
+}

@@ -1,0 +1,70 @@
+/* memory.h - the memory layer: Storage (a block of a caching allocator,
+ * owned by the tensors viewing it), the allocator's Python face, and new
+ * tensors with memory of their own.  Above the core (pygpu.h) and the
+ * allocator core (allocator.h). */
+#ifndef PYGPU_MEMORY_H
+#define PYGPU_MEMORY_H
+
+#include "core/pygpu.h"
+#include "memory/allocator.h"
+
+/* ---------------------------------------------------------------- storage */
+/* The owner of a block of device (or pinned host) memory.  Tensors on CUDA,
+ * and pinned CPU tensors, hold one as their base; it returns its block to
+ * its allocator when the last tensor viewing it dies. */
+typedef struct {
+    PyObject_HEAD
+    void *ptr;               /* NULL for a zero-byte storage */
+    size_t nbytes;           /* bytes requested */
+    pygpu_block *block;      /* NULL for zero bytes */
+    PyObject *allocator;     /* AllocatorObject owning block (strong) */
+    pygpu_device device;     /* where ptr lives: cuda:N, or cpu if pinned */
+} StorageObject;
+
+/* A Python handle on a pygpu_allocator: one per CUDA device (created on
+ * first use), one for pinned host memory, and any number of host-backed
+ * ones for tests. */
+typedef struct {
+    PyObject_HEAD
+    pygpu_allocator *alloc;
+    pygpu_alloc_backend backend;
+    pygpu_host_backend_ctx host_ctx; /* used by the host backend only */
+    pygpu_device device;             /* device its storages report */
+    int caching;                     /* as given to pygpu_allocator_new */
+    /* Out-of-memory events the core counted but Python does not see: the
+     * gc.collect() retry makes one request two core attempts, and each
+     * request should count once (see allocator_py.c). */
+    int64_t uncounted_ooms;
+    int64_t uncounted_retries;
+} AllocatorObject;
+
+/* ---------------------------------------------------------------- storage */
+/* New Storage of nbytes on a CUDA device (through its caching allocator,
+ * with out-of-memory retry and OutOfMemoryError) or, for pinned host
+ * memory, pass dev.type == PYGPU_CPU.  NULL with an exception. */
+StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes);
+/* The allocator of a CUDA device, created on first use (borrowed;
+ * memory/cuda_allocators.c, or cuda/cuda_none.c's refusal). */
+AllocatorObject *pygpu_cuda_allocator(int device);
+/* CUDA build: give the cached blocks of `device`'s allocator (if it exists
+ * yet) back to the driver, as empty_cache does; the bytes given back.
+ * Calls no Python API.  Use pygpu_cuda_oom_retry rather than this. */
+size_t pygpu_cuda_allocator_release(int device);
+
+/* Adds Storage and the allocator types and functions to the module. */
+int pygpu_allocator_register(PyObject *m);
+
+/* ------------------------------------------------------------ tensors */
+/* tensor_alloc.c: an uninitialised contiguous tensor (a NumPy array on the
+ * CPU, a Storage on CUDA).  shape may be NULL when ndim == 0. */
+TensorObject *pygpu_tensor_empty(int ndim, const int64_t *shape, int dtype,
+                                 pygpu_device dev);
+/* Test aid: when set, every new tensor's memory is filled with 0xFF bytes
+ * (NaN for floats, -1 for int64) so that tests see unwritten outputs. */
+void pygpu_set_poison(int on);
+/* A contiguous tensor over a storage (which it references). */
+TensorObject *pygpu_tensor_on_storage(StorageObject *st, int ndim,
+                                      const int64_t *shape, int dtype,
+                                      pygpu_device dev);
+
+#endif /* PYGPU_MEMORY_H */

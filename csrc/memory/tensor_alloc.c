@@ -1,0 +1,134 @@
+/* tensor_alloc.c - new tensors with memory of their own: a NumPy array
+ * on the CPU (so that from_numpy and .numpy() share memory), a Storage of
+ * the device's caching allocator on CUDA; and the tests' poisoning of new
+ * memory. */
+#include "memory/memory.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+static atomic_int poison = 0;
+
+void
+pygpu_set_poison(int on)
+{
+    atomic_store(&poison, on ? 1 : 0);
+}
+
+/* Fill a new tensor's bytes with 0xFF when poisoning is on. */
+static int
+maybe_poison(TensorObject *t, size_t nbytes)
+{
+    if (!atomic_load(&poison) || nbytes == 0) {
+        return 0;
+    }
+    if (t->device.type == PYGPU_CPU) {
+        memset(t->data, 0xFF, nbytes);
+        return 0;
+    }
+    return pygpu_cuda_memset(t->data, 0xFF, nbytes, t->device.index);
+}
+
+/* Check a shape; bytes it needs in *nbytes.  -1 with an exception. */
+static int
+check_shape(int ndim, const int64_t *shape, int dtype, size_t *nbytes)
+{
+    int64_t n;
+    if (ndim < 0 || ndim > PYGPU_MAX_DIMS) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "pygpu tensors have at most %d dimensions, got %d",
+                     PYGPU_MAX_DIMS, ndim);
+        return -1;
+    }
+    if (pygpu_shape_numel(ndim, shape, &n) < 0) {
+        return -1;
+    }
+    if (n > (int64_t)1 << 60) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "tensor size overflows: too many elements");
+        return -1;
+    }
+    *nbytes = (size_t)n * (size_t)pygpu_dtype_table[dtype].itemsize;
+    return 0;
+}
+
+/* A new base-class tensor object with a contiguous geometry and no memory
+ * yet (base and data NULL). */
+static TensorObject *
+contiguous_alloc(int ndim, const int64_t *shape, int dtype, pygpu_device dev)
+{
+    PyTypeObject *tp = pygpu_state->Tensor_Type;
+    TensorObject *t = (TensorObject *)tp->tp_alloc(tp, 0);
+    if (t == NULL) {
+        return NULL;
+    }
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->device = dev;
+    if (ndim > 0) {
+        memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    }
+    pygpu_contiguous_strides(ndim, t->shape, t->strides);
+    return t;
+}
+
+TensorObject *
+pygpu_tensor_on_storage(StorageObject *st, int ndim, const int64_t *shape,
+                        int dtype, pygpu_device dev)
+{
+    TensorObject *t = contiguous_alloc(ndim, shape, dtype, dev);
+    if (t == NULL) {
+        return NULL;
+    }
+    t->base = Py_NewRef((PyObject *)st);
+    t->data = st->ptr;
+    return t;
+}
+
+TensorObject *
+pygpu_tensor_empty(int ndim, const int64_t *shape, int dtype,
+                   pygpu_device dev)
+{
+    TensorObject *t = NULL;
+    size_t nbytes;
+    if (check_shape(ndim, shape, dtype, &nbytes) < 0) {
+        return NULL;
+    }
+    t = contiguous_alloc(ndim, shape, dtype, dev);
+    if (t == NULL) {
+        return NULL;
+    }
+    if (dev.type == PYGPU_CPU) {
+        npy_intp dims[PYGPU_MAX_DIMS];
+        for (int d = 0; d < ndim; d++) {
+            dims[d] = (npy_intp)shape[d];
+        }
+        t->device.index = -1;
+        t->base = PyArray_SimpleNew(ndim, dims,
+                                    pygpu_dtype_table[dtype].npy_type);
+        if (t->base == NULL) {
+            goto fail;
+        }
+        t->data = PyArray_BYTES((PyArrayObject *)t->base);
+    }
+    else if (dev.type == PYGPU_CUDA) {
+        StorageObject *st = pygpu_storage_new(dev, nbytes);
+        if (st == NULL) {
+            goto fail;
+        }
+        t->base = (PyObject *)st;
+        t->data = st->ptr;
+    }
+    else {
+        pygpu_device_resolve(&t->device); /* raises for mps */
+        goto fail;
+    }
+    if (maybe_poison(t, nbytes) < 0) {
+        goto fail;
+    }
+    return t;
+fail:
+    Py_DECREF(t);
+    return NULL;
+}
+

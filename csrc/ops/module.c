@@ -1,0 +1,195 @@
+/* module.c - pygpu._C: module init, exception types, shared state.
+ *
+ * Multi-phase init.  The extension keeps process-wide state (the CUDA
+ * context, per-device allocators and handles), so, as NumPy does, it refuses
+ * a second initialisation in the same process (a second interpreter, or a
+ * reload): the types and exceptions live in one static state that is
+ * written once here, under the GIL, and only read afterwards.
+ */
+#define PYGPU_IMPORT_ARRAY
+#include "ops/ops.h"
+#include "ops/autocast.h"
+#include "ops/op_list.h"
+
+static pygpu_module_state the_state;
+pygpu_module_state *pygpu_state = NULL;
+
+static PyObject *
+pygpu_cuda_available_py(PyObject *self, PyObject *noargs)
+{
+    return PyBool_FromLong(pygpu_cuda_device_count() > 0);
+}
+
+static PyObject *
+pygpu_cuda_built_py(PyObject *self, PyObject *noargs)
+{
+    return PyBool_FromLong(pygpu_cuda_built());
+}
+
+static PyObject *
+pygpu_cuda_device_count_py(PyObject *self, PyObject *noargs)
+{
+    return PyLong_FromLong(pygpu_cuda_device_count());
+}
+
+static PyObject *
+pygpu_cuda_unavailable_reason_py(PyObject *self, PyObject *noargs)
+{
+    const char *why = pygpu_cuda_unavailable_reason();
+    if (why == NULL) {
+        Py_RETURN_NONE;
+    }
+    return PyUnicode_FromString(why);
+}
+
+static PyObject *
+set_poison_py(PyObject *self, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) {
+        return NULL;
+    }
+    pygpu_set_poison(on);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"_set_poison", set_poison_py, METH_O,
+     "_set_poison($module, flag, /)\n--\n\n"
+     "Test aid: fill every new tensor with 0xFF bytes (NaN / -1)."},
+    {"_cuda_is_available", pygpu_cuda_available_py, METH_NOARGS,
+     "_cuda_is_available($module, /)\n--\n\n"
+     "True when a CUDA device can be used."},
+    {"_cuda_is_built", pygpu_cuda_built_py, METH_NOARGS,
+     "_cuda_is_built($module, /)\n--\n\n"
+     "True when pygpu was built with CUDA."},
+    {"_cuda_device_count", pygpu_cuda_device_count_py, METH_NOARGS,
+     "_cuda_device_count($module, /)\n--\n\n"
+     "Number of usable CUDA devices (0 without a driver or a device)."},
+    {"_cuda_unavailable_reason", pygpu_cuda_unavailable_reason_py,
+     METH_NOARGS,
+     "_cuda_unavailable_reason($module, /)\n--\n\n"
+     "Why CUDA cannot be used, or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+/* A RuntimeError subclass pygpu.<name>, with class attributes `attrs`
+ * (NULL or a dict). */
+static int
+add_exception(PyObject *m, const char *name, const char *doc,
+              PyObject *attrs, PyObject **out)
+{
+    char full[128];
+    PyOS_snprintf(full, sizeof(full), "pygpu.%s", name);
+    *out = PyErr_NewExceptionWithDoc(full, doc, PyExc_RuntimeError, attrs);
+    if (*out == NULL) {
+        return -1;
+    }
+    return PyModule_AddObjectRef(m, name, *out);
+}
+
+/* pygpu._C._unary_ops: the names of op_list.h, which the package
+ * re-exports. */
+#define UNARY_NAME(OP, name, doc) #name,
+static const char *const unary_names[] = {PYGPU_PY_UNARY_OPS(UNARY_NAME)
+                                          NULL};
+
+static int
+add_unary_ops(PyObject *m)
+{
+    Py_ssize_t n = 0;
+    while (unary_names[n] != NULL) {
+        n++;
+    }
+    PyObject *names = PyTuple_New(n);
+    if (names == NULL) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PyUnicode_FromString(unary_names[i]);
+        if (s == NULL) {
+            Py_DECREF(names);
+            return -1;
+        }
+        PyTuple_SET_ITEM(names, i, s);
+    }
+    int rc = PyModule_AddObjectRef(m, "_unary_ops", names);
+    Py_DECREF(names);
+    return rc;
+}
+
+static int
+pygpu_exec(PyObject *m)
+{
+    if (pygpu_state != NULL) {
+        PyErr_SetString(PyExc_ImportError,
+                        "pygpu._C cannot be initialised more than once per "
+                        "process (it holds process-wide CUDA state)");
+        return -1;
+    }
+    if (PyArray_ImportNumPyAPI() < 0) {
+        return -1;
+    }
+    pygpu_state = &the_state;
+    /* CudaError carries the failing status (code) and its name, as
+     * CuPy's errors do; None where there is none. */
+    PyObject *status = Py_BuildValue("{s:O,s:O}", "code", Py_None, "name",
+                                     Py_None);
+    int bad = status == NULL ||
+              add_exception(m, "OutOfMemoryError",
+                            "Raised when CUDA memory runs out.", NULL,
+                            &the_state.OutOfMemoryError) < 0 ||
+              add_exception(m, "CudaError",
+                            "A CUDA, cuBLAS or cuRAND call failed; code and "
+                            "name are the failing status.",
+                            status, &the_state.CudaError) < 0;
+    Py_XDECREF(status);
+    if (bad) {
+        goto fail;
+    }
+    if (pygpu_dtype_register(m) < 0 || pygpu_device_register(m) < 0 ||
+        pygpu_size_register(m) < 0 || pygpu_tensor_register(m) < 0 ||
+        pygpu_allocator_register(m) < 0 || pygpu_reduce_register(m) < 0 ||
+        pygpu_matmul_register(m) < 0) {
+        goto fail;
+    }
+    if (PyModule_AddFunctions(m, pygpu_create_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_ops_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_reduce_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_matmul_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_linear_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_autocast_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_random_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_cuda_functions) < 0) {
+        goto fail;
+    }
+    if (PyModule_AddStringConstant(m, "__version__", PYGPU_VERSION) < 0 ||
+        add_unary_ops(m) < 0) {
+        goto fail;
+    }
+    return 0;
+fail:
+    /* Leave the state set: a half-initialised extension must not be
+     * initialised again in this process either. */
+    return -1;
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, pygpu_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "pygpu._C",
+    .m_doc = "pygpu's C core: devices, dtypes, tensors, allocators, ops.",
+    .m_size = 0,
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+};
+
+PyMODINIT_FUNC
+PyInit__C(void)
+{
+    return PyModuleDef_Init(&module_def);
+}

@@ -1,0 +1,138 @@
+/* ops.h - the ops layer: the Tensor type and its methods, tensor
+ * creation and conversion, the op front ends, the memory-overlap rules,
+ * and the module's registration.  Above memory.h and the dispatch
+ * contract (dispatch.h). */
+#ifndef PYGPU_OPS_H
+#define PYGPU_OPS_H
+
+#include "memory/memory.h"
+#include "core/dispatch.h"
+
+/* Registration hooks called by module exec (0 or -1). */
+int pygpu_tensor_register(PyObject *m);
+int pygpu_reduce_register(PyObject *m);
+int pygpu_matmul_register(PyObject *m);
+/* Module-level functions of each file (PyMethodDef arrays ending NULL). */
+extern PyMethodDef pygpu_create_functions[];  /* tensor_create.c */
+extern PyMethodDef pygpu_ops_functions[];     /* ops_functions.c */
+extern PyMethodDef pygpu_reduce_functions[];  /* ops_reduce.c */
+extern PyMethodDef pygpu_matmul_functions[];  /* ops_matmul.c */
+extern PyMethodDef pygpu_linear_functions[];  /* ops_linear.c */
+extern PyMethodDef pygpu_random_functions[];  /* ops_random.c */
+/* Tensor methods, getset and number slots (tensor_methods.c). */
+extern PyMethodDef pygpu_tensor_methods[];
+extern PyGetSetDef pygpu_tensor_getset[];
+
+/* The Tensor's protocol slots (tensor_number.c, tensor_index.c), named in
+ * the type's slot table in tensor_core.c. */
+PyObject *pygpu_t_add(PyObject *a, PyObject *b);
+PyObject *pygpu_t_sub(PyObject *a, PyObject *b);
+PyObject *pygpu_t_mul(PyObject *a, PyObject *b);
+PyObject *pygpu_t_div(PyObject *a, PyObject *b);
+PyObject *pygpu_t_iadd(PyObject *a, PyObject *b);
+PyObject *pygpu_t_isub(PyObject *a, PyObject *b);
+PyObject *pygpu_t_imul(PyObject *a, PyObject *b);
+PyObject *pygpu_t_idiv(PyObject *a, PyObject *b);
+PyObject *pygpu_t_matmul(PyObject *a, PyObject *b);
+PyObject *pygpu_t_neg(PyObject *a);
+PyObject *pygpu_t_pos(PyObject *a);
+int pygpu_t_bool(PyObject *a);
+PyObject *pygpu_t_nb_float(PyObject *a);
+PyObject *pygpu_t_nb_int(PyObject *a);
+PyObject *pygpu_t_index(PyObject *a);
+Py_ssize_t pygpu_t_len(PyObject *a);
+PyObject *pygpu_t_iter(PyObject *a);
+PyObject *pygpu_t_richcompare(PyObject *a, PyObject *b, int op);
+Py_hash_t pygpu_t_hash(PyObject *a);
+PyObject *pygpu_t_repr(PyObject *a);
+PyObject *pygpu_t_getitem(PyObject *op, PyObject *key);
+int pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value);
+
+/* ----------------------------------------------------------------- tensor */
+/* A CPU tensor that shares the memory of a NumPy array (from_numpy). */
+TensorObject *pygpu_tensor_from_ndarray(PyArrayObject *arr);
+/* pygpu.tensor(data): a new tensor holding a copy of data (nested lists,
+ * scalars, arrays, tensors); dtype -1 infers it as torch does. */
+TensorObject *pygpu_tensor_from_data(PyObject *data, int dtype,
+                                     pygpu_device dev);
+/* Copy/convert between any two tensors of equal shape, any devices
+ * (unchecked: copy_ and t[k] = v go through pygpu_tensor_assign). */
+int pygpu_tensor_copy_into(TensorObject *dst, TensorObject *src);
+/* A new contiguous tensor on dev with dtype, holding src's values. */
+TensorObject *pygpu_tensor_to(TensorObject *src, pygpu_device dev,
+                              int dtype);
+/* src itself (new reference) if contiguous, else a contiguous copy. */
+TensorObject *pygpu_tensor_contiguous(TensorObject *src);
+/* dst <- src broadcast to dst's shape, any devices (copy_, t[k] = v),
+ * after pygpu_check_write. */
+int pygpu_tensor_assign(TensorObject *dst, TensorObject *src);
+/* t.expand(*sizes) (tensor_views.c). */
+PyObject *pygpu_t_expand(PyObject *op, PyObject *const *args,
+                         Py_ssize_t nargs);
+/* t.T as a new view (tensor_views.c). */
+PyObject *pygpu_t_get_T(PyObject *op, void *closure);
+/* t.item(): the single element as a Python number (tensor_convert.c). */
+PyObject *pygpu_t_item(PyObject *op, PyObject *noargs);
+/* -------------------------------------------------------------------- ops */
+/* a <op> b where either may be a Python scalar (at least one a tensor);
+ * `out` non-NULL makes it in place (out is a, broadcasting must not change
+ * its shape, its dtype is kept).  New reference or NULL. */
+PyObject *pygpu_op_binary(int op, PyObject *a, PyObject *b,
+                          TensorObject *out);
+/* pygpu.add(input, other, alpha=...) and t.add(other, alpha=...): alpha
+ * (may be NULL) scales other, as torch; TypeError for non-numbers. */
+PyObject *pygpu_binary_call(int op, const char *name, PyObject *input,
+                            PyObject *other, PyObject *alpha,
+                            TensorObject *out);
+PyObject *pygpu_op_unary(int op, TensorObject *a, int inplace);
+/* op over dim (NULL/None: all elements). MAX over a dim gives a
+ * (values, indices) pair, as torch. */
+PyObject *pygpu_op_reduce(int op, TensorObject *t, PyObject *dim,
+                          int keepdim);
+PyObject *pygpu_op_matmul(PyObject *a, PyObject *b);
+/* torch.backends.cuda.matmul.allow_tf32 (ops_matmul.c): an atomic flag the
+ * products' front ends read at each call and pass down to cuBLAS. */
+void pygpu_set_allow_tf32(int allow);
+int pygpu_get_allow_tf32(void);
+/* x @ w.T (+ bias) (relu); bias may be NULL. */
+PyObject *pygpu_op_linear(TensorObject *x, TensorObject *w,
+                          TensorObject *bias, int relu);
+/* Same device and dtype for a matrix product's operands, torch's words. */
+int pygpu_check_matmul_pair(const TensorObject *a, const TensorObject *b);
+/* TypeError "<fname>(): argument '<arg>' must be Tensor" unless x is one. */
+int pygpu_tensor_arg(PyObject *x, const char *fname, const char *arg);
+/* Fill a contiguous tensor with a value. */
+int pygpu_op_fill(TensorObject *t, double value);
+/* Fill a contiguous float tensor with random numbers from the device's
+ * generator (normal != 0: standard normal). */
+int pygpu_op_random(TensorObject *t, int normal);
+/* Broadcast two shapes (torch/NumPy rules); -1 with RuntimeError. */
+int pygpu_broadcast_shapes(int na, const int64_t *sa, int nb,
+                           const int64_t *sb, int *nout, int64_t *out);
+/* RuntimeError "Expected all tensors to be on the same device, but found at
+ * least two devices, cuda:0 and cpu!" unless a and b share a device. */
+int pygpu_check_same_device(const TensorObject *a, const TensorObject *b);
+
+/* --------------------------------------------------------------- overlap */
+/* overlap.c: torch's memory-overlap rules.  Only definite answers raise. */
+enum { PYGPU_MEM_NO, PYGPU_MEM_YES, PYGPU_MEM_TOO_HARD };
+enum {
+    PYGPU_ALIAS_NONE,
+    PYGPU_ALIAS_FULL,    /* the same elements at the same indices */
+    PYGPU_ALIAS_PARTIAL, /* some memory shared otherwise */
+    PYGPU_ALIAS_TOO_HARD
+};
+/* Whether two indices of t reach one address (YES: a zero stride of a
+ * dim larger than 1, or a stride k times a smaller one within its size). */
+int pygpu_has_internal_overlap(const TensorObject *t);
+/* How the memory of a and b relates; zero-element tensors never overlap. */
+int pygpu_get_overlap(const TensorObject *a, const TensorObject *b);
+/* ValueError "assignment destination is read-only" for a read-only t. */
+int pygpu_check_writable(const TensorObject *t);
+/* Before writing out from in1/in2 (either may be NULL): writable, no
+ * internal overlap, no partial overlap with an input (RuntimeError in
+ * torch's words).  0 or -1 with the exception. */
+int pygpu_check_write(const TensorObject *out, const TensorObject *in1,
+                      const TensorObject *in2);
+
+#endif /* PYGPU_OPS_H */

@@ -1,0 +1,343 @@
+/* ops_elementwise.c - add, sub, mul, div, the unary ops and fill:
+ * argument checking (devices, dtypes, shapes, in torch's words),
+ * broadcasting, type promotion, output allocation, then one lookup in the
+ * dispatch table.  Inputs of another dtype than the result's are read as
+ * they are and converted inside the loop. */
+#include "ops/ops.h"
+
+#include <string.h>
+
+int
+pygpu_check_same_device(const TensorObject *a, const TensorObject *b)
+{
+    if (pygpu_device_equal(&a->device, &b->device)) {
+        return 0;
+    }
+    char da[32], db[32];
+    pygpu_device_str(&a->device, da, sizeof(da));
+    pygpu_device_str(&b->device, db, sizeof(db));
+    PyErr_Format(PyExc_RuntimeError,
+                 "Expected all tensors to be on the same device, but found "
+                 "at least two devices, %s and %s!", da, db);
+    return -1;
+}
+
+int
+pygpu_broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *sb,
+                       int *nout, int64_t *out)
+{
+    int n = na > nb ? na : nb;
+    for (int i = 0; i < n; i++) {
+        int64_t x = i < na ? sa[na - 1 - i] : 1;
+        int64_t y = i < nb ? sb[nb - 1 - i] : 1;
+        if (x != y && x != 1 && y != 1) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "The size of tensor a (%lld) must match the size of "
+                         "tensor b (%lld) at non-singleton dimension %d",
+                         (long long)x, (long long)y, n - 1 - i);
+            return -1;
+        }
+        out[n - 1 - i] = x == 1 ? y : x;
+    }
+    *nout = n;
+    int64_t numel;
+    return pygpu_shape_numel(n, out, &numel);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+static int
+run_binary(int op, TensorObject *out, TensorObject *a, TensorObject *b,
+           const pygpu_geom *g, int64_t numel)
+{
+    pygpu_kargs k;
+    k.op = op;
+    k.out = out->data;
+    k.in[0] = a->data;
+    k.in[1] = b->data;
+    k.in_dtypes[0] = a->dtype;
+    k.in_dtypes[1] = b->dtype;
+    k.g = g;
+    k.numel = numel;
+    return pygpu_dispatch(PYGPU_K_BINARY, out->device, out->dtype, &k,
+                          pygpu_binop_names[op]);
+}
+
+static int
+run_binary_scalar(int op, TensorObject *out, TensorObject *a,
+                  pygpu_scalar_value s, int scalar_first, const pygpu_geom *g,
+                  int64_t numel)
+{
+    pygpu_kargs k;
+    k.op = op;
+    k.out = out->data;
+    k.in[0] = a->data;
+    k.in_dtypes[0] = a->dtype;
+    k.g = g;
+    k.s = s;
+    k.flag = scalar_first;
+    k.numel = numel;
+    return pygpu_dispatch(PYGPU_K_BINARY_SCALAR, out->device, out->dtype, &k,
+                          pygpu_binop_names[op]);
+}
+
+static int
+run_unary(int op, TensorObject *out, TensorObject *a, const pygpu_geom *g,
+          int64_t numel)
+{
+    pygpu_kargs k;
+    k.op = op;
+    k.out = out->data;
+    k.in[0] = a->data;
+    k.g = g;
+    k.numel = numel;
+    return pygpu_dispatch(PYGPU_K_UNARY, out->device, out->dtype, &k,
+                          pygpu_unop_names[op]);
+}
+
+int
+pygpu_op_fill(TensorObject *t, double value)
+{
+    int64_t n = pygpu_numel(t->ndim, t->shape);
+    if (n == 0) {
+        return 0;
+    }
+    pygpu_kargs k;
+    k.out = t->data;
+    k.s.f = value;
+    k.s.i = (int64_t)value;
+    k.numel = n;
+    return pygpu_dispatch(PYGPU_K_FILL, t->device, t->dtype, &k, "fill");
+}
+
+/* ----------------------------------------------------- type promotion */
+
+enum { CAT_INT = 0, CAT_FLOAT = 1 };
+
+static int
+category(int dtype)
+{
+    return pygpu_dtype_table[dtype].is_floating_point ? CAT_FLOAT : CAT_INT;
+}
+
+/* torch's result type of tensor a with tensor b: a zero-dim tensor only
+ * decides the type when it is of a higher category (int < float). */
+static int
+result_type_tt(const TensorObject *a, const TensorObject *b)
+{
+    int za = a->ndim == 0, zb = b->ndim == 0;
+    if (za == zb) {
+        return pygpu_promote(a->dtype, b->dtype);
+    }
+    const TensorObject *dim = za ? b : a, *zero = za ? a : b;
+    return category(zero->dtype) > category(dim->dtype) ? zero->dtype
+                                                        : dim->dtype;
+}
+
+/* A Python number as an operand: its value and category; 0 if obj is not
+ * a number we take, -1 with an exception. */
+static int
+scalar_operand(PyObject *obj, pygpu_scalar_value *v, int *cat)
+{
+    if (PyFloat_Check(obj)) {
+        v->f = PyFloat_AS_DOUBLE(obj);
+        v->i = (int64_t)v->f;
+        *cat = CAT_FLOAT;
+        return 1;
+    }
+    if (PyLong_Check(obj)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (overflow) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "Overflow when unpacking long");
+            return -1;
+        }
+        if (x == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        v->i = x;
+        v->f = (double)x;
+        *cat = CAT_INT;
+        return 1;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- binary */
+
+/* The written-to tensor (in place or out=) must have the result's shape. */
+static int
+check_out_shape(const TensorObject *out, int ndim, const int64_t *shape)
+{
+    if (ndim != out->ndim ||
+        memcmp(shape, out->shape, sizeof(int64_t) * (size_t)ndim) != 0) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "output with the shape of the in-place operand "
+                        "doesn't match the broadcast shape");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
+              int scalar_first, TensorObject *out)
+{
+    TensorObject *res = NULL;
+    pygpu_geom g;
+    int dtype = scat > category(t->dtype) ? PYGPU_FLOAT32 : t->dtype;
+    if (op == PYGPU_DIV && dtype == PYGPU_INT64) {
+        dtype = PYGPU_FLOAT32; /* true division */
+    }
+    if (out != NULL) {
+        if (pygpu_check_same_device(t, out) < 0 ||
+            check_out_shape(out, t->ndim, t->shape) < 0) {
+            return NULL;
+        }
+        if (category(dtype) > category(out->dtype)) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "result type Float can't be cast to the desired "
+                         "output type %s",
+                         out->dtype == PYGPU_INT64 ? "Long" : "Float");
+            return NULL;
+        }
+        dtype = out->dtype;
+    }
+    /* t is read in its own dtype and converted in the loop. */
+    res = out ? (TensorObject *)Py_NewRef(out)
+              : pygpu_tensor_empty(t->ndim, t->shape, dtype, t->device);
+    if (res == NULL) {
+        return NULL;
+    }
+    int64_t numel = pygpu_numel(res->ndim, res->shape);
+    if (numel > 0) {
+        pygpu_make_geom(&g, res->ndim, res->shape, res, t, NULL);
+        if (run_binary_scalar(op, res, t, s, scalar_first, &g, numel) < 0) {
+            Py_CLEAR(res);
+        }
+    }
+    return (PyObject *)res;
+}
+
+static PyObject *
+binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
+{
+    TensorObject *res = NULL;
+    int ndim;
+    int64_t shape[PYGPU_MAX_DIMS];
+    pygpu_geom g;
+    if (pygpu_check_same_device(a, b) < 0 ||
+        (out != NULL && pygpu_check_same_device(a, out) < 0) ||
+        pygpu_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &ndim,
+                               shape) < 0) {
+        return NULL;
+    }
+    int dtype = result_type_tt(a, b);
+    if (op == PYGPU_DIV && dtype == PYGPU_INT64) {
+        dtype = PYGPU_FLOAT32;
+    }
+    if (out != NULL) {
+        if (check_out_shape(out, ndim, shape) < 0) {
+            return NULL;
+        }
+        if (category(dtype) > category(out->dtype)) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "result type Float can't be cast to the desired "
+                            "output type Long");
+            return NULL;
+        }
+        dtype = out->dtype;
+    }
+    /* Each input is read in its own dtype and converted in the loop. */
+    res = out ? (TensorObject *)Py_NewRef(out)
+              : pygpu_tensor_empty(ndim, shape, dtype, a->device);
+    if (res == NULL) {
+        return NULL;
+    }
+    int64_t numel = pygpu_numel(ndim, shape);
+    if (numel > 0) {
+        pygpu_make_geom(&g, ndim, shape, res, a, b);
+        if (run_binary(op, res, a, b, &g, numel) < 0) {
+            Py_CLEAR(res);
+        }
+    }
+    return (PyObject *)res;
+}
+
+/* A 0-d CPU tensor next to a CUDA tensor acts as a scalar, as in torch. */
+static int
+is_cpu_scalar_tensor(PyObject *x, PyObject *other)
+{
+    return Tensor_Check(x) && Tensor_Check(other) &&
+           ((TensorObject *)x)->ndim == 0 &&
+           ((TensorObject *)x)->device.type == PYGPU_CPU &&
+           ((TensorObject *)other)->device.type == PYGPU_CUDA;
+}
+
+PyObject *
+pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
+{
+    pygpu_scalar_value s;
+    int cat, r;
+    PyObject *item = NULL, *res;
+    /* In place or out=: what is written must be writable, free of internal
+     * overlap, and share no memory with an input but element for element. */
+    if (out != NULL &&
+        pygpu_check_write(out, Tensor_Check(a) ? (TensorObject *)a : NULL,
+                          Tensor_Check(b) ? (TensorObject *)b : NULL) < 0) {
+        return NULL;
+    }
+    if (is_cpu_scalar_tensor(b, a) || is_cpu_scalar_tensor(a, b)) {
+        PyObject **which = is_cpu_scalar_tensor(b, a) ? &b : &a;
+        item = pygpu_t_item(*which, NULL);
+        if (item == NULL) {
+            return NULL;
+        }
+        *which = item;
+    }
+    if (Tensor_Check(a) && Tensor_Check(b)) {
+        res = binary_tensors(op, (TensorObject *)a, (TensorObject *)b, out);
+    }
+    else if (Tensor_Check(a) && (r = scalar_operand(b, &s, &cat)) != 0) {
+        res = r < 0 ? NULL
+                    : binary_scalar(op, (TensorObject *)a, s, cat, 0, out);
+    }
+    else if (Tensor_Check(b) && (r = scalar_operand(a, &s, &cat)) != 0) {
+        res = r < 0 ? NULL
+                    : binary_scalar(op, (TensorObject *)b, s, cat, 1, out);
+    }
+    else if (PyErr_Occurred()) {
+        res = NULL;
+    }
+    else {
+        res = Py_NewRef(Py_NotImplemented);
+    }
+    Py_XDECREF(item);
+    return res;
+}
+
+/* ---------------------------------------------------------------- unary */
+
+PyObject *
+pygpu_op_unary(int op, TensorObject *a, int inplace)
+{
+    pygpu_geom g;
+    if (inplace && pygpu_check_write(a, a, NULL) < 0) {
+        return NULL;
+    }
+    TensorObject *res = inplace ? (TensorObject *)Py_NewRef(a)
+                                : pygpu_tensor_empty(a->ndim, a->shape,
+                                                     a->dtype, a->device);
+    if (res == NULL) {
+        return NULL;
+    }
+    int64_t numel = pygpu_numel(a->ndim, a->shape);
+    if (numel > 0) {
+        pygpu_make_geom(&g, a->ndim, a->shape, res, a, NULL);
+        if (run_unary(op, res, a, &g, numel) < 0) {
+            Py_CLEAR(res);
+        }
+    }
+    return (PyObject *)res;
+}

@@ -1,0 +1,150 @@
+/* ops_functions.c - the module-level elementwise functions (pygpu.add,
+ * sub, mul, div, relu, relu_, neg) over ops_elementwise.c. */
+#include "ops/ops.h"
+#include "ops/op_list.h"
+
+PyObject *
+pygpu_binary_call(int op, const char *name, PyObject *input,
+                  PyObject *other, PyObject *alpha, TensorObject *out)
+{
+    PyObject *scaled = NULL, *r;
+    if (alpha != NULL) {
+        if (op != PYGPU_ADD && op != PYGPU_SUB) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got an unexpected keyword argument 'alpha'",
+                         name);
+            return NULL;
+        }
+        /* pygpu_op_binary sees the scaled copy; other itself is read. */
+        if (out != NULL && Tensor_Check(other) &&
+            pygpu_check_write(out, NULL, (TensorObject *)other) < 0) {
+            return NULL;
+        }
+        other = scaled = PyNumber_Multiply(other, alpha);
+        if (scaled == NULL) {
+            return NULL;
+        }
+    }
+    r = pygpu_op_binary(op, input, other, out);
+    if (r == Py_NotImplemented) {
+        Py_DECREF(r);
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): expected Tensor or Number arguments, got %.100s "
+                     "and %.100s", name, Py_TYPE(input)->tp_name,
+                     Py_TYPE(other)->tp_name);
+        r = NULL;
+    }
+    Py_XDECREF(scaled);
+    return r;
+}
+
+static PyObject *
+binary_fn(int op, const char *name, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "other", "alpha", "out"};
+    PyObject *a[4];
+    if (pygpu_parse_args(name, args, nargs, kwnames, names, 4, 2, 2, a) < 0) {
+        return NULL;
+    }
+    int has_out = a[3] != NULL && a[3] != Py_None;
+    if (has_out && pygpu_tensor_arg(a[3], name, "out") < 0) {
+        return NULL;
+    }
+    return pygpu_binary_call(op, name, a[0], a[1], a[2],
+                             has_out ? (TensorObject *)a[3] : NULL);
+}
+
+#define BINARY_FN(name, op)                                                  \
+    static PyObject *name##_fn(PyObject *self, PyObject *const *args,        \
+                               Py_ssize_t nargs, PyObject *kwnames)          \
+    {                                                                        \
+        return binary_fn(op, #name, args, nargs, kwnames);                   \
+    }
+
+BINARY_FN(add, PYGPU_ADD)
+BINARY_FN(sub, PYGPU_SUB)
+BINARY_FN(mul, PYGPU_MUL)
+BINARY_FN(div, PYGPU_DIV)
+
+static int
+check_tensor(PyObject *x, const char *fname)
+{
+    return pygpu_tensor_arg(x, fname, "input");
+}
+
+static PyObject *
+relu_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+        PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "inplace"};
+    PyObject *a[2];
+    int inplace;
+    if (pygpu_parse_args("relu", args, nargs, kwnames, names, 2, 2, 1, a) < 0 ||
+        check_tensor(a[0], "relu") < 0 ||
+        pygpu_parse_bool(a[1], 0, &inplace) < 0) {
+        return NULL;
+    }
+    return pygpu_op_unary(PYGPU_RELU, (TensorObject *)a[0], inplace);
+}
+
+static PyObject *
+relu__fn(PyObject *self, PyObject *arg)
+{
+    if (check_tensor(arg, "relu_") < 0) {
+        return NULL;
+    }
+    return pygpu_op_unary(PYGPU_RELU, (TensorObject *)arg, 1);
+}
+
+static PyObject *
+neg_fn(PyObject *self, PyObject *arg)
+{
+    if (check_tensor(arg, "neg") < 0) {
+        return NULL;
+    }
+    return pygpu_op_unary(PYGPU_NEG, (TensorObject *)arg, 0);
+}
+
+/* pygpu.<name>(input) for each row of op_list.h. */
+#define UNARY_FN(OP, name, doc)                                              \
+    static PyObject *name##_fn(PyObject *self, PyObject *arg)                \
+    {                                                                        \
+        if (check_tensor(arg, #name) < 0) {                                  \
+            return NULL;                                                     \
+        }                                                                    \
+        return pygpu_op_unary(PYGPU_##OP, (TensorObject *)arg, 0);           \
+    }
+PYGPU_PY_UNARY_OPS(UNARY_FN)
+
+#define UNARY_FN_ENTRY(OP, name, doc)                                        \
+    {#name, name##_fn, METH_O, #name "($module, input, /)\n--\n\n" doc},
+
+#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+
+PyMethodDef pygpu_ops_functions[] = {
+    {"add", FASTKW(add_fn),
+     "add($module, input, other, *, alpha=1, out=None)\n--\n\n"
+     "input + alpha * other, broadcast; into out when given."},
+    {"sub", FASTKW(sub_fn),
+     "sub($module, input, other, *, alpha=1, out=None)\n--\n\n"
+     "input - alpha * other, broadcast; into out when given."},
+    {"mul", FASTKW(mul_fn), 
+     "mul($module, input, other, *, out=None)\n--\n\n"
+     "input * other, broadcast; into out when given."},
+    {"div", FASTKW(div_fn),
+     "div($module, input, other, *, out=None)\n--\n\n"
+     "input / other, broadcast (true division: int64 gives float32); into\n"
+     "out when given."},
+    {"relu", FASTKW(relu_fn),
+     "relu($module, input, inplace=False)\n--\n\n"
+     "max(input, 0); NaN stays NaN."},
+    {"relu_", relu__fn, METH_O, 
+     "relu_($module, input, /)\n--\n\n"
+     "In-place relu; returns input."},
+    {"neg", neg_fn, METH_O, 
+     "neg($module, input, /)\n--\n\n"
+     "-input as a new tensor."},
+    PYGPU_PY_UNARY_OPS(UNARY_FN_ENTRY)
+    {NULL},
+};

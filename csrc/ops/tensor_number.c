@@ -1,0 +1,272 @@
+/* tensor_number.c - the Tensor's operator slots: arithmetic, @, in-place
+ * forms, comparisons, hash, conversions to Python numbers, len, indexing,
+ * iteration, repr. */
+#include "ops/ops.h"
+
+/* A NumPy scalar as the Python number it holds, so that it follows torch's
+ * rules for Python scalars (np.float32(2) * t keeps t's dtype); any other
+ * operand as it is.  New reference. */
+static PyObject *
+py_number(PyObject *x)
+{
+    if (PyArray_IsScalar(x, Integer) || PyArray_IsScalar(x, Bool)) {
+        return PyNumber_Long(x);
+    }
+    if (PyArray_IsScalar(x, Floating)) {
+        return PyNumber_Float(x);
+    }
+    return Py_NewRef(x);
+}
+
+/* TypeError for a NumPy array next to a tensor: NumPy defers to the
+ * tensor (__array_ufunc__ = None) and the tensor does not convert it. */
+static PyObject *
+array_operand(const char *sym, PyObject *a, PyObject *b)
+{
+    PyErr_Format(PyExc_TypeError,
+                 "unsupported operand type(s) for %s: '%.100s' and '%.100s'; "
+                 "convert the array with pygpu.tensor() or "
+                 "pygpu.from_numpy() first", sym, Py_TYPE(a)->tp_name,
+                 Py_TYPE(b)->tp_name);
+    return NULL;
+}
+
+static PyObject *
+binary(int op, PyObject *a, PyObject *b, TensorObject *out)
+{
+    static const char *const syms[][2] = {
+        [PYGPU_ADD] = {"+", "+="}, [PYGPU_SUB] = {"-", "-="},
+        [PYGPU_MUL] = {"*", "*="}, [PYGPU_DIV] = {"/", "/="}};
+    if (PyArray_Check(a) || PyArray_Check(b)) {
+        return array_operand(syms[op][out != NULL], a, b);
+    }
+    PyObject *x = py_number(a), *y = x ? py_number(b) : NULL, *r = NULL;
+    if (y != NULL) {
+        r = pygpu_op_binary(op, x, y, out);
+    }
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return r;
+}
+
+PyObject *
+pygpu_t_add(PyObject *a, PyObject *b)
+{
+    return binary(PYGPU_ADD, a, b, NULL);
+}
+
+PyObject *
+pygpu_t_sub(PyObject *a, PyObject *b)
+{
+    return binary(PYGPU_SUB, a, b, NULL);
+}
+
+PyObject *
+pygpu_t_mul(PyObject *a, PyObject *b)
+{
+    return binary(PYGPU_MUL, a, b, NULL);
+}
+
+PyObject *
+pygpu_t_div(PyObject *a, PyObject *b)
+{
+    return binary(PYGPU_DIV, a, b, NULL);
+}
+
+/* In place: a is always the tensor here (Python calls nb_inplace_* on the
+ * left operand's type). */
+PyObject *
+pygpu_t_iadd(PyObject *a, PyObject *b)
+{
+    return binary(PYGPU_ADD, a, b, (TensorObject *)a);
+}
+
+PyObject *
+pygpu_t_isub(PyObject *a, PyObject *b)
+{
+    return binary(PYGPU_SUB, a, b, (TensorObject *)a);
+}
+
+PyObject *
+pygpu_t_imul(PyObject *a, PyObject *b)
+{
+    return binary(PYGPU_MUL, a, b, (TensorObject *)a);
+}
+
+PyObject *
+pygpu_t_idiv(PyObject *a, PyObject *b)
+{
+    return binary(PYGPU_DIV, a, b, (TensorObject *)a);
+}
+
+PyObject *
+pygpu_t_matmul(PyObject *a, PyObject *b)
+{
+    if (PyArray_Check(a) || PyArray_Check(b)) {
+        return array_operand("@", a, b);
+    }
+    if (!Tensor_Check(a) || !Tensor_Check(b)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return pygpu_op_matmul(a, b);
+}
+
+PyObject *
+pygpu_t_neg(PyObject *a)
+{
+    return pygpu_op_unary(PYGPU_NEG, (TensorObject *)a, 0);
+}
+
+PyObject *
+pygpu_t_pos(PyObject *a)
+{
+    return Py_NewRef(a);
+}
+
+/* The single element as a Python number, or RuntimeError. */
+static PyObject *
+single_item(PyObject *a)
+{
+    return pygpu_t_item(a, NULL);
+}
+
+int
+pygpu_t_bool(PyObject *a)
+{
+    TensorObject *t = (TensorObject *)a;
+    if (pygpu_numel(t->ndim, t->shape) != 1) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Boolean value of Tensor with more than one value is "
+                        "ambiguous");
+        return -1;
+    }
+    PyObject *v = single_item(a);
+    if (v == NULL) {
+        return -1;
+    }
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+PyObject *
+pygpu_t_nb_float(PyObject *a)
+{
+    PyObject *v = single_item(a);
+    if (v == NULL) {
+        return NULL;
+    }
+    Py_SETREF(v, PyNumber_Float(v));
+    return v;
+}
+
+PyObject *
+pygpu_t_nb_int(PyObject *a)
+{
+    PyObject *v = single_item(a);
+    if (v == NULL) {
+        return NULL;
+    }
+    Py_SETREF(v, PyNumber_Long(v));
+    return v;
+}
+
+PyObject *
+pygpu_t_index(PyObject *a)
+{
+    TensorObject *t = (TensorObject *)a;
+    if (t->dtype != PYGPU_INT64 || pygpu_numel(t->ndim, t->shape) != 1) {
+        PyErr_SetString(PyExc_TypeError,
+                        "only integer tensors of a single element can be "
+                        "converted to an index");
+        return NULL;
+    }
+    return single_item(a);
+}
+
+Py_ssize_t
+pygpu_t_len(PyObject *a)
+{
+    TensorObject *t = (TensorObject *)a;
+    if (t->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor");
+        return -1;
+    }
+    return (Py_ssize_t)t->shape[0];
+}
+
+/* iter(t): the views t[0], t[1], ... */
+PyObject *
+pygpu_t_iter(PyObject *a)
+{
+    TensorObject *t = (TensorObject *)a;
+    if (t->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d tensor");
+        return NULL;
+    }
+    PyObject *list = PyList_New((Py_ssize_t)t->shape[0]);
+    if (list == NULL) {
+        return NULL;
+    }
+    for (int64_t i = 0; i < t->shape[0]; i++) {
+        PyObject *v = (PyObject *)pygpu_tensor_view(
+            t, t->ndim - 1, t->shape + 1, t->strides + 1, i * t->strides[0]);
+        if (v == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    PyObject *it = PyObject_GetIter(list);
+    Py_DECREF(list);
+    return it;
+}
+
+/* Operands a comparison with a tensor would compare elementwise: tensors,
+ * numbers (Python's and NumPy's), arrays and nested sequences. */
+static int
+compares_elementwise(PyObject *x)
+{
+    return Tensor_Check(x) || PyLong_Check(x) || PyFloat_Check(x) ||
+           PyComplex_Check(x) || PyArray_Check(x) ||
+           PyArray_IsScalar(x, Number) || PyArray_IsScalar(x, Bool) ||
+           PyList_Check(x) || PyTuple_Check(x);
+}
+
+/* == != < <= > >=: elementwise in torch, which needs a bool dtype pygpu
+ * does not have yet; an error rather than an answer by identity.  Other
+ * operands (None, strings, ...) get Python's default. */
+PyObject *
+pygpu_t_richcompare(PyObject *a, PyObject *b, int op)
+{
+    static const char *const names[] = {"<", "<=", "==", "!=", ">", ">="};
+    if (!compares_elementwise(b)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "elementwise comparison (%s) of a pygpu.Tensor with %.100s "
+                 "is not supported yet: use pygpu.equal(a, b) for whole "
+                 "tensors, or compare a.tolist() or a.cpu().numpy()",
+                 names[op], Py_TYPE(b)->tp_name);
+    return NULL;
+}
+
+/* By identity, as torch's: defining comparisons must not unhash tensors. */
+Py_hash_t
+pygpu_t_hash(PyObject *a)
+{
+    return PyBaseObject_Type.tp_hash(a);
+}
+
+/* repr is presentation, not a hot path: pygpu._tensor_str does it. */
+PyObject *
+pygpu_t_repr(PyObject *a)
+{
+    PyObject *mod = PyImport_ImportModule("pygpu._tensor_str");
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallMethod(mod, "tensor_repr", "O", a);
+    Py_DECREF(mod);
+    return r;
+}
