@@ -219,3 +219,31 @@ def test_uint64_arrays_past_int64():
         [2**63 - 1]
     assert pygpu.tensor(a, dtype=pygpu.float64).tolist() == [1.0, 2.0**63]
     assert pygpu.tensor(np.array([], dtype=np.uint64)).numel() == 0
+
+
+def test_numpy_integers_are_dims():
+    t = pygpu.ones(2, 3)
+    assert t.permute(np.int64(1), 0).shape == (3, 2)
+    assert t.transpose(np.int32(0), np.int64(1)).shape == (3, 2)
+    assert t.sum(np.int64(-1)).shape == (2,)
+    assert t.max(np.int32(0))[0].shape == (3,)
+    with pytest.raises(TypeError, match="dim must be an int"):
+        t.sum(True)
+    with pytest.raises(TypeError, match="dim must be an int"):
+        t.sum(1.0)
+
+
+def test_huge_dims_and_device_indices_raise_runtime_error():
+    t = pygpu.ones(2, 3)
+    for call in (lambda: t.sum(2**64), lambda: t.transpose(0, -2**70),
+                 lambda: t.to(2**64), lambda: pygpu.device("cuda", 2**64)):
+        with pytest.raises(RuntimeError, match="Overflow when unpacking long"):
+            call()
+    with pytest.raises(RuntimeError, match="out of range"):
+        pygpu.device("cuda", 10**7)
+
+
+def test_cpu_allocation_beyond_memory_is_torch_runtime_error():
+    with pytest.raises(RuntimeError,
+                       match="DefaultCPUAllocator: can't allocate memory"):
+        pygpu.empty(2**45)

@@ -62,13 +62,22 @@ pygpu_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
 int
 pygpu_parse_dim(PyObject *obj, int ndim, int *dim)
 {
-    if (!PyLong_Check(obj) || PyBool_Check(obj)) {
+    /* Any integer (NumPy's too, as torch takes them), but not a bool. */
+    if (PyBool_Check(obj) || PyArray_IsScalar(obj, Bool) ||
+        !PyIndex_Check(obj) || PyFloat_Check(obj)) {
         PyErr_Format(PyExc_TypeError, "dim must be an int, not %.100s",
                      Py_TYPE(obj)->tp_name);
         return -1;
     }
-    long d = PyLong_AsLong(obj);
+    int overflow = 0;
+    PyObject *idx = PyNumber_Index(obj);
+    long d = idx != NULL ? PyLong_AsLongAndOverflow(idx, &overflow) : -1;
+    Py_XDECREF(idx);
     if (d == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow) {
+        PyErr_SetString(PyExc_RuntimeError, "Overflow when unpacking long");
         return -1;
     }
     /* A 0-d tensor accepts dims -1 and 0, as in torch. */

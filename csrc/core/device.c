@@ -91,11 +91,18 @@ parse_index(PyObject *obj, int *index)
                      Py_TYPE(obj)->tp_name);
         return -1;
     }
-    long v = PyLong_AsLong(obj);
+    int overflow = 0;
+    long v = PyLong_AsLongAndOverflow(obj, &overflow);
     if (v == -1 && PyErr_Occurred()) {
         return -1;
     }
-    if (v < 0 || v > 1000000) {
+    if (overflow || v > 1000000) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        overflow ? "Overflow when unpacking long"
+                                 : "Device index is out of range");
+        return -1;
+    }
+    if (v < 0) {
         PyErr_Format(PyExc_RuntimeError,
                      "Device index must not be negative, got %ld", v);
         return -1;

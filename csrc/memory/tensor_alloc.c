@@ -107,6 +107,14 @@ pygpu_tensor_empty(int ndim, const int64_t *shape, int dtype,
         t->base = PyArray_SimpleNew(ndim, dims,
                                     pygpu_dtype_table[dtype].npy_type);
         if (t->base == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
+                /* torch's CPU allocator raises a RuntimeError */
+                PyErr_Clear();
+                PyErr_Format(PyExc_RuntimeError,
+                             "DefaultCPUAllocator: can't allocate memory: "
+                             "you tried to allocate %lld bytes.",
+                             (long long)nbytes);
+            }
             goto fail;
         }
         t->data = PyArray_BYTES((PyArrayObject *)t->base);

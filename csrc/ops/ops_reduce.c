@@ -123,8 +123,8 @@ pygpu_op_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim)
     if (dimobj == NULL || dimobj == Py_None) {
         return reduce_dim(op, t, -1, keepdim, 0);
     }
-    if (PyLong_Check(dimobj)) {
-        int dim;
+    if (PyIndex_Check(dimobj) && !PyFloat_Check(dimobj)) {
+        int dim; /* any integer (a bool is refused there) */
         if (pygpu_parse_dim(dimobj, t->ndim, &dim) < 0) {
             return NULL;
         }
