@@ -295,8 +295,17 @@ def test_device_mismatch():
     assert str(e.value) == msg
     with pytest.raises(RuntimeError):
         b.mul_(a)
-    # a 0-d CPU tensor is a scalar next to a CUDA tensor, as in torch
+    # a 0-d CPU tensor may stand next to a CUDA tensor, as in torch, and
+    # keeps its standing as a 0-d tensor in type promotion
     assert (a + pygpu.tensor(2.0)).cpu().tolist() == [3.0] * 3
+    i = pygpu.ones(3, dtype=pygpu.int64, device="cuda")
+    r = i + pygpu.tensor(2.5, dtype=pygpu.float64)
+    assert r.dtype == pygpu.float64 and r.device == a.device
+    assert r.cpu().tolist() == [3.5] * 3
+    assert (pygpu.tensor(2.5, dtype=pygpu.float16) * i).dtype == pygpu.float16
+    assert (a + pygpu.tensor(2, dtype=pygpu.int64)).dtype == pygpu.float32
+    with pytest.raises(RuntimeError, match="same device"):
+        pygpu.tensor(1.0).add_(a)
 
 
 @pytest.mark.parametrize("name", OPS)

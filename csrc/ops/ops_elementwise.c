@@ -289,8 +289,15 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
         return NULL;
     }
     if (is_cpu_scalar_tensor(b, a) || is_cpu_scalar_tensor(a, b)) {
+        /* Moved next to the other operand (one element), it keeps its
+         * standing as a 0-d tensor in type promotion, as in torch. */
         PyObject **which = is_cpu_scalar_tensor(b, a) ? &b : &a;
-        item = pygpu_t_item(*which, NULL);
+        TensorObject *other = (TensorObject *)(which == &b ? a : b);
+        item = *which == (PyObject *)out
+                   ? Py_NewRef(*which) /* written to: the device check */
+                   : (PyObject *)pygpu_tensor_to((TensorObject *)*which,
+                                           other->device,
+                                           ((TensorObject *)*which)->dtype);
         if (item == NULL) {
             return NULL;
         }
