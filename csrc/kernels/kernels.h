@@ -36,7 +36,21 @@ enum pygpu_scalar {
  * CPU loops, the CUDA functors and the names in messages are generated
  * from these rows (see "Adding an op" in docs/architecture.md). */
 #define PYGPU_BINARY_OPS(X) X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div)
-#define PYGPU_UNARY_OPS(X) X(NEG, neg) X(RELU, relu) X(ABS, abs)
+/* Unary ops come in two lists.  Those of PYGPU_UNARY_INT_OPS keep the
+ * input's dtype (int64 stays int64).  Those of PYGPU_UNARY_FLOAT_OPS are
+ * floating functions: an int64 input promotes to float32 (torch's default
+ * dtype) before the op, and an int64 tensor cannot take their in-place form
+ * (pygpu_unop_promotes_int).  Their int64 rules exist for the kernel tables
+ * only: the op in double, converted back (rules.h). */
+#define PYGPU_UNARY_INT_OPS(X)                                               \
+    X(NEG, neg) X(RELU, relu) X(ABS, abs) X(FLOOR, floor) X(CEIL, ceil)      \
+    X(ROUND, round) X(SIGN, sign)
+#define PYGPU_UNARY_FLOAT_OPS(X)                                             \
+    X(EXP, exp) X(LOG, log) X(LOG1P, log1p) X(EXPM1, expm1) X(SQRT, sqrt)    \
+    X(RSQRT, rsqrt) X(SIN, sin) X(COS, cos) X(TANH, tanh)                    \
+    X(SIGMOID, sigmoid) X(RECIPROCAL, reciprocal) X(SILU, silu)              \
+    X(GELU, gelu)
+#define PYGPU_UNARY_OPS(X) PYGPU_UNARY_INT_OPS(X) PYGPU_UNARY_FLOAT_OPS(X)
 
 #define PYGPU_OP_ENUM_ROW(OP, name) PYGPU_##OP,
 
@@ -45,6 +59,16 @@ enum pygpu_binop { PYGPU_BINARY_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NBINOPS };
 
 /* Unary elementwise operators. */
 enum pygpu_unop { PYGPU_UNARY_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NUNOPS };
+
+/* Rows counted: the float ops follow the int ops in the enum. */
+#define PYGPU_OP_COUNT_ROW(OP, name) +1
+enum { PYGPU_NUNOPS_INT = 0 PYGPU_UNARY_INT_OPS(PYGPU_OP_COUNT_ROW) };
+
+/* Nonzero when an int64 input of unary op `op` promotes to float32. */
+static inline int pygpu_unop_promotes_int(int op)
+{
+    return op >= PYGPU_NUNOPS_INT && op < PYGPU_NUNOPS;
+}
 
 /* Reductions. */
 enum pygpu_redop {

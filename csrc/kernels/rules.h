@@ -14,7 +14,8 @@
  * complement, through uint64) instead of overflowing; x / 0 is 0 and
  * x / -1 is the wrapped negation, so no input traps; relu keeps NaN and
  * -0.0; abs clears the sign bit (-0.0 gives 0.0, NaN stays NaN) and
- * INT64_MIN stays INT64_MIN; floating to int64 truncates toward zero and
+ * INT64_MIN stays INT64_MIN; round is half to even; sign gives NaN for
+ * NaN and 0.0 for -0.0 (NumPy's sign); floating to int64 truncates toward zero and
  * gives INT64_MIN for NaN, the infinities and anything out of range.
  */
 #ifndef PYGPU_RULES_H
@@ -22,6 +23,8 @@
 
 #include <math.h>
 #include <stdint.h>
+
+#include "kernels.h"
 
 #if defined(__CUDACC__)
 #define PYGPU_RULE static inline __host__ __device__
@@ -90,6 +93,70 @@ PYGPU_RULE int64_t pygpu_abs_i(int64_t x)
     return x < 0 ? pygpu_neg_i(x) : x;
 }
 
+/* The float and double rules of `name` as the C library functions ffn
+ * and dfn (CUDA's device functions on the GPU). */
+#define PYGPU_LIBM_RULES(name, ffn, dfn)                                     \
+    PYGPU_RULE float pygpu_##name##_f(float x) { return ffn(x); }            \
+    PYGPU_RULE double pygpu_##name##_d(double x) { return dfn(x); }
+
+/* Rounding keeps the sign of zero (floor(-0.5) is -1, ceil(-0.5) is
+ * -0.0); round is half to even (rint in the default rounding mode), as
+ * torch.round.  On int64 they are the identity. */
+PYGPU_LIBM_RULES(floor, floorf, floor)
+PYGPU_RULE int64_t pygpu_floor_i(int64_t x) { return x; }
+PYGPU_LIBM_RULES(ceil, ceilf, ceil)
+PYGPU_RULE int64_t pygpu_ceil_i(int64_t x) { return x; }
+PYGPU_LIBM_RULES(round, rintf, rint)
+PYGPU_RULE int64_t pygpu_round_i(int64_t x) { return x; }
+
+/* -1, 0 or 1; NaN stays NaN and -0.0 gives 0.0, as NumPy's sign. */
+PYGPU_RULE float pygpu_sign_f(float x)
+{
+    return x > 0 ? 1.0f : x < 0 ? -1.0f : x == 0 ? 0.0f : x;
+}
+PYGPU_RULE double pygpu_sign_d(double x)
+{
+    return x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x;
+}
+PYGPU_RULE int64_t pygpu_sign_i(int64_t x) { return (x > 0) - (x < 0); }
+
+/* The floating functions: the C library's float and double functions on
+ * the CPU, CUDA's (within 2 ulp) on the GPU.  Edge values are the C
+ * library's: log(0) = -inf, log(-1) = NaN, sqrt(-1) = NaN,
+ * rsqrt(0) = inf, rsqrt(-0.0) = -inf. */
+PYGPU_LIBM_RULES(exp, expf, exp)
+PYGPU_LIBM_RULES(log, logf, log)
+PYGPU_LIBM_RULES(log1p, log1pf, log1p)
+PYGPU_LIBM_RULES(expm1, expm1f, expm1)
+PYGPU_LIBM_RULES(sqrt, sqrtf, sqrt)
+PYGPU_RULE float pygpu_rsqrt_f(float x) { return 1.0f / sqrtf(x); }
+PYGPU_RULE double pygpu_rsqrt_d(double x) { return 1.0 / sqrt(x); }
+PYGPU_LIBM_RULES(sin, sinf, sin)
+PYGPU_LIBM_RULES(cos, cosf, cos)
+PYGPU_LIBM_RULES(tanh, tanhf, tanh)
+PYGPU_RULE float pygpu_reciprocal_f(float x) { return 1.0f / x; }
+PYGPU_RULE double pygpu_reciprocal_d(double x) { return 1.0 / x; }
+
+/* sigmoid(x) = 1 / (1 + exp(-x)); silu(x) = x * sigmoid(x), written as
+ * x / (1 + exp(-x)), so silu(-inf) is NaN, as in torch. */
+PYGPU_RULE float pygpu_sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+PYGPU_RULE double pygpu_sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+PYGPU_RULE float pygpu_silu_f(float x) { return x / (1.0f + expf(-x)); }
+PYGPU_RULE double pygpu_silu_d(double x) { return x / (1.0 + exp(-x)); }
+
+/* The exact gelu, x * Phi(x) = x/2 * (1 + erf(x / sqrt(2))), written with
+ * erfc(-x / sqrt(2)) = 1 + erf(x / sqrt(2)), which keeps its relative
+ * accuracy for negative x, where 1 + erf cancels.  gelu(-inf) is NaN, as
+ * in torch. */
+PYGPU_RULE float pygpu_gelu_f(float x)
+{
+    return 0.5f * x * erfcf(-x * 0.70710678118654752f);
+}
+PYGPU_RULE double pygpu_gelu_d(double x)
+{
+    return 0.5 * x * erfc(-x * 0.70710678118654752440);
+}
+
 /* ---------------------------------------------------------- conversion */
 
 /* float -> int64 truncates toward zero.  C leaves NaN and values outside
@@ -107,5 +174,15 @@ PYGPU_RULE int64_t pygpu_f32_to_i64(float x)
 {
     return pygpu_f64_to_i64((double)x);
 }
+
+/* The int64 rules of the floating functions, which the kernel tables
+ * instantiate but the ops never reach (their int64 inputs promote to
+ * float32): the function in double, converted back. */
+#define PYGPU_INT_BY_DOUBLE(OP, name)                                        \
+    PYGPU_RULE int64_t pygpu_##name##_i(int64_t x)                          \
+    {                                                                        \
+        return pygpu_f64_to_i64(pygpu_##name##_d((double)x));                \
+    }
+PYGPU_UNARY_FLOAT_OPS(PYGPU_INT_BY_DOUBLE)
 
 #endif /* PYGPU_RULES_H */

@@ -333,11 +333,25 @@ pygpu_op_unary(int op, TensorObject *a, int inplace)
     if (inplace && pygpu_check_write(a, a, NULL) < 0) {
         return NULL;
     }
-    TensorObject *res = inplace ? (TensorObject *)Py_NewRef(a)
-                                : pygpu_tensor_empty(a->ndim, a->shape,
-                                                     a->dtype, a->device);
+    /* A floating function of an int64 tensor: the result is float32, as
+     * in torch; the input is converted first and the op runs in place on
+     * the copy.  In place, the Float result cannot go back to Long. */
+    int promote = pygpu_unop_promotes_int(op) && category(a->dtype) == CAT_INT;
+    if (promote && inplace) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "result type Float can't be cast to the desired "
+                        "output type Long");
+        return NULL;
+    }
+    TensorObject *res =
+        inplace   ? (TensorObject *)Py_NewRef(a)
+        : promote ? pygpu_tensor_to(a, a->device, PYGPU_FLOAT32)
+                  : pygpu_tensor_empty(a->ndim, a->shape, a->dtype, a->device);
     if (res == NULL) {
         return NULL;
+    }
+    if (promote) {
+        a = res;
     }
     int64_t numel = pygpu_numel(a->ndim, a->shape);
     if (numel > 0) {

@@ -2,11 +2,12 @@
 init and functional, with torch's names."""
 from . import functional, init, parallel
 from .container import Sequential
-from .layers import Flatten, Identity, Linear, ReLU
+from .layers import (GELU, Flatten, Identity, Linear, ReLU, Sigmoid, SiLU,
+                     Tanh)
 from .module import Module
 from .parallel import DataParallel
 from .parameter import Parameter
 
 __all__ = ["functional", "init", "parallel", "Module", "Parameter",
-           "Linear", "ReLU", "Identity", "Flatten", "Sequential",
+           "Linear", "ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "Identity", "Flatten", "Sequential",
            "DataParallel"]

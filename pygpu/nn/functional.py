@@ -1,12 +1,45 @@
-"""pygpu.nn.functional: relu and linear with torch's signatures."""
+"""pygpu.nn.functional: the activations and linear with torch's
+signatures."""
 from .. import _C
 
-__all__ = ["relu", "linear", "linear_relu"]
+__all__ = ["relu", "sigmoid", "tanh", "silu", "gelu", "linear",
+           "linear_relu"]
 
 
 def relu(input, inplace=False):
     """max(input, 0) elementwise; NaN stays NaN."""
     return _C.relu(input, inplace)
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-input)) elementwise."""
+    return _C.sigmoid(input)
+
+
+def tanh(input):
+    """The hyperbolic tangent, elementwise."""
+    return _C.tanh(input)
+
+
+def silu(input, inplace=False):
+    """input * sigmoid(input) elementwise; in place with inplace=True."""
+    return input.silu_() if inplace else _C.silu(input)
+
+
+def gelu(input, approximate="none"):
+    """input * Phi(input), the exact (erf-based) form; the tanh
+    approximation is not there."""
+    _check_approximate(approximate)
+    return _C.gelu(input)
+
+
+def _check_approximate(approximate):
+    if approximate == "tanh":
+        raise ValueError("gelu: approximate='tanh' is not supported; only "
+                         "the exact form, approximate='none'")
+    if approximate != "none":
+        raise ValueError("approximate argument must be either none or "
+                         "tanh.")
 
 
 def linear(input, weight, bias=None):

@@ -1,12 +1,14 @@
-"""The layers: Linear, ReLU, Identity, Flatten."""
+"""The layers: Linear, the activations (ReLU, Sigmoid, Tanh, SiLU, GELU),
+Identity, Flatten."""
 import math
 
 from .. import _C
-from . import init
+from . import functional, init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Linear", "ReLU", "Identity", "Flatten"]
+__all__ = ["Linear", "ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "Identity",
+           "Flatten"]
 
 _linear, _linear_relu, _relu = _C._linear, _C._linear_relu, _C.relu
 
@@ -62,6 +64,50 @@ class ReLU(Module):
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x)) elementwise."""
+
+    def forward(self, input):
+        return functional.sigmoid(input)
+
+
+class Tanh(Module):
+    """tanh(x) elementwise."""
+
+    def forward(self, input):
+        return functional.tanh(input)
+
+
+class SiLU(Module):
+    """x * sigmoid(x) elementwise."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return functional.silu(input, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class GELU(Module):
+    """x * Phi(x) elementwise, the exact form (approximate='none'); the
+    tanh approximation raises ValueError."""
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        functional._check_approximate(approximate)
+        self.approximate = approximate
+
+    def forward(self, input):
+        return functional.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
 
 
 class Identity(Module):

@@ -6,11 +6,13 @@
 
 /* Runs launch(out, a, b, g) over geometry gc with random inputs of in_dt
  * and compares every output element with ref(a, b); salt varies the
- * misalignment of the three arrays. */
+ * misalignment of the three arrays.  With rtol > 0, finite results may
+ * differ from ref by rtol relative (plus atol, for subnormal results). */
 template <typename Launch, typename Ref>
 static void check_elementwise(Case &c, int out_dt, int in_dt,
                               const GeomCase &gc, int salt, bool specials,
-                              Launch launch, Ref ref)
+                              Launch launch, Ref ref, double rtol = 0,
+                              double atol = 0)
 {
     const pygpu_geom &g = gc.g;
     DevArr out = dev_alloc(out_dt, extent(g, 0), salt % 4);
@@ -28,7 +30,9 @@ static void check_elementwise(Case &c, int out_dt, int in_dt,
         const double x = ha.get(it.off[1]), y = hb.get(it.off[2]);
         const double want = ref(x, y);
         const double got = ho.get(it.off[0]);
-        if (!same(got, want)) {
+        const bool near = rtol > 0 && isfinite(got) && isfinite(want) &&
+                          fabs(got - want) <= rtol * fabs(want) + atol;
+        if (!same(got, want) && !near) {
             c.fail("%s, element %lld (a=%.9g b=%.9g): got %.17g, want %.17g",
                    gc.name, (long long)i, x, y, got, want);
         }
@@ -129,12 +133,29 @@ void test_binary_scalar(void)
     }
 }
 
+/* The tolerance of the floating functions (CUDA's are within a few ulp,
+ * float16 rounds the float result once) against the double rule rounded
+ * to dt; the exact ops and int64 have none. */
+static void unary_tolerance(int op, int dt, double *rtol, double *atol)
+{
+    *rtol = *atol = 0;
+    if (!pygpu_unop_promotes_int(op) || dt == PYGPU_INT64) {
+        return;
+    }
+    *rtol = dt == PYGPU_FLOAT64 ? 0x1p-48 : dt == PYGPU_FLOAT32 ? 0x1p-20
+                                                                : 0x1p-10;
+    *atol = dt == PYGPU_FLOAT64 ? 0x1p-1070 : dt == PYGPU_FLOAT32 ? 0x1p-146
+                                                                 : 0x1p-24;
+}
+
 void test_unary(void)
 {
     const std::vector<GeomCase> geoms = geom_cases(true);
     for (int dt = 0; dt < PYGPU_NDTYPES; dt++) {
         for (int op = 0; op < PYGPU_NUNOPS; op++) {
             Case c("unary %s %s", DTYPE_NAME[dt], UNOP_NAME[op]);
+            double rtol, atol;
+            unary_tolerance(op, dt, &rtol, &atol);
             for (size_t k = 0; k < geoms.size(); k++) {
                 check_elementwise(
                     c, dt, dt, geoms[k], (int)k, true,
@@ -142,7 +163,11 @@ void test_unary(void)
                         const pygpu_geom *g) {
                         return pygpu_cuda_unary(op, dt, o, a, g, g_stream);
                     },
-                    [&](double a, double) { return ref_unary(op, dt, a); });
+                    [&](double a, double) {
+                        const double r = ref_unary(op, dt, a);
+                        return rtol > 0 ? round_to(dt, r) : r;
+                    },
+                    rtol, atol);
             }
             report(c);
         }

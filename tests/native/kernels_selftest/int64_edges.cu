@@ -132,6 +132,25 @@ void test_int64_wrap(void)
         {MIN, -MAX, 0, -1, 1, MAX}, /* neg: -INT64_MIN wraps to itself */
         {0, MAX, 0, 1, 0, 0},       /* relu */
         {MIN, MAX, 0, 1, 1, MAX},   /* abs: |INT64_MIN| wraps to itself */
+        {MIN, MAX, 0, 1, -1, MIN + 1}, /* floor */
+        {MIN, MAX, 0, 1, -1, MIN + 1}, /* ceil */
+        {MIN, MAX, 0, 1, -1, MIN + 1}, /* round */
+        {-1, 1, 0, 1, -1, -1},         /* sign */
+        /* The floating functions in double, converted back (their ops
+         * promote int64 to float32 before they get here). */
+        {0, MIN, 1, 2, 0, 0},               /* exp */
+        {MIN, 43, MIN, 0, MIN, MIN},        /* log */
+        {MIN, 43, 0, 0, MIN, MIN},          /* log1p */
+        {-1, MIN, 0, 1, 0, -1},             /* expm1 */
+        {MIN, 3037000499, 0, 1, MIN, MIN},  /* sqrt */
+        {MIN, 0, MIN, 1, MIN, MIN},         /* rsqrt */
+        {0, 0, 0, 0, 0, 0},                 /* sin */
+        {0, 0, 1, 0, 0, 0},                 /* cos */
+        {-1, 1, 0, 0, 0, -1},               /* tanh */
+        {0, 1, 0, 0, 0, 0},                 /* sigmoid */
+        {0, 0, MIN, 1, -1, 0},              /* reciprocal */
+        {0, MIN, 0, 0, 0, 0},               /* silu */
+        {0, MIN, 0, 0, 0, 0},               /* gelu */
     };
     const HostArr hu = i64_arr(std::vector<int64_t>(un_in, un_in + 6));
     for (int op = 0; op < PYGPU_NUNOPS; op++) {

@@ -209,7 +209,8 @@ inline double ref_relu(double x)
 
 /* Unary op `op` on x of dtype dt by the shared rules: int64 by its own
  * rule (so int64 0 negates to 0, not -0.0), the floating types in double
- * (exact for these ops, so the same as in float once rounded). */
+ * (exact for the int ops, so the same as in float once rounded; the
+ * floating functions are compared within a tolerance). */
 inline double ref_unary(int op, int dt, double x)
 {
     switch (op) {
