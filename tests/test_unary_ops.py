@@ -23,11 +23,20 @@ def _f64(f):
     return ref
 
 
+def _same_dtype(f):
+    """f, where an integer is its own answer (NumPy 1.x's floor and ceil
+    go through float64 for integers; NumPy 2's, like torch's, do not)."""
+    def exact(a):
+        a = np.asarray(a)
+        return a.copy() if a.dtype.kind in "iu" else f(a)
+    return exact
+
+
 # name -> NumPy reference.  One row per op of csrc/ops/op_list.h.
 UNARY_OPS = {
     "abs": np.abs,
-    "floor": np.floor,
-    "ceil": np.ceil,
+    "floor": _same_dtype(np.floor),
+    "ceil": _same_dtype(np.ceil),
     "round": np.round,
     "sign": np.sign,
     "exp": _f64(np.exp),
