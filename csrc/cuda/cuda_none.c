@@ -4,6 +4,7 @@
 #include "memory/memory.h"
 #include "memory/allocator_py.h"
 #include "memory/cuda_backend.h"
+#include "cuda/cuda_docs.h"
 
 
 int
@@ -140,22 +141,16 @@ versions_py(PyObject *m, PyObject *noargs)
 
 PyMethodDef pygpu_cuda_functions[] = {
     {"_cuda_get_device_properties", refuse_o, METH_O,
-     "_cuda_get_device_properties($module, device, /)\n--\n\n"
-     "A dict of the properties of CUDA device `device` (an int)."},
+     PYGPU_DOC_CUDA_GET_DEVICE_PROPERTIES},
     {"_cuda_set_device", refuse_o, METH_O,
-     "_cuda_set_device($module, device, /)\n--\n\n"
-     "Make CUDA device `device` (an int) current."},
+     PYGPU_DOC_CUDA_SET_DEVICE},
     {"_cuda_current_device", refuse_noargs, METH_NOARGS,
-     "_cuda_current_device($module, /)\n--\n\n"
-     "The index of the current CUDA device."},
+     PYGPU_DOC_CUDA_CURRENT_DEVICE},
     {"_cuda_synchronize", refuse_o, METH_O,
-     "_cuda_synchronize($module, device, /)\n--\n\n"
-     "Wait for all work on CUDA device `device` (an int) to finish."},
+     PYGPU_DOC_CUDA_SYNCHRONIZE},
     {"_cuda_mem_get_info", refuse_o, METH_O,
-     "_cuda_mem_get_info($module, device, /)\n--\n\n"
-     "(free, total) bytes of CUDA device `device` (an int)."},
+     PYGPU_DOC_CUDA_MEM_GET_INFO},
     {"_cuda_versions", versions_py, METH_NOARGS,
-     "_cuda_versions($module, /)\n--\n\n"
-     "{'built', 'runtime', 'driver'} CUDA versions (1000*major+10*minor)."},
+     PYGPU_DOC_CUDA_VERSIONS},
     {NULL},
 };

@@ -6,6 +6,7 @@
  * without one every query answers "0 devices" with the reason kept. */
 #include "memory/memory.h"
 #include "memory/cuda_backend.h"
+#include "cuda/cuda_docs.h"
 
 #include <cublas_api.h>
 #include <cuda_runtime_api.h>
@@ -411,22 +412,16 @@ versions_py(PyObject *m, PyObject *noargs)
 
 PyMethodDef pygpu_cuda_functions[] = {
     {"_cuda_get_device_properties", get_properties, METH_O,
-     "_cuda_get_device_properties($module, device, /)\n--\n\n"
-     "A dict of the properties of CUDA device `device` (an int)."},
+     PYGPU_DOC_CUDA_GET_DEVICE_PROPERTIES},
     {"_cuda_set_device", set_device_py, METH_O,
-     "_cuda_set_device($module, device, /)\n--\n\n"
-     "Make CUDA device `device` (an int) current."},
+     PYGPU_DOC_CUDA_SET_DEVICE},
     {"_cuda_current_device", current_device_py, METH_NOARGS,
-     "_cuda_current_device($module, /)\n--\n\n"
-     "The index of the current CUDA device."},
+     PYGPU_DOC_CUDA_CURRENT_DEVICE},
     {"_cuda_synchronize", synchronize_py, METH_O,
-     "_cuda_synchronize($module, device, /)\n--\n\n"
-     "Wait for all work on CUDA device `device` (an int) to finish."},
+     PYGPU_DOC_CUDA_SYNCHRONIZE},
     {"_cuda_mem_get_info", mem_get_info_py, METH_O,
-     "_cuda_mem_get_info($module, device, /)\n--\n\n"
-     "(free, total) bytes of CUDA device `device` (an int)."},
+     PYGPU_DOC_CUDA_MEM_GET_INFO},
     {"_cuda_versions", versions_py, METH_NOARGS,
-     "_cuda_versions($module, /)\n--\n\n"
-     "{'built', 'runtime', 'driver'} CUDA versions (1000*major+10*minor)."},
+     PYGPU_DOC_CUDA_VERSIONS},
     {NULL},
 };
