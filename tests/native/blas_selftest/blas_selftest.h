@@ -1,6 +1,6 @@
 /* blas_selftest.h - the shared harness of the cuBLAS / cuBLASLt self-test:
- * run, on a GPU, the call sequences of csrc/cuda_blas.c and
- * csrc/cuda_blaslt.c, with the same row-major mapping (csrc/blas_layout.h),
+ * run, on a GPU, the call sequences of csrc/cuda/cuda_blas.c and
+ * csrc/cuda/cuda_blaslt.c, with the same row-major mapping (csrc/cuda/blas_layout.h),
  * and check them against a host product in double.
  *
  * No Python: the sequences are restated here (gemm with the 32- and 64-bit

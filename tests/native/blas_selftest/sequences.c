@@ -1,6 +1,6 @@
 /* sequences.c - the extension's cuBLAS / cuBLASLt call sequences,
- * restated: pygpu_blas_gemm (csrc/cuda_blas.c), the cuBLASLt plan, its run
- * and the linear fallback with their routing (csrc/cuda_blaslt.c). */
+ * restated: pygpu_blas_gemm (csrc/cuda/cuda_blas.c), the cuBLASLt plan, its run
+ * and the linear fallback with their routing (csrc/cuda/cuda_blaslt.c). */
 #include "blas_selftest.h"
 
 /* ------------------------------------------- the extension's sequences */

@@ -38,7 +38,7 @@ static HostArr run_i64(Case &c, const char *where, int out_dt,
     return h;
 }
 
-/* int64 arithmetic wraps like the CPU loops (csrc/cpu_elementwise.c):
+/* int64 arithmetic wraps like the CPU loops (csrc/cpu/cpu_elementwise.c):
  * add, sub and mul modulo 2^64, x / 0 == 0, INT64_MIN / -1 == INT64_MIN,
  * -INT64_MIN == INT64_MIN; division truncates toward zero.  Checked with
  * literal results, through tensor-tensor and both scalar forms. */
