@@ -1,5 +1,5 @@
-/* tensor_methods.c - the Tensor's method and attribute tables, and the
- * small methods that are neither conversions, views nor ops. */
+/* tensor_methods.c - the Tensor's method table, and the small methods
+ * that are neither conversions, views nor ops (attributes: tensor_attrs.c). */
 #include "ops/ops.h"
 #include "ops/op_list.h"
 
@@ -32,8 +32,6 @@ NOARGS_DECL(pygpu_t_tolist);
 NOARGS_DECL(pygpu_t_item);
 NOARGS_DECL(pygpu_t_t);
 NOARGS_DECL(pygpu_t_unsqueeze); /* METH_O */
-PyObject *pygpu_t_get_T(PyObject *, void *);
-PyObject *pygpu_t_get_mT(PyObject *, void *);
 
 #define SELF ((TensorObject *)op)
 
@@ -295,119 +293,6 @@ t_matmul_m(PyObject *op, PyObject *other)
     }
     return pygpu_op_matmul(op, other);
 }
-
-/* --------------------------------------------------------------- getset */
-
-static PyObject *
-t_get_shape(PyObject *op, void *c)
-{
-    return pygpu_size_new(SELF->ndim, SELF->shape);
-}
-
-static PyObject *
-t_get_dtype(PyObject *op, void *c)
-{
-    return Py_NewRef(pygpu_state->dtypes[SELF->dtype]);
-}
-
-static PyObject *
-t_get_device(PyObject *op, void *c)
-{
-    return pygpu_device_new(SELF->device);
-}
-
-static PyObject *
-t_get_ndim(PyObject *op, void *c)
-{
-    return PyLong_FromLong(SELF->ndim);
-}
-
-static PyObject *
-t_get_is_cuda(PyObject *op, void *c)
-{
-    return PyBool_FromLong(SELF->device.type == PYGPU_CUDA);
-}
-
-static PyObject *
-t_get_itemsize(PyObject *op, void *c)
-{
-    return PyLong_FromLong(pygpu_dtype_table[SELF->dtype].itemsize);
-}
-
-static PyObject *
-t_get_nbytes(PyObject *op, void *c)
-{
-    return PyLong_FromLongLong(pygpu_numel(SELF->ndim, SELF->shape) *
-                               pygpu_dtype_table[SELF->dtype].itemsize);
-}
-
-static PyObject *
-t_get_false(PyObject *op, void *c)
-{
-    Py_RETURN_FALSE;
-}
-
-static PyObject *
-t_get_none(PyObject *op, void *c)
-{
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-t_get_true(PyObject *op, void *c)
-{
-    Py_RETURN_TRUE;
-}
-
-static PyObject *
-t_get_data(PyObject *op, void *c)
-{
-    return t_detach(op, NULL);
-}
-
-/* t.data = other: t now views other's memory with other's geometry, dtype
- * and device (torch's way for Module.to to keep Parameter objects). */
-static int
-t_set_data(PyObject *op, PyObject *value, void *c)
-{
-    if (value == NULL || !Tensor_Check(value)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "data must be a Tensor (it cannot be deleted)");
-        return -1;
-    }
-    TensorObject *src = (TensorObject *)value;
-    PyObject *old = SELF->base;
-    SELF->base = Py_NewRef(src->base);
-    SELF->data = src->data;
-    SELF->dtype = src->dtype;
-    SELF->device = src->device;
-    SELF->readonly = src->readonly;
-    SELF->ndim = src->ndim;
-    memcpy(SELF->shape, src->shape, sizeof(src->shape));
-    memcpy(SELF->strides, src->strides, sizeof(src->strides));
-    Py_XDECREF(old);
-    return 0;
-}
-
-PyGetSetDef pygpu_tensor_getset[] = {
-    {"shape", t_get_shape, NULL, "The shape, a pygpu.Size.", NULL},
-    {"dtype", t_get_dtype, NULL, "The element type.", NULL},
-    {"device", t_get_device, NULL, "Where the tensor lives.", NULL},
-    {"ndim", t_get_ndim, NULL, "The number of dimensions.", NULL},
-    {"is_cuda", t_get_is_cuda, NULL, "True on a CUDA device.", NULL},
-    {"itemsize", t_get_itemsize, NULL, "Bytes per element.", NULL},
-    {"nbytes", t_get_nbytes, NULL, "Bytes of all elements.", NULL},
-    {"T", pygpu_t_get_T, NULL, "All dims reversed (a view).", NULL},
-    {"mT", pygpu_t_get_mT, NULL, "Last two dims swapped (a view).", NULL},
-    {"data", t_get_data, t_set_data,
-     "The tensor as a new view; assigning rebinds this tensor to another's\n"
-     "memory, shape, dtype and device.", NULL},
-    {"requires_grad", t_get_false, NULL,
-     "Always False: pygpu has no autograd.", NULL},
-    {"grad", t_get_none, NULL, "Always None: pygpu has no autograd.", NULL},
-    {"is_leaf", t_get_true, NULL, "Always True: no autograd.", NULL},
-    {NULL},
-};
 
 #define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 #define FAST(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
