@@ -380,8 +380,7 @@ cuda_device_index(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyMethodDef device_functions[] = {
-    {"_cuda_device_index", (PyCFunction)(void (*)(void))cuda_device_index,
-     METH_FASTCALL,
+    {"_cuda_device_index", FAST(cuda_device_index),
      "_cuda_device_index($module, device=None, /)\n--\n\n"
      "The CUDA ordinal a device argument names; None is the current one."},
     {NULL},

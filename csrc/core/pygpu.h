@@ -270,4 +270,8 @@ PyObject *pygpu_cuda_raise(int err, const char *call, const char *file,
 /* The stream ops on `device` launch on (the legacy default stream for now). */
 void *pygpu_cuda_current_stream(int device);
 
+/* A METH_FASTCALL (| METH_KEYWORDS) function's PyMethodDef fields. */
+#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+#define FAST(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
+
 #endif /* PYGPU_H */

@@ -106,8 +106,7 @@ get_state(PyObject *m, PyObject *arg)
 }
 
 PyMethodDef pygpu_autocast_functions[] = {
-    {"_set_autocast_state", (PyCFunction)(void (*)(void))set_state,
-     METH_FASTCALL,
+    {"_set_autocast_state", FAST(set_state),
      "_set_autocast_state($module, device_type, enabled, dtype, /)\n--\n\n"
      "Set this thread's autocast state for 'cpu' or 'cuda' (dtype None:\n"
      "unset)."},

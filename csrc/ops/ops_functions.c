@@ -120,7 +120,6 @@ PYGPU_PY_UNARY_OPS(UNARY_FN)
 #define UNARY_FN_ENTRY(OP, name, doc)                                        \
     {#name, name##_fn, METH_O, #name "($module, input, /)\n--\n\n" doc},
 
-#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 
 PyMethodDef pygpu_ops_functions[] = {
     {"add", FASTKW(add_fn),

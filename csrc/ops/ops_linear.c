@@ -148,7 +148,6 @@ linear_relu_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     return linear_common("linear_relu", 1, args, nargs, kw);
 }
 
-#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 
 PyMethodDef pygpu_linear_functions[] = {
     {"_linear", FASTKW(linear_fn),

@@ -265,7 +265,6 @@ get_allow_tf32(PyObject *m, PyObject *noargs)
     return PyBool_FromLong(pygpu_get_allow_tf32());
 }
 
-#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 
 PyMethodDef pygpu_matmul_functions[] = {
     {"matmul", FASTKW(matmul_fn),

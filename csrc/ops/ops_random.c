@@ -135,8 +135,7 @@ PyMethodDef pygpu_random_functions[] = {
     {"manual_seed", manual_seed, METH_O,
      "manual_seed($module, seed, /)\n--\n\n"
      "Seed the generators of the CPU and of every CUDA device."},
-    {"_cuda_manual_seed", (PyCFunction)(void (*)(void))cuda_manual_seed,
-     METH_FASTCALL,
+    {"_cuda_manual_seed", FAST(cuda_manual_seed),
      "_cuda_manual_seed($module, seed, device, /)\n--\n\n"
      "Seed one CUDA device's generator (device -1: all of them)."},
     {"initial_seed", initial_seed, METH_NOARGS,

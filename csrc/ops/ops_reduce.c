@@ -263,7 +263,6 @@ max_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
     return reduce_fn(PYGPU_MAX, args, nargs, kw);
 }
 
-#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 
 PyMethodDef pygpu_reduce_functions[] = {
     {"sum", FASTKW(sum_fn),

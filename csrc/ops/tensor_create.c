@@ -318,8 +318,6 @@ LIKE(full_like, FILL_VALUE, 0.0, 1)
 LIKE(rand_like, FILL_UNIFORM, 0.0, 0)
 LIKE(randn_like, FILL_NORMAL, 0.0, 0)
 
-#define FASTKW(name) (PyCFunction)(void (*)(void))name, \
-    METH_FASTCALL | METH_KEYWORDS
 
 PyMethodDef pygpu_create_functions[] = {
     {"tensor", FASTKW(tensor_fn),

@@ -294,8 +294,6 @@ t_matmul_m(PyObject *op, PyObject *other)
     return pygpu_op_matmul(op, other);
 }
 
-#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
-#define FAST(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
 
 PyMethodDef pygpu_tensor_methods[] = {
     {"size", FAST(t_size),
