@@ -10,8 +10,9 @@
  *   - block structs are recycled through a spare list, so a cached
  *     malloc/free pair calls neither the backend nor the C library.
  *
- * The structures are in allocator_internal.h; the read side (figures,
- * resets, snapshots) is in allocator_stats.c.
+ * The structures are in allocator_internal.h; the free tree is in
+ * free_tree.c; the read side (figures, resets, snapshots) is in
+ * allocator_stats.c.
  *
  * Statistics follow PyTorch's definitions.  The inactive-split figures move
  * by the net change of each operation (as PyTorch applies them), so their
@@ -58,140 +59,6 @@ static void apply_pending(pygpu_allocator *a)
     }
     a->pending_split = 0;
     a->pending_split_bytes = 0;
-}
-
-/* ------------------------------------------------------------- free tree */
-static uint32_t next_prio(pygpu_allocator *a)
-{
-    /* xorshift32: good enough to keep the treap balanced on average */
-    uint32_t x = a->rng;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    a->rng = x;
-    return x;
-}
-
-/* Order of the free tree: stream, then size, then address. */
-static int key_less(const pygpu_block *x, const pygpu_block *y)
-{
-    uintptr_t sx = (uintptr_t)x->stream, sy = (uintptr_t)y->stream;
-    if (sx != sy) {
-        return sx < sy;
-    }
-    if (x->size != y->size) {
-        return x->size < y->size;
-    }
-    return (uintptr_t)x->ptr < (uintptr_t)y->ptr;
-}
-
-/* Split tree t into the keys less than k (*lo) and the rest (*hi). */
-static void tree_split(pygpu_block *t, const pygpu_block *k,
-                       pygpu_block **lo, pygpu_block **hi)
-{
-    if (t == NULL) {
-        *lo = NULL;
-        *hi = NULL;
-    } else if (key_less(t, k)) {
-        tree_split(t->right, k, &t->right, hi);
-        *lo = t;
-    } else {
-        tree_split(t->left, k, lo, &t->left);
-        *hi = t;
-    }
-}
-
-/* Join two trees where every key of lo is less than every key of hi. */
-static pygpu_block *tree_join(pygpu_block *lo, pygpu_block *hi)
-{
-    if (lo == NULL) {
-        return hi;
-    }
-    if (hi == NULL) {
-        return lo;
-    }
-    if (lo->prio > hi->prio) {
-        lo->right = tree_join(lo->right, hi);
-        return lo;
-    }
-    hi->left = tree_join(lo, hi->left);
-    return hi;
-}
-
-static int is_split(const pygpu_block *b)
-{
-    return b->prev != NULL || b->next != NULL;
-}
-
-/* Put a free block into its pool's tree.  Its neighbours must be final:
- * whether it counts as an inactive split depends on them, and does not
- * change while it stays in the tree (a neighbour that changes merges with
- * it, which removes it first). */
-static void free_insert(pygpu_allocator *a, pygpu_block *b)
-{
-    pygpu_block **p = &a->pools[b->seg->pool];
-
-    /* Descend to where b's priority belongs, then b takes that place with
-     * the subtree found there split around it. */
-    b->prio = next_prio(a);
-    while (*p != NULL && (*p)->prio > b->prio) {
-        p = key_less(b, *p) ? &(*p)->left : &(*p)->right;
-    }
-    tree_split(*p, b, &b->left, &b->right);
-    *p = b;
-    if (is_split(b)) {
-        a->pending_split += 1;
-        a->pending_split_bytes += (int64_t)b->size;
-    }
-}
-
-/* Take the free block *link (the tree link that points at it) out of its
- * tree. */
-static void free_unlink(pygpu_allocator *a, pygpu_block **link)
-{
-    pygpu_block *b = *link;
-
-    *link = tree_join(b->left, b->right);
-    if (is_split(b)) {
-        a->pending_split -= 1;
-        a->pending_split_bytes -= (int64_t)b->size;
-    }
-}
-
-static void free_remove(pygpu_allocator *a, pygpu_block *b)
-{
-    pygpu_block **p = &a->pools[b->seg->pool];
-
-    while (*p != b) {
-        p = key_less(b, *p) ? &(*p)->left : &(*p)->right;
-    }
-    free_unlink(a, p);
-}
-
-/* The tree link to the smallest free block of the pool on `stream` with at
- * least `size` bytes (lowest address among equals), or NULL.  Returning
- * the link lets the caller unlink the block without a second descent. */
-static pygpu_block **best_fit(pygpu_allocator *a, int pool, void *stream,
-                              size_t size)
-{
-    pygpu_block **link = &a->pools[pool], **best = NULL;
-    pygpu_block key;
-
-    key.stream = stream;
-    key.size = size;
-    key.ptr = NULL;
-    while (*link != NULL) {
-        if (key_less(*link, &key)) {
-            link = &(*link)->right;
-        } else {
-            best = link;
-            link = &(*link)->left;
-        }
-    }
-    if (best != NULL && (*best)->stream != stream) {
-        return NULL;
-    }
-    return best;
 }
 
 /* ---------------------------------------------------- block structs, segs */
@@ -282,7 +149,7 @@ static size_t release_cached(pygpu_allocator *a)
         next = s->next;
         if (!s->head->allocated && s->head->next == NULL) {
             released += s->size;
-            free_remove(a, s->head);
+            pygpu_free_remove(a, s->head);
             release_segment(a, s);
         }
         s = next;
@@ -410,11 +277,11 @@ int pygpu_allocator_malloc(pygpu_allocator *a, size_t size, void *stream,
             goto done;
         }
     } else {
-        pygpu_block **link = best_fit(a, pool, stream, rounded);
+        pygpu_block **link = pygpu_best_fit(a, pool, stream, rounded);
 
         if (link != NULL) {
             b = *link;
-            free_unlink(a, link);
+            pygpu_free_unlink(a, link);
             a->stats.num_cache_hits++;
         } else {
             rc = new_segment(a, segment_size(rounded), pool, stream, &b);
@@ -438,7 +305,7 @@ int pygpu_allocator_malloc(pygpu_allocator *a, size_t size, void *stream,
                 }
                 b->next = r;
                 b->size = rounded;
-                free_insert(a, r);
+                pygpu_free_insert(a, r);
             }
         }
     }
@@ -461,7 +328,7 @@ done:
 /* Absorb free neighbour n (prev or next of b) into b. */
 static void merge(pygpu_allocator *a, pygpu_block *b, pygpu_block *n)
 {
-    free_remove(a, n);
+    pygpu_free_remove(a, n);
     if (n == b->prev) {
         b->ptr = n->ptr;
         b->prev = n->prev;
@@ -502,7 +369,7 @@ void pygpu_allocator_free(pygpu_allocator *a, pygpu_block *b)
         if (b->next != NULL && !b->next->allocated) {
             merge(a, b, b->next);
         }
-        free_insert(a, b);
+        pygpu_free_insert(a, b);
         apply_pending(a);
     }
     pthread_mutex_unlock(&a->lock);

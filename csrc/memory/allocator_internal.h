@@ -1,6 +1,7 @@
 /* allocator_internal.h - the data structures of the caching allocator
  * core, shared by allocator.c (the policy) and allocator_stats.c (the
- * figures and snapshots).  Nothing else includes this file.
+ * figures and snapshots), and free_tree.c (the free blocks' index).
+ * Nothing else includes this file.
  */
 #ifndef PYGPU_ALLOCATOR_INTERNAL_H
 #define PYGPU_ALLOCATOR_INTERNAL_H
@@ -46,5 +47,17 @@ struct pygpu_allocator {
     int64_t pending_split, pending_split_bytes;
     pygpu_alloc_stats stats;
 };
+
+/* The free tree of each pool (free_tree.c); callers hold a->lock. */
+/* Put free block b into its pool's tree; its neighbours must be final. */
+void pygpu_free_insert(pygpu_allocator *a, pygpu_block *b);
+/* Take the free block *link (the tree link that points at it) out. */
+void pygpu_free_unlink(pygpu_allocator *a, pygpu_block **link);
+/* Take free block b out of its pool's tree. */
+void pygpu_free_remove(pygpu_allocator *a, pygpu_block *b);
+/* The tree link to the smallest free block of `pool` on `stream` with at
+ * least `size` bytes (lowest address among equals), or NULL. */
+pygpu_block **pygpu_best_fit(pygpu_allocator *a, int pool, void *stream,
+                             size_t size);
 
 #endif /* PYGPU_ALLOCATOR_INTERNAL_H */
