@@ -5,6 +5,18 @@
 
 #include <string.h>
 
+/* RuntimeError: shape (with its -1 still in) does not fit numel; -1. */
+static int
+shape_invalid(int n, const int64_t *shape, int64_t numel)
+{
+    char buf[256];
+    pygpu_format_shape(buf, sizeof(buf), n, shape);
+    PyErr_Format(PyExc_RuntimeError,
+                 "shape '[%s]' is invalid for input of size %lld", buf,
+                 (long long)numel);
+    return -1;
+}
+
 /* Parse a shape given as *args or one sequence; resolve one -1 against
  * numel.  -1 with an exception. */
 static int
@@ -47,24 +59,17 @@ infer_shape(PyObject *const *args, Py_ssize_t nargs, int64_t numel,
     if (neg >= 0) {
         shape[neg] = -1;
         if (known == 0 || numel % known != 0) {
-            goto bad;
+            shape_invalid((int)n, shape, numel);
+            goto fail;
         }
         shape[neg] = numel / known;
     }
     else if (known != numel) {
-        goto bad;
+        shape_invalid((int)n, shape, numel);
+        goto fail;
     }
     *ndim = (int)n;
     rc = 0;
-    goto fail;
-bad:
-    {
-        char buf[256];
-        pygpu_format_shape(buf, sizeof(buf), (int)n, shape);
-        PyErr_Format(PyExc_RuntimeError,
-                     "shape '[%s]' is invalid for input of size %lld", buf,
-                     (long long)numel);
-    }
 fail:
     Py_XDECREF(seq);
     return rc;
