@@ -53,10 +53,25 @@ set_poison_py(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *
+fail_allocation_in_py(PyObject *self, PyObject *arg)
+{
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    pygpu_set_fail_allocation_in(n);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"_set_poison", set_poison_py, METH_O,
      "_set_poison($module, flag, /)\n--\n\n"
      "Test aid: fill every new tensor with 0xFF bytes (NaN / -1)."},
+    {"_fail_allocation_in", fail_allocation_in_py, METH_O,
+     "_fail_allocation_in($module, n, /)\n--\n\n"
+     "Test aid: the nth tensor allocation from now (1: the next) fails\n"
+     "with the device's out-of-memory error; 0 turns it off."},
     {"_cuda_is_available", pygpu_cuda_available_py, METH_NOARGS,
      "_cuda_is_available($module, /)\n--\n\n"
      "True when a CUDA device can be used."},
