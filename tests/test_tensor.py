@@ -412,11 +412,15 @@ class TestRepr:
 
 @pytest.mark.parametrize("fn", ["zeros_like", "ones_like", "empty_like",
                                 "rand_like", "randn_like"])
-def test_like_refuses_requires_grad(fn):
+def test_like_takes_requires_grad(fn):
     t = pygpu.ones(2)
-    with pytest.raises(RuntimeError, match="no autograd"):
-        getattr(pygpu, fn)(t, requires_grad=True)
-    assert getattr(pygpu, fn)(t, requires_grad=False).shape == (2,)
+    r = getattr(pygpu, fn)(t, requires_grad=True)
+    assert r.requires_grad and r.is_leaf and r.grad_fn is None
+    assert not getattr(pygpu, fn)(t, requires_grad=False).requires_grad
+    if fn not in ("rand_like", "randn_like"):
+        with pytest.raises(RuntimeError, match="only Tensors of floating "
+                           "point dtype can require gradients"):
+            getattr(pygpu, fn)(t.long(), requires_grad=True)
 
 
 def test_cuda_memory_fraction_getter_is_exported():

@@ -76,7 +76,39 @@ typedef struct {
     int readonly;          /* over immutable memory: every write refused */
     PyObject *dict;
     PyObject *weakreflist;
+    /* Autograd (ops/autograd*.c).  A leaf has no grad_fn; it requires grad
+     * when requires_grad is set, any other tensor when it has a grad_fn. */
+    PyObject *grad;        /* Tensor or NULL */
+    PyObject *grad_fn;     /* the Node that made it, or NULL */
+    PyObject *grad_acc;    /* a leaf's AccumulateGrad node (a weakref) */
+    /* The version counter: every in-place write bumps it, so that a saved
+     * tensor that was overwritten is noticed in backward.  A tensor counts
+     * in `version` until a view of it is made; then both (and later views)
+     * share `shared`. */
+    struct pygpu_version *shared;
+    uint32_t version;
+    unsigned char requires_grad;
+    unsigned char retains_grad;
 } TensorObject;
+
+/* A version counter shared by views (reference counted under the GIL). */
+typedef struct pygpu_version {
+    Py_ssize_t refs;
+    uint32_t value;
+} pygpu_version;
+
+/* The version counter of t's memory. */
+static inline uint32_t *
+pygpu_version_counter(TensorObject *t)
+{
+    return t->shared != NULL ? &t->shared->value : &t->version;
+}
+
+/* view shares src's counter (made shared on first use).  -1 with
+ * MemoryError. */
+int pygpu_version_share(TensorObject *view, TensorObject *src);
+/* t counts alone again (its memory changed, or it is dying). */
+void pygpu_version_release(TensorObject *t);
 
 /* ----------------------------------------------------------- module state */
 /* Set once by the module's exec slot while holding the GIL and read-only

@@ -85,6 +85,36 @@ pygpu_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
     }
 }
 
+int
+pygpu_version_share(TensorObject *view, TensorObject *src)
+{
+    if (src->shared == NULL) {
+        src->shared = PyMem_Malloc(sizeof(pygpu_version));
+        if (src->shared == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        src->shared->refs = 1;
+        src->shared->value = src->version;
+    }
+    pygpu_version_release(view);
+    view->shared = src->shared;
+    view->shared->refs++;
+    return 0;
+}
+
+void
+pygpu_version_release(TensorObject *t)
+{
+    if (t->shared != NULL) {
+        t->version = t->shared->value;
+        if (--t->shared->refs == 0) {
+            PyMem_Free(t->shared);
+        }
+        t->shared = NULL;
+    }
+}
+
 /* A new tensor object of type tp viewing src with its own geometry. */
 TensorObject *
 pygpu_tensor_view_as(PyTypeObject *tp, TensorObject *src, int ndim,
@@ -96,6 +126,10 @@ pygpu_tensor_view_as(PyTypeObject *tp, TensorObject *src, int ndim,
         return NULL;
     }
     t->base = Py_NewRef(src->base);
+    if (pygpu_version_share(t, src) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
     t->readonly = src->readonly;
     t->dtype = src->dtype;
     t->device = src->device;

@@ -9,6 +9,7 @@
 #define PYGPU_IMPORT_ARRAY
 #include "ops/ops.h"
 #include "ops/autocast.h"
+#include "ops/autograd.h"
 #include "ops/op_list.h"
 
 static pygpu_module_state the_state;
@@ -165,7 +166,8 @@ pygpu_exec(PyObject *m)
     if (pygpu_dtype_register(m) < 0 || pygpu_device_register(m) < 0 ||
         pygpu_size_register(m) < 0 || pygpu_tensor_register(m) < 0 ||
         pygpu_allocator_register(m) < 0 || pygpu_reduce_register(m) < 0 ||
-        pygpu_matmul_register(m) < 0) {
+        pygpu_matmul_register(m) < 0 || pygpu_autograd_register(m) < 0 ||
+        pygpu_autograd_engine_init() < 0) {
         goto fail;
     }
     if (PyModule_AddFunctions(m, pygpu_create_functions) < 0 ||
@@ -175,6 +177,8 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_linear_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_autocast_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_random_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_grad_mode_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_autograd_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_cuda_functions) < 0) {
         goto fail;
     }

@@ -3,7 +3,7 @@
  * broadcasting, type promotion, output allocation, then one lookup in the
  * dispatch table.  Inputs of another dtype than the result's are read as
  * they are and converted inside the loop. */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 #include <string.h>
 
@@ -281,6 +281,11 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
     pygpu_scalar_value s;
     int cat, r;
     PyObject *item = NULL, *res;
+    TensorObject *ag[3] = {Tensor_Check(a) ? (TensorObject *)a : NULL,
+                           Tensor_Check(b) ? (TensorObject *)b : NULL, out};
+    if (pygpu_ag_wanted(3, ag)) {
+        return pygpu_ag_binary(op, a, b, out);
+    }
     /* In place or out=: what is written must be writable, free of internal
      * overlap, and share no memory with an input but element for element. */
     if (out != NULL &&
@@ -330,6 +335,9 @@ PyObject *
 pygpu_op_unary(int op, TensorObject *a, int inplace)
 {
     pygpu_geom g;
+    if (pygpu_ag_wanted(1, &a)) {
+        return pygpu_ag_unary(op, a, inplace);
+    }
     if (inplace && pygpu_check_write(a, a, NULL) < 0) {
         return NULL;
     }

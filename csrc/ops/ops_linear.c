@@ -2,7 +2,7 @@
  * leading dims, and its fused form with relu: one cuBLASLt call with the
  * BIAS / RELU_BIAS epilogue on CUDA, NumPy's matmul then one bias+relu
  * pass on the CPU. */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 #include "ops/autocast.h"
 #include "cuda/blas.h"
 
@@ -15,6 +15,9 @@ pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
     TensorObject *x2 = NULL, *out = NULL, *bc = NULL, *in[3] = {x, w, bias},
                  *c[3];
     PyObject *result = NULL;
+    if (pygpu_ag_wanted(3, in)) {
+        return pygpu_ag_linear(x, w, bias, relu);
+    }
     int cast = pygpu_autocast_inputs(3, in, c);
     if (cast != 0) {
         result = cast < 0 ? NULL : pygpu_op_linear(c[0], c[1], c[2], relu);

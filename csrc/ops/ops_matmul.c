@@ -2,7 +2,7 @@
  * operands), mm and bmm: shape/device/dtype checks in torch's
  * words, then NumPy's matmul on the CPU or cuBLAS on CUDA.  linear is in
  * ops_linear.c. */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 #include "ops/autocast.h"
 #include "cuda/blas.h"
 
@@ -68,6 +68,9 @@ pygpu_op_matmul(PyObject *ao, PyObject *bo)
     TensorObject *a = (TensorObject *)ao, *b = (TensorObject *)bo;
     TensorObject *a2 = NULL, *b2 = NULL, *out = NULL, *in[2] = {a, b}, *c[2];
     PyObject *result = NULL;
+    if (pygpu_ag_wanted(2, in)) {
+        return pygpu_ag_matmul(a, b);
+    }
     int cast = pygpu_autocast_inputs(2, in, c);
     if (cast != 0) {
         result = cast < 0 ? NULL : pygpu_op_matmul((PyObject *)c[0],

@@ -1,6 +1,6 @@
 /* ops_reduce.c - sum, mean and max over all elements or over dims, with
  * keepdim; max over a dim also gives the indices, as torch.max does. */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 #include <string.h>
 
@@ -113,6 +113,9 @@ fail:
 PyObject *
 pygpu_op_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim)
 {
+    if (pygpu_ag_wanted(1, &t)) {
+        return pygpu_ag_reduce(op, t, dimobj, keepdim);
+    }
     if (op == PYGPU_MEAN && !pygpu_dtype_table[t->dtype].is_floating_point) {
         PyErr_Format(PyExc_RuntimeError,
                      "mean(): could not infer output dtype. Input dtype must "

@@ -4,7 +4,7 @@
  * other than element for element), and the read-only flag of tensors over
  * immutable memory.  Only definite answers raise: a layout too hard to
  * decide is let through, as torch does. */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 /* One dim of size > 1: its size and the distance (elements) between steps. */
 typedef struct {
@@ -240,6 +240,22 @@ pygpu_check_writable(const TensorObject *t)
                         "assignment destination is read-only");
         return -1;
     }
+    /* Recorded in-place ops reach here with grad mode off; any other
+     * write to a tensor that takes part in autograd is refused. */
+    if (pygpu_grad_enabled() && pygpu_requires_grad(t)) {
+        PyErr_SetString(
+            PyExc_RuntimeError,
+            t->grad_fn == NULL
+                ? "a leaf Variable that requires grad is being used in an "
+                  "in-place operation."
+                : "pygpu's autograd does not record this in-place write "
+                  "(copy_, fill_, zero_, t[k] = v, out=) to a tensor that "
+                  "requires grad; write to a copy, or under "
+                  "pygpu.no_grad()");
+        return -1;
+    }
+    /* Every write goes through here: saved tensors notice it. */
+    (*pygpu_version_counter((TensorObject *)t))++;
     return 0;
 }
 

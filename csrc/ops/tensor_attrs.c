@@ -1,6 +1,6 @@
 /* tensor_attrs.c - the Tensor's attributes (shape, dtype, device, ...,
  * and the assignable `data`), as one getset table. */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 #include <string.h>
 
@@ -54,28 +54,17 @@ t_get_nbytes(PyObject *op, void *c)
 }
 
 static PyObject *
-t_get_false(PyObject *op, void *c)
-{
-    Py_RETURN_FALSE;
-}
-
-static PyObject *
-t_get_none(PyObject *op, void *c)
-{
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-t_get_true(PyObject *op, void *c)
-{
-    Py_RETURN_TRUE;
-}
-
-static PyObject *
 t_get_data(PyObject *op, void *c)
 {
-    return (PyObject *)pygpu_tensor_view(SELF, SELF->ndim, SELF->shape,
-                                         SELF->strides, 0);
+    /* As torch's: no history, and a version counter of its own, so that
+     * updates through .data go unnoticed by autograd. */
+    TensorObject *r = pygpu_tensor_view(SELF, SELF->ndim, SELF->shape,
+                                        SELF->strides, 0);
+    if (r != NULL) {
+        pygpu_version_release(r);
+        r->version = 0;
+    }
+    return (PyObject *)r;
 }
 
 /* t.data = other: t now views other's memory with other's geometry, dtype
@@ -91,6 +80,7 @@ t_set_data(PyObject *op, PyObject *value, void *c)
     TensorObject *src = (TensorObject *)value;
     PyObject *old = SELF->base;
     SELF->base = Py_NewRef(src->base);
+    pygpu_version_release(SELF); /* other memory: a counter of its own */
     SELF->data = src->data;
     SELF->dtype = src->dtype;
     SELF->device = src->device;
@@ -115,9 +105,19 @@ PyGetSetDef pygpu_tensor_getset[] = {
     {"data", t_get_data, t_set_data,
      "The tensor as a new view; assigning rebinds this tensor to another's\n"
      "memory, shape, dtype and device.", NULL},
-    {"requires_grad", t_get_false, NULL,
-     "Always False: pygpu has no autograd.", NULL},
-    {"grad", t_get_none, NULL, "Always None: pygpu has no autograd.", NULL},
-    {"is_leaf", t_get_true, NULL, "Always True: no autograd.", NULL},
+    {"requires_grad", pygpu_t_get_requires_grad, pygpu_t_set_requires_grad,
+     "Whether autograd records ops on this tensor (settable on leaves).",
+     NULL},
+    {"grad", pygpu_t_get_grad, pygpu_t_set_grad,
+     "The gradient backward() accumulated here (leaves, or after\n"
+     "retain_grad()), or None.", NULL},
+    {"grad_fn", pygpu_t_get_grad_fn, NULL,
+     "The Node that made this tensor, or None for a leaf.", NULL},
+    {"is_leaf", pygpu_t_get_is_leaf, NULL,
+     "True unless the tensor was made by a recorded op.", NULL},
+    {"retains_grad", pygpu_t_get_retains_grad, NULL,
+     "True after retain_grad() on a non-leaf.", NULL},
+    {"_version", pygpu_t_get_version, NULL,
+     "In-place writes to this tensor's memory so far.", NULL},
     {NULL},
 };

@@ -1,7 +1,7 @@
 /* tensor_convert.c - moving and converting tensors: to / cpu / cuda /
  * float / half / double / long, contiguous, numpy, tolist, item,
  * __array__. */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 #include <string.h>
 
@@ -44,6 +44,9 @@ TensorObject *
 pygpu_tensor_to(TensorObject *src, pygpu_device dev, int dtype)
 {
     TensorObject *staged = NULL, *dst = NULL;
+    if (pygpu_ag_wanted(1, &src)) {
+        return pygpu_ag_to(src, dev, dtype);
+    }
     if (pygpu_device_equal(&src->device, &dev)) {
         return to_same_device(src, dtype);
     }

@@ -22,6 +22,9 @@ tensor_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(t->base);
     Py_VISIT(t->dict);
+    Py_VISIT(t->grad);
+    Py_VISIT(t->grad_fn);
+    Py_VISIT(t->grad_acc);
     return 0;
 }
 
@@ -30,6 +33,9 @@ tensor_clear(PyObject *self)
 {
     TensorObject *t = (TensorObject *)self;
     Py_CLEAR(t->dict);
+    Py_CLEAR(t->grad);
+    Py_CLEAR(t->grad_fn);
+    Py_CLEAR(t->grad_acc);
     /* base is kept until dealloc: data must stay valid while the object
      * can still be reached by other objects being cleared. */
     return 0;
@@ -45,6 +51,10 @@ tensor_dealloc(PyObject *self)
         PyObject_ClearWeakRefs(self);
     }
     Py_CLEAR(t->dict);
+    Py_CLEAR(t->grad);
+    Py_CLEAR(t->grad_fn);
+    Py_CLEAR(t->grad_acc);
+    pygpu_version_release(t);
     Py_CLEAR(t->base);
     tp->tp_free(self);
     Py_DECREF(tp);

@@ -4,18 +4,18 @@
 
 static const pygpu_device cpu_device = {PYGPU_CPU, -1};
 
-/* requires_grad=True has nothing to turn on: RuntimeError.  flag may be
- * NULL (not given).  0, or -1 with an exception. */
-static int
-check_requires_grad(PyObject *flag)
+/* A new tensor t (or NULL) with requires_grad=flag (NULL: not given)
+ * set through the attribute's own checks; NULL with an exception. */
+static PyObject *
+with_requires_grad(PyObject *t, PyObject *flag)
 {
-    int on = flag == NULL ? 0 : PyObject_IsTrue(flag);
-    if (on > 0) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "pygpu has no autograd: requires_grad=True is not "
-                        "supported");
+    if (t == NULL || flag == NULL || flag == Py_False) {
+        return t;
     }
-    return on == 0 ? 0 : -1;
+    if (PyObject_SetAttrString(t, "requires_grad", flag) < 0) {
+        Py_CLEAR(t);
+    }
+    return t;
 }
 
 TensorObject *
@@ -114,10 +114,8 @@ tensor_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         pygpu_device_resolve(&dev) < 0) {
         return NULL;
     }
-    if (check_requires_grad(a[3]) < 0) {
-        return NULL;
-    }
-    return (PyObject *)pygpu_tensor_from_data(a[0], dtype, dev);
+    return with_requires_grad(
+        (PyObject *)pygpu_tensor_from_data(a[0], dtype, dev), a[3]);
 }
 
 /* ------------------------------------------------- factories by shape */
@@ -232,15 +230,12 @@ factory(const char *fname, enum fill_kind kind, int has_value,
         pygpu_parse_device_opt(kw[3], &cpu_device, &dev) < 0) {
         return NULL;
     }
-    if (check_requires_grad(kw[4]) < 0) {
-        return NULL;
-    }
     PyObject *t = make_filled(ndim, shape, dtype, dev, kind,
                               kind == FILL_VALUE ? value : 0.0, fname);
     if (t != NULL && kw[5] != NULL && PyObject_IsTrue(kw[5])) {
         Py_SETREF(t, PyObject_CallMethod(t, "pin_memory", NULL));
     }
-    return t;
+    return with_requires_grad(t, kw[4]);
 }
 
 #define FACTORY(name, kind, has_value)                                       \
@@ -297,11 +292,11 @@ like(const char *fname, enum fill_kind kind, double fixed, int has_value,
         }
     }
     if (pygpu_parse_dtype_opt(a[2], t->dtype, &dtype) < 0 ||
-        pygpu_parse_device_opt(a[3], &t->device, &dev) < 0 ||
-        check_requires_grad(a[4]) < 0) {
+        pygpu_parse_device_opt(a[3], &t->device, &dev) < 0) {
         return NULL;
     }
-    return make_filled(t->ndim, t->shape, dtype, dev, kind, value, fname);
+    return with_requires_grad(
+        make_filled(t->ndim, t->shape, dtype, dev, kind, value, fname), a[4]);
 }
 
 #define LIKE(name, kind, fixed, has_value)                                   \

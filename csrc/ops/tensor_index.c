@@ -1,7 +1,7 @@
 /* tensor_index.c - t[key] and t[key] = value for ints, slices (positive
  * steps), None, Ellipsis and bools: views of the same memory, and a
  * broadcast copy into such a view. */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 #include <string.h>
 
@@ -50,8 +50,8 @@ merge_bool_dims(int *n, int64_t *shape, int64_t *strides, const int *pos,
 }
 
 /* t[index] for ints, slices (positive steps), None, Ellipsis and bools. */
-PyObject *
-pygpu_t_getitem(PyObject *op, PyObject *key)
+static PyObject *
+getitem_view(PyObject *op, PyObject *key)
 {
     TensorObject *t = (TensorObject *)op;
     PyObject *tuple = NULL, *r = NULL;
@@ -169,6 +169,46 @@ pygpu_t_getitem(PyObject *op, PyObject *key)
     r = (PyObject *)pygpu_tensor_view(t, n, shape, strides, offset);
 fail:
     Py_XDECREF(tuple);
+    return r;
+}
+
+/* Whether every part of an index key selects a view: ints, slices, None,
+ * Ellipsis, bools. */
+static int
+basic_key(PyObject *key)
+{
+    PyObject *one[1] = {key};
+    PyObject *const *items = one;
+    Py_ssize_t n = 1;
+    if (PyTuple_Check(key)) {
+        items = &PyTuple_GET_ITEM(key, 0);
+        n = PyTuple_GET_SIZE(key);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = items[i];
+        if (!PyLong_Check(k) && !PySlice_Check(k) && k != Py_None &&
+            k != Py_Ellipsis) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+PyObject *
+pygpu_t_getitem(PyObject *op, PyObject *key)
+{
+    TensorObject *t = (TensorObject *)op;
+    PyObject *r = getitem_view(op, key);
+    if (r != NULL && pygpu_ag_wanted(1, &t)) {
+        if (!basic_key(key)) {
+            Py_DECREF(r);
+            PyErr_SetString(PyExc_RuntimeError,
+                            "pygpu's autograd records indexing by ints, "
+                            "slices, None and Ellipsis only");
+            return NULL;
+        }
+        r = pygpu_ag_view(PYGPU_AG_INDEX, t, NULL, key, r);
+    }
     return r;
 }
 

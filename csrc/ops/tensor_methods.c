@@ -1,6 +1,6 @@
 /* tensor_methods.c - the Tensor's method table, and the small methods
  * that are neither conversions, views nor ops (attributes: tensor_attrs.c). */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 #include "ops/op_list.h"
 
 /* Defined in tensor_convert.c, tensor_views.c and the ops files. */
@@ -355,7 +355,24 @@ PyMethodDef pygpu_tensor_methods[] = {
      "A contiguous copy on the same device.  memory_format is accepted and\n"
      "ignored."},
     {"detach", t_detach, METH_NOARGS,
-     "detach($self, /)\n--\n\nA view (pygpu has no autograd)."},
+     "detach($self, /)\n--\n\n"
+     "A view of the same memory without history (requires_grad False)."},
+    {"detach_", pygpu_t_detach_, METH_NOARGS,
+     "detach_($self, /)\n--\n\n"
+     "Drop this tensor's history: it becomes a leaf not requiring grad."},
+    {"requires_grad_", FASTKW(pygpu_t_requires_grad_),
+     "requires_grad_($self, /, requires_grad=True)\n--\n\n"
+     "Set requires_grad on this leaf in place; returns self."},
+    {"retain_grad", pygpu_t_retain_grad, METH_NOARGS,
+     "retain_grad($self, /)\n--\n\n"
+     "Keep this non-leaf's gradient in .grad during backward()."},
+    {"backward", FASTKW(pygpu_t_backward),
+     "backward($self, /, gradient=None, retain_graph=None, "
+     "create_graph=False, inputs=None)\n--\n\n"
+     "Accumulate the gradient of this tensor into the .grad of the leaves\n"
+     "it depends on.  gradient: d(something)/d(self), needed unless self\n"
+     "has one element.  The graph's saved tensors are freed unless\n"
+     "retain_graph=True."},
     {"numpy", FASTKW(pygpu_t_numpy),
      "numpy($self, /, *, force=False)\n--\n\n"
      "A NumPy array sharing memory (CPU tensors only)."},

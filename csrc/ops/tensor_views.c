@@ -1,7 +1,7 @@
 /* tensor_views.c - views that share memory: T, t, transpose, permute,
  * view/reshape, flatten, unsqueeze, squeeze, expand.  Indexing is in
  * tensor_index.c. */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 #include <string.h>
 
@@ -119,7 +119,8 @@ view_strides(const TensorObject *t, int ndim, const int64_t *shape,
 }
 
 static PyObject *
-reshape_to(TensorObject *self, int ndim, const int64_t *shape, int allow_copy)
+reshape_raw(TensorObject *self, int ndim, const int64_t *shape,
+            int allow_copy)
 {
     int64_t strides[PYGPU_MAX_DIMS];
     if (view_strides(self, ndim, shape, strides) == 0) {
@@ -141,6 +142,15 @@ reshape_to(TensorObject *self, int ndim, const int64_t *shape, int allow_copy)
     PyObject *r = (PyObject *)pygpu_tensor_view(c, ndim, shape, strides, 0);
     Py_DECREF(c);
     return r;
+}
+
+/* self in shape: a view when the layout allows, else (allow_copy) a view
+ * of a contiguous copy. */
+static PyObject *
+reshape_to(TensorObject *self, int ndim, const int64_t *shape, int allow_copy)
+{
+    return pygpu_ag_view(PYGPU_AG_RESHAPE, self, NULL, NULL,
+                         reshape_raw(self, ndim, shape, allow_copy));
 }
 
 static PyObject *
@@ -181,7 +191,9 @@ permuted(TensorObject *t, const int *perm)
         shape[d] = t->shape[perm[d]];
         strides[d] = t->strides[perm[d]];
     }
-    return (PyObject *)pygpu_tensor_view(t, t->ndim, shape, strides, 0);
+    return pygpu_ag_view(
+        PYGPU_AG_PERMUTE, t, perm, NULL,
+        (PyObject *)pygpu_tensor_view(t, t->ndim, shape, strides, 0));
 }
 
 static PyObject *
@@ -352,7 +364,9 @@ pygpu_t_unsqueeze(PyObject *op, PyObject *arg)
             s++;
         }
     }
-    return (PyObject *)pygpu_tensor_view(t, t->ndim + 1, shape, strides, 0);
+    return pygpu_ag_view(
+        PYGPU_AG_RESHAPE, t, NULL, NULL,
+        (PyObject *)pygpu_tensor_view(t, t->ndim + 1, shape, strides, 0));
 }
 
 PyObject *
@@ -376,7 +390,9 @@ pygpu_t_squeeze(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
         strides[n] = t->strides[d];
         n++;
     }
-    return (PyObject *)pygpu_tensor_view(t, n, shape, strides, 0);
+    return pygpu_ag_view(PYGPU_AG_RESHAPE, t, NULL, NULL,
+                         (PyObject *)pygpu_tensor_view(t, n, shape, strides,
+                                                       0));
 }
 
 /* expand(*sizes): broadcast size-1 dims (stride 0); -1 keeps a dim. */
@@ -421,7 +437,9 @@ pygpu_t_expand(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
     if (pygpu_shape_numel(ndim, shape, &numel) < 0) {
         goto fail;
     }
-    r = (PyObject *)pygpu_tensor_view(t, ndim, shape, strides, 0);
+    r = pygpu_ag_view(PYGPU_AG_EXPAND, t, NULL, NULL,
+                      (PyObject *)pygpu_tensor_view(t, ndim, shape, strides,
+                                                    0));
 fail:
     Py_XDECREF(seq);
     return r;

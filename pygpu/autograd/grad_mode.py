@@ -9,28 +9,16 @@ body runs, not between its yields) in a fresh context per call.
 """
 import functools
 import inspect
-import threading
+
+from .. import _C
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
            "is_grad_enabled", "is_inference_mode_enabled"]
 
-_tls = threading.local()
-
-
-def is_grad_enabled():
-    """Whether grad mode is on in this thread (it is unless turned off)."""
-    return getattr(_tls, "grad", True)
-
-
-def is_inference_mode_enabled():
-    """Whether inference mode is on in this thread."""
-    return getattr(_tls, "inference", False)
-
-
-def _set_grad(mode):
-    if not isinstance(mode, bool):
-        raise TypeError(f"enabled must be a bool (got {type(mode).__name__})")
-    _tls.grad = mode
+# The flags live in C (per thread), where every op reads them.
+is_grad_enabled = _C._is_grad_enabled
+is_inference_mode_enabled = _C._is_inference_mode_enabled
+_set_grad = _C._set_grad_enabled
 
 
 def _state():
@@ -38,7 +26,8 @@ def _state():
 
 
 def _restore(state):
-    _tls.grad, _tls.inference = state
+    _C._set_grad_enabled(state[0])
+    _C._set_inference_mode(state[1])
 
 
 class _ModeContext:
@@ -107,10 +96,10 @@ class _BareDecoratorContext(_ModeContext):
 
 class no_grad(_BareDecoratorContext):
     """Turns grad mode off in this thread inside the block or the decorated
-    function (pygpu records no graph: computation is unchanged)."""
+    function: ops record no graph there."""
 
     def _apply(self):
-        _tls.grad = False
+        _set_grad(False)
 
 
 class enable_grad(_BareDecoratorContext):
@@ -118,7 +107,7 @@ class enable_grad(_BareDecoratorContext):
     function, also inside no_grad."""
 
     def _apply(self):
-        _tls.grad = True
+        _set_grad(True)
 
 
 class set_grad_enabled(_ModeContext):
@@ -134,11 +123,11 @@ class set_grad_enabled(_ModeContext):
         return None
 
     def __exit__(self, exc_type, exc, tb):
-        _tls.grad = self.prev
+        _set_grad(self.prev)
         return False
 
     def __call__(self, func):
-        _tls.grad = self.prev  # decorating does not change the mode
+        _set_grad(self.prev)  # decorating does not change the mode
         return super().__call__(func)
 
     def clone(self):
@@ -161,7 +150,7 @@ class inference_mode(_ModeContext):
         self.mode = mode
 
     def _apply(self):
-        _tls.grad, _tls.inference = not self.mode, self.mode
+        _restore((not self.mode, self.mode))
 
     def clone(self):
         """A new inference_mode of the same mode."""

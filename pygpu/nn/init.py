@@ -1,8 +1,10 @@
 """nn.init: in-place initialisers with torch's fan and gain rules, drawn
-from pygpu's seeded generator on the tensor's own device."""
+from pygpu's seeded generator on the tensor's own device.  As in torch,
+they write with grad mode off (parameters require grad)."""
 import math
 
 from .. import _C
+from ..autograd.grad_mode import no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "zeros_", "ones_",
            "constant_", "kaiming_uniform_", "kaiming_normal_",
@@ -50,6 +52,7 @@ def _fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
+@no_grad()
 def _fill_from(tensor, draw, scale, shift):
     """tensor <- draw(...) * scale + shift, drawn on tensor's device."""
     if tensor.numel() == 0:
@@ -69,14 +72,17 @@ def normal_(tensor, mean=0.0, std=1.0):
     return _fill_from(tensor, _C.randn, std, mean)
 
 
+@no_grad()
 def constant_(tensor, val):
     return tensor.fill_(val)
 
 
+@no_grad()
 def zeros_(tensor):
     return tensor.zero_()
 
 
+@no_grad()
 def ones_(tensor):
     return tensor.fill_(1.0)
 

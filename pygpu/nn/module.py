@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from .._C import Tensor, device as _device, dtype as _dtype
 from .parameter import Parameter
+from ..autograd.grad_mode import no_grad
 
 __all__ = ["Module"]
 
@@ -311,7 +312,15 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        """Nothing to do: pygpu keeps no gradients."""
+        """Reset the parameters' gradients: to None (set_to_none=True, the
+        default), else to zeros in place."""
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                p.grad.zero_()
 
     # ---------------------------------------------------------- state dict
 
@@ -358,7 +367,8 @@ class Module:
                                   f"the shape in current model is "
                                   f"{t.shape}.")
                 elif not assign:
-                    t.copy_(src)
+                    with no_grad():
+                        t.copy_(src)
                 elif isinstance(t, Parameter):
                     setattr(m, k, Parameter(src, t.requires_grad))
                 else:

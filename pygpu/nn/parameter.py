@@ -1,8 +1,7 @@
 """nn.Parameter: a Tensor that a Module registers as one of its parameters.
 
-pygpu has no autograd, so `requires_grad` is a flag a Parameter records
-(True by default, as in torch) and reports, for code that freezes layers or
-filters parameters by it; nothing is tracked and `.grad` stays None.
+A Parameter is a leaf that requires grad by default, as in torch:
+backward() accumulates into its `.grad`.
 """
 from .._C import Tensor, empty
 
@@ -17,19 +16,7 @@ class Parameter(Tensor):
         if data is None:
             data = empty(0)
         self = Tensor.__new__(cls, data)
-        self._requires_grad = bool(requires_grad)
-        return self
-
-    @property
-    def requires_grad(self):
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value):
-        self._requires_grad = bool(value)
-
-    def requires_grad_(self, requires_grad=True):
-        self._requires_grad = bool(requires_grad)
+        self.requires_grad_(bool(requires_grad))
         return self
 
     def __repr__(self):
@@ -37,9 +24,9 @@ class Parameter(Tensor):
 
     def __reduce_ex__(self, protocol):
         from ..serialization import _rebuild_parameter
-        return _rebuild_parameter, (self.detach(), self._requires_grad)
+        return _rebuild_parameter, (self.detach(), self.requires_grad)
 
     def __deepcopy__(self, memo):
         if id(self) not in memo:
-            memo[id(self)] = Parameter(self.clone(), self._requires_grad)
+            memo[id(self)] = Parameter(self.clone(), self.requires_grad)
         return memo[id(self)]

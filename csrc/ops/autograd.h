@@ -1,0 +1,144 @@
+/* autograd.h - reverse-mode automatic differentiation, recorded and run in
+ * C.
+ *
+ * While grad mode is on (per thread, grad_mode.c), an op whose tensor
+ * inputs require grad gives its result a Node (grad_fn): the op's backward
+ * rule, the edges to the Nodes of its inputs (a leaf's edge is its
+ * AccumulateGrad node), the tensors the rule needs (saved with their
+ * version, so an in-place change is caught), and each input's shape, dtype
+ * and device.  backward() walks the Nodes from the roots in dependency
+ * order, summing the gradients that meet at a Node, and gives each leaf
+ * its gradient (autograd_engine.c).  The engine, not the rules, reduces a
+ * gradient to its input's shape (broadcasting) and converts it to the
+ * input's dtype and device, so a rule only states the math
+ * (autograd_rules.c).
+ */
+#ifndef PYGPU_AUTOGRAD_H
+#define PYGPU_AUTOGRAD_H
+
+#include "ops/ops.h"
+
+#define PYGPU_NODE_MAX_IN 3
+#define PYGPU_NODE_MAX_SAVED 3
+
+typedef struct pygpu_node pygpu_node;
+
+/* Gradients of the inputs from the gradient of the output: sets
+ * grads[i] (new references) for the inputs that need one (next[i] != NULL),
+ * NULL meaning zero.  0 or -1 with an exception. */
+typedef int (*pygpu_backward_fn)(pygpu_node *n, TensorObject *grad,
+                                 TensorObject **grads);
+
+struct pygpu_node {
+    PyObject_HEAD
+    const char *name;             /* torch's: "AddBackward0" */
+    pygpu_backward_fn backward;   /* NULL for AccumulateGrad */
+    int nin;
+    PyObject *next[PYGPU_NODE_MAX_IN];   /* input Nodes, NULL: no grad */
+    int in_ndim[PYGPU_NODE_MAX_IN];
+    int64_t in_shape[PYGPU_NODE_MAX_IN][PYGPU_MAX_DIMS];
+    int in_dtype[PYGPU_NODE_MAX_IN];
+    pygpu_device in_device[PYGPU_NODE_MAX_IN];
+    PyObject *saved[PYGPU_NODE_MAX_SAVED]; /* tensors (detached aliases) */
+    uint32_t saved_version[PYGPU_NODE_MAX_SAVED];
+    int had_saved;                /* saved something: a rerun needs it */
+    int released;                 /* saved tensors freed by backward */
+    /* What the rule needs besides tensors. */
+    int op;
+    int flag;
+    double scalar;
+    int perm[PYGPU_MAX_DIMS];
+    PyObject *key;                /* an index key */
+    PyObject *variable;           /* AccumulateGrad: the leaf */
+    PyObject *retained;           /* weakref to an output keeping .grad */
+    PyObject *weakreflist;
+    /* The engine's bookkeeping during one backward pass. */
+    uint64_t pass;
+    int deps;
+    TensorObject *buf;
+};
+
+/* ---------------------------------------------------------- grad mode */
+/* Whether this thread records (grad mode on, inference mode off). */
+int pygpu_grad_enabled(void);
+/* Set this thread's grad mode; the previous mode. */
+int pygpu_set_grad_enabled(int on);
+extern PyMethodDef pygpu_grad_mode_functions[];
+
+/* -------------------------------------------------------------- nodes */
+int pygpu_autograd_register(PyObject *m);
+/* Whether t takes part in autograd: a leaf with requires_grad, or a
+ * tensor with a grad_fn. */
+static inline int
+pygpu_requires_grad(const TensorObject *t)
+{
+    return t != NULL && (t->requires_grad || t->grad_fn != NULL);
+}
+/* Nonzero when an op over in[0..n) (NULL entries ignored) is recorded. */
+int pygpu_ag_wanted(int n, TensorObject *const *in);
+/* A new Node for an op over in[0..n) (NULL: an input that is not a
+ * tensor), its edges and input metadata set.  NULL with an exception. */
+pygpu_node *pygpu_ag_node(const char *name, pygpu_backward_fn fn, int n,
+                          TensorObject *const *in);
+/* Save t (a detached alias with t's version) in slot i. */
+int pygpu_ag_save(pygpu_node *node, int i, TensorObject *t);
+/* The saved tensor of slot i, checked against its version (borrowed);
+ * NULL with torch's error if it was released or modified in place. */
+TensorObject *pygpu_ag_saved(pygpu_node *node, int i);
+/* Make node out's grad_fn (steals node).  0 or -1. */
+int pygpu_ag_set_grad_fn(TensorObject *out, pygpu_node *node);
+/* The AccumulateGrad node of a leaf that requires grad (new ref). */
+PyObject *pygpu_ag_accumulator(TensorObject *leaf);
+
+/* ------------------------ recording (autograd_rules.c, autograd_shapes.c)
+ * A front end that sees its call recorded (pygpu_ag_wanted) hands it to
+ * the function of its family, which runs the op with grad mode off and
+ * gives the result its Node.  New reference or NULL with an exception. */
+/* a <op> b (either may be a number); out == a: in place (a's history
+ * continues through the op); another out: refused, as torch's out=. */
+PyObject *pygpu_ag_binary(int op, PyObject *a, PyObject *b,
+                          TensorObject *out);
+PyObject *pygpu_ag_binary_inplace(int op, TensorObject *a, PyObject *b);
+PyObject *pygpu_ag_unary(int op, TensorObject *a, int inplace);
+PyObject *pygpu_ag_reduce(int op, TensorObject *t, PyObject *dim,
+                          int keepdim);
+PyObject *pygpu_ag_matmul(TensorObject *a, TensorObject *b);
+PyObject *pygpu_ag_linear(TensorObject *x, TensorObject *w, TensorObject *b,
+                          int relu);
+TensorObject *pygpu_ag_to(TensorObject *src, pygpu_device dev, int dtype);
+/* Views and copies, after the fact: res (in's view or copy, or NULL) gets
+ * a Node when in requires grad.  Its gradient is the output's reshaped
+ * (RESHAPE), permuted back (PERMUTE, perm[i] the input dim of output dim
+ * i), reduced to the input's shape (EXPAND), converted (COPY), or put into
+ * zeros at an index key (INDEX). */
+enum { PYGPU_AG_RESHAPE, PYGPU_AG_PERMUTE, PYGPU_AG_EXPAND, PYGPU_AG_COPY,
+       PYGPU_AG_INDEX };
+PyObject *pygpu_ag_view(int kind, TensorObject *in, const int *perm,
+                        PyObject *key, PyObject *res);
+
+/* ------------------------------------------- engine (autograd_engine.c) */
+/* grad reduced to shape (summing broadcast dims), new reference. */
+TensorObject *pygpu_sum_to(TensorObject *grad, int ndim,
+                           const int64_t *shape);
+extern PyMethodDef pygpu_autograd_functions[];
+int pygpu_autograd_engine_init(void);
+/* _backward((tensors), (grads), retain_graph) as a tuple of arguments. */
+PyObject *pygpu_autograd_backward_args(PyObject *args);
+
+/* ------------------------------- Tensor attributes (tensor_autograd.c) */
+PyObject *pygpu_t_get_requires_grad(PyObject *op, void *c);
+int pygpu_t_set_requires_grad(PyObject *op, PyObject *value, void *c);
+PyObject *pygpu_t_get_grad(PyObject *op, void *c);
+int pygpu_t_set_grad(PyObject *op, PyObject *value, void *c);
+PyObject *pygpu_t_get_grad_fn(PyObject *op, void *c);
+PyObject *pygpu_t_get_is_leaf(PyObject *op, void *c);
+PyObject *pygpu_t_get_retains_grad(PyObject *op, void *c);
+PyObject *pygpu_t_get_version(PyObject *op, void *c);
+PyObject *pygpu_t_requires_grad_(PyObject *op, PyObject *const *args,
+                                 Py_ssize_t nargs, PyObject *kwnames);
+PyObject *pygpu_t_retain_grad(PyObject *op, PyObject *noargs);
+PyObject *pygpu_t_detach_(PyObject *op, PyObject *noargs);
+PyObject *pygpu_t_backward(PyObject *op, PyObject *const *args,
+                           Py_ssize_t nargs, PyObject *kwnames);
+
+#endif /* PYGPU_AUTOGRAD_H */

@@ -1,0 +1,484 @@
+/* autograd_rules.c - what each recorded op saves and its backward rule.
+ *
+ * An op's front end, seeing that its call is recorded (pygpu_ag_wanted),
+ * hands the call to pygpu_ag_<family> here, which runs the op itself with
+ * grad mode off (so that nothing inside is recorded twice), then makes the
+ * result's Node.  Rules state the math only: the engine sums a gradient
+ * down to its input's shape and converts it to the input's dtype and
+ * device.
+ */
+#include "ops/autograd.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------- helpers */
+
+/* The op with grad mode off (recording is the caller's job). */
+#define UNRECORDED(call)                                                     \
+    do {                                                                     \
+        int was_ = pygpu_set_grad_enabled(0);                                \
+        res = (call);                                                        \
+        pygpu_set_grad_enabled(was_);                                        \
+    } while (0)
+
+static TensorObject *
+bin(int op, TensorObject *a, PyObject *b)
+{
+    return (TensorObject *)pygpu_op_binary(op, (PyObject *)a, b, NULL);
+}
+
+static TensorObject *
+bin_t(int op, TensorObject *a, TensorObject *b)
+{
+    return bin(op, a, (PyObject *)b);
+}
+
+static TensorObject *
+bin_s(int op, TensorObject *a, double s)
+{
+    PyObject *v = PyFloat_FromDouble(s);
+    if (v == NULL) {
+        return NULL;
+    }
+    TensorObject *r = bin(op, a, v);
+    Py_DECREF(v);
+    return r;
+}
+
+static TensorObject *
+un(int op, TensorObject *a)
+{
+    return (TensorObject *)pygpu_op_unary(op, a, 0);
+}
+
+/* a * b * c, any may be NULL for "absent" (then the product of the
+ * others). */
+static TensorObject *
+mul3(TensorObject *a, TensorObject *b, TensorObject *c)
+{
+    TensorObject *ab = b ? bin_t(PYGPU_MUL, a, b)
+                         : (TensorObject *)Py_NewRef(a);
+    if (ab == NULL || c == NULL) {
+        return ab;
+    }
+    Py_SETREF(ab, bin_t(PYGPU_MUL, ab, c));
+    return ab;
+}
+
+/* A view of t with a size-1 dim inserted at pos. */
+static TensorObject *
+insert_dim(TensorObject *t, int pos)
+{
+    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
+    for (int d = 0, j = 0; d <= t->ndim; d++) {
+        if (d == pos) {
+            shape[d] = 1;
+            strides[d] = 0;
+        }
+        else {
+            shape[d] = t->shape[j];
+            strides[d] = t->strides[j++];
+        }
+    }
+    return pygpu_tensor_view(t, t->ndim + 1, shape, strides, 0);
+}
+
+/* t with its last two dims swapped (a view). */
+static TensorObject *
+mT(TensorObject *t)
+{
+    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
+    int n = t->ndim;
+    memcpy(shape, t->shape, sizeof(int64_t) * n);
+    memcpy(strides, t->strides, sizeof(int64_t) * n);
+    shape[n - 2] = t->shape[n - 1];
+    shape[n - 1] = t->shape[n - 2];
+    strides[n - 2] = t->strides[n - 1];
+    strides[n - 1] = t->strides[n - 2];
+    return pygpu_tensor_view(t, n, shape, strides, 0);
+}
+
+/* t's values in the given shape (same count): a view of a contiguous t. */
+static TensorObject *
+reshaped(TensorObject *t, int ndim, const int64_t *shape)
+{
+    int64_t strides[PYGPU_MAX_DIMS];
+    TensorObject *c = pygpu_tensor_contiguous(t);
+    if (c == NULL) {
+        return NULL;
+    }
+    pygpu_contiguous_strides(ndim, shape, strides);
+    TensorObject *r = pygpu_tensor_view(c, ndim, shape, strides, 0);
+    Py_DECREF(c);
+    return r;
+}
+
+/* Zeros of input i's shape, dtype and device. */
+static TensorObject *
+zeros_of(pygpu_node *n, int i)
+{
+    TensorObject *z = pygpu_tensor_empty(n->in_ndim[i], n->in_shape[i],
+                                         n->in_dtype[i], n->in_device[i]);
+    if (z != NULL && pygpu_op_fill(z, 0.0) < 0) {
+        Py_CLEAR(z);
+    }
+    return z;
+}
+
+/* g as dtype (rules whose ops need one dtype, such as products). */
+static TensorObject *
+as_dtype(TensorObject *g, int dtype)
+{
+    if (g->dtype == dtype) {
+        return (TensorObject *)Py_NewRef(g);
+    }
+    return pygpu_tensor_to(g, g->device, dtype);
+}
+
+static PyObject *
+finish(PyObject *res, pygpu_node *node)
+{
+    if (node == NULL) {
+        Py_XDECREF(res);
+        return NULL;
+    }
+    pygpu_ag_set_grad_fn((TensorObject *)res, node);
+    return res;
+}
+
+static PyObject *
+out_refused(PyObject *res, const char *name)
+{
+    Py_XDECREF(res);
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s(): functions with out=... arguments don't support "
+                 "automatic differentiation, but one of the arguments "
+                 "requires grad.", name);
+    return NULL;
+}
+
+/* ------------------------------------------------------------- binary */
+
+static const char *const binary_names[PYGPU_NBINOPS] = {
+    [PYGPU_ADD] = "AddBackward0", [PYGPU_SUB] = "SubBackward0",
+    [PYGPU_MUL] = "MulBackward0", [PYGPU_DIV] = "DivBackward0"};
+
+/* flag: bit 0 a is a scalar (in node->scalar), bit 1 b is. */
+static int
+binary_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    TensorObject *a = NULL, *b = NULL, *t = NULL;
+    double s = n->scalar;
+    if (n->op == PYGPU_MUL || n->op == PYGPU_DIV) {
+        /* a is read for b's gradient; b for a's, and for its own in a
+         * quotient. */
+        int need_a = n->next[1] != NULL && !(n->flag & 1);
+        int need_b = !(n->flag & 2) &&
+                     (n->next[0] != NULL ||
+                      (n->op == PYGPU_DIV && n->next[1] != NULL));
+        if ((need_a && (a = pygpu_ag_saved(n, 0)) == NULL) ||
+            (need_b && (b = pygpu_ag_saved(n, 1)) == NULL)) {
+            return -1;
+        }
+    }
+    switch (n->op) {
+    case PYGPU_ADD:
+        grads[0] = n->next[0] ? (TensorObject *)Py_NewRef(g) : NULL;
+        grads[1] = n->next[1] ? (TensorObject *)Py_NewRef(g) : NULL;
+        break;
+    case PYGPU_SUB:
+        grads[0] = n->next[0] ? (TensorObject *)Py_NewRef(g) : NULL;
+        if (n->next[1] && (grads[1] = un(PYGPU_NEG, g)) == NULL) {
+            return -1;
+        }
+        break;
+    case PYGPU_MUL:
+        if (n->next[0] && (grads[0] = b ? bin_t(PYGPU_MUL, g, b)
+                                        : bin_s(PYGPU_MUL, g, s)) == NULL) {
+            return -1;
+        }
+        if (n->next[1] && (grads[1] = a ? bin_t(PYGPU_MUL, g, a)
+                                        : bin_s(PYGPU_MUL, g, s)) == NULL) {
+            return -1;
+        }
+        break;
+    case PYGPU_DIV:
+        if (n->next[0] && (grads[0] = b ? bin_t(PYGPU_DIV, g, b)
+                                        : bin_s(PYGPU_DIV, g, s)) == NULL) {
+            return -1;
+        }
+        if (n->next[1]) { /* -g * a / b^2 */
+            t = a ? bin_t(PYGPU_MUL, g, a) : bin_s(PYGPU_MUL, g, -s);
+            if (t != NULL && a != NULL) {
+                Py_SETREF(t, un(PYGPU_NEG, t));
+            }
+            if (t != NULL) {
+                Py_SETREF(t, bin_t(PYGPU_DIV, t, b));
+            }
+            if (t != NULL) {
+                Py_SETREF(t, bin_t(PYGPU_DIV, t, b));
+            }
+            if (t == NULL) {
+                return -1;
+            }
+            grads[1] = t;
+        }
+        break;
+    }
+    return 0;
+}
+
+/* The Node of a binary op over a and b (either may be a number). */
+static pygpu_node *
+binary_node(int op, PyObject *a, PyObject *b)
+{
+    TensorObject *in[2] = {Tensor_Check(a) ? (TensorObject *)a : NULL,
+                           Tensor_Check(b) ? (TensorObject *)b : NULL};
+    pygpu_node *n = pygpu_ag_node(binary_names[op], binary_backward, 2, in);
+    if (n == NULL) {
+        return NULL;
+    }
+    n->op = op;
+    for (int i = 0; i < 2; i++) {
+        if (in[i] == NULL) {
+            n->flag |= 1 << i;
+            n->scalar = PyFloat_AsDouble(i == 0 ? a : b);
+            if (n->scalar == -1.0 && PyErr_Occurred()) {
+                Py_DECREF(n);
+                return NULL;
+            }
+        }
+        else if ((op == PYGPU_MUL || op == PYGPU_DIV) &&
+                 pygpu_ag_save(n, i, in[i]) < 0) {
+            Py_DECREF(n);
+            return NULL;
+        }
+    }
+    return n;
+}
+
+PyObject *
+pygpu_ag_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
+{
+    PyObject *res;
+    if (out != NULL && (PyObject *)out != a) {
+        return out_refused(NULL, pygpu_binop_names[op]);
+    }
+    if (out != NULL) {
+        return pygpu_ag_binary_inplace(op, out, b);
+    }
+    UNRECORDED(pygpu_op_binary(op, a, b, NULL));
+    if (res == NULL || res == Py_NotImplemented) {
+        return res;
+    }
+    return finish(res, binary_node(op, a, b));
+}
+
+/* ------------------------------------------------------------ in place */
+
+static int
+leaf_refused(TensorObject *t)
+{
+    if (t->grad_fn == NULL && t->requires_grad) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "a leaf Variable that requires grad is being used "
+                        "in an in-place operation.");
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *
+pygpu_ag_binary_inplace(int op, TensorObject *a, PyObject *b)
+{
+    PyObject *res;
+    TensorObject *tb = Tensor_Check(b) ? (TensorObject *)b : NULL;
+    if (leaf_refused(a) < 0) {
+        return NULL;
+    }
+    /* a's old value is gone after the op: products whose other operand
+     * needs a gradient would need it. */
+    if ((op == PYGPU_MUL || op == PYGPU_DIV) &&
+        (pygpu_requires_grad(tb) || tb == a)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "pygpu's autograd does not record in-place %s_ when "
+                     "the other operand requires grad; use the out-of-place "
+                     "form", pygpu_binop_names[op]);
+        return NULL;
+    }
+    pygpu_node *n = binary_node(op, (PyObject *)a, b);
+    if (n == NULL) {
+        return NULL;
+    }
+    /* The rule for a needs b only, which is saved; a's slot holds its
+     * pre-op value in no rule. */
+    Py_CLEAR(n->saved[0]);
+    UNRECORDED(pygpu_op_binary(op, (PyObject *)a, b, a));
+    return finish(res, n);
+}
+
+/* ------------------------------------------------------------- unary */
+
+/* Which value the rule reads: 1 the output, 2 the input, 0 neither. */
+static int
+unary_reads(int op)
+{
+    switch (op) {
+    case PYGPU_RELU: case PYGPU_EXP: case PYGPU_EXPM1: case PYGPU_SQRT:
+    case PYGPU_RSQRT: case PYGPU_TANH: case PYGPU_SIGMOID:
+    case PYGPU_RECIPROCAL:
+        return 1;
+    case PYGPU_ABS: case PYGPU_LOG: case PYGPU_LOG1P: case PYGPU_SIN:
+    case PYGPU_COS: case PYGPU_SILU:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+static const char *const unary_names[PYGPU_NUNOPS] = {
+    [PYGPU_NEG] = "NegBackward0", [PYGPU_RELU] = "ReluBackward0",
+    [PYGPU_ABS] = "AbsBackward0", [PYGPU_FLOOR] = "FloorBackward0",
+    [PYGPU_CEIL] = "CeilBackward0", [PYGPU_ROUND] = "RoundBackward0",
+    [PYGPU_SIGN] = "SignBackward0", [PYGPU_EXP] = "ExpBackward0",
+    [PYGPU_LOG] = "LogBackward0", [PYGPU_LOG1P] = "Log1PBackward0",
+    [PYGPU_EXPM1] = "Expm1Backward0", [PYGPU_SQRT] = "SqrtBackward0",
+    [PYGPU_RSQRT] = "RsqrtBackward0", [PYGPU_SIN] = "SinBackward0",
+    [PYGPU_COS] = "CosBackward0", [PYGPU_TANH] = "TanhBackward0",
+    [PYGPU_SIGMOID] = "SigmoidBackward0",
+    [PYGPU_RECIPROCAL] = "ReciprocalBackward0",
+    [PYGPU_SILU] = "SiluBackward0"};
+
+static int
+unary_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    TensorObject *v = NULL, *t = NULL, *u = NULL, *r = NULL;
+    if (unary_reads(n->op) && (v = pygpu_ag_saved(n, 0)) == NULL) {
+        return -1;
+    }
+    switch (n->op) {
+    case PYGPU_NEG:
+        r = un(PYGPU_NEG, g);
+        break;
+    case PYGPU_RELU: /* sign(relu(x)) is the 0/1 mask */
+    case PYGPU_ABS:
+        t = un(PYGPU_SIGN, v);
+        r = t ? bin_t(PYGPU_MUL, g, t) : NULL;
+        break;
+    case PYGPU_FLOOR: case PYGPU_CEIL: case PYGPU_ROUND: case PYGPU_SIGN:
+        r = zeros_of(n, 0);
+        break;
+    case PYGPU_EXP:
+        r = bin_t(PYGPU_MUL, g, v);
+        break;
+    case PYGPU_LOG:
+        r = bin_t(PYGPU_DIV, g, v);
+        break;
+    case PYGPU_LOG1P:
+        t = bin_s(PYGPU_ADD, v, 1.0);
+        r = t ? bin_t(PYGPU_DIV, g, t) : NULL;
+        break;
+    case PYGPU_EXPM1:
+        t = bin_s(PYGPU_ADD, v, 1.0);
+        r = t ? bin_t(PYGPU_MUL, g, t) : NULL;
+        break;
+    case PYGPU_SQRT:
+        t = bin_s(PYGPU_MUL, g, 0.5);
+        r = t ? bin_t(PYGPU_DIV, t, v) : NULL;
+        break;
+    case PYGPU_RSQRT: /* -0.5 g y^3 */
+        t = bin_s(PYGPU_MUL, g, -0.5);
+        r = t ? mul3(t, v, v) : NULL;
+        Py_XSETREF(r, r ? bin_t(PYGPU_MUL, r, v) : NULL);
+        break;
+    case PYGPU_SIN:
+        t = un(PYGPU_COS, v);
+        r = t ? bin_t(PYGPU_MUL, g, t) : NULL;
+        break;
+    case PYGPU_COS:
+        t = un(PYGPU_SIN, v);
+        u = t ? bin_t(PYGPU_MUL, g, t) : NULL;
+        r = u ? un(PYGPU_NEG, u) : NULL;
+        break;
+    case PYGPU_TANH: /* g (1 - y^2) */
+        t = bin_t(PYGPU_MUL, v, v);
+        u = t ? bin_s(PYGPU_MUL, t, -1.0) : NULL;
+        Py_XSETREF(u, u ? bin_s(PYGPU_ADD, u, 1.0) : NULL);
+        r = u ? bin_t(PYGPU_MUL, g, u) : NULL;
+        break;
+    case PYGPU_SIGMOID: /* g y (1 - y) */
+        t = bin_s(PYGPU_MUL, v, -1.0);
+        Py_XSETREF(t, t ? bin_s(PYGPU_ADD, t, 1.0) : NULL);
+        r = t ? mul3(g, v, t) : NULL;
+        break;
+    case PYGPU_RECIPROCAL: /* -g y^2 */
+        t = un(PYGPU_NEG, g);
+        r = t ? mul3(t, v, v) : NULL;
+        break;
+    case PYGPU_SILU: /* g s (1 + x (1 - s)) */
+        t = un(PYGPU_SIGMOID, v);
+        u = t ? bin_s(PYGPU_MUL, t, -1.0) : NULL;
+        Py_XSETREF(u, u ? bin_s(PYGPU_ADD, u, 1.0) : NULL);
+        Py_XSETREF(u, u ? bin_t(PYGPU_MUL, u, v) : NULL);
+        Py_XSETREF(u, u ? bin_s(PYGPU_ADD, u, 1.0) : NULL);
+        r = u ? mul3(g, t, u) : NULL;
+        break;
+    default:
+        PyErr_SetString(PyExc_RuntimeError, "autograd: no rule");
+    }
+    Py_XDECREF(t);
+    Py_XDECREF(u);
+    if (r == NULL) {
+        return -1;
+    }
+    grads[0] = r;
+    return 0;
+}
+
+static pygpu_node *
+unary_node(int op, TensorObject *a)
+{
+    if (op >= PYGPU_NUNOPS || unary_names[op] == NULL) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "the derivative of %s is not implemented in pygpu's "
+                     "autograd yet", pygpu_unop_names[op]);
+        return NULL;
+    }
+    return pygpu_ag_node(unary_names[op], unary_backward, 1, &a);
+}
+
+PyObject *
+pygpu_ag_unary(int op, TensorObject *a, int inplace)
+{
+    PyObject *res;
+    int reads = unary_reads(op);
+    if (inplace && (leaf_refused(a) < 0)) {
+        return NULL;
+    }
+    if (inplace && reads == 2) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "pygpu's autograd does not record in-place %s_ (its "
+                     "derivative needs the input it overwrites); use the "
+                     "out-of-place form", pygpu_unop_names[op]);
+        return NULL;
+    }
+    pygpu_node *n = unary_node(op, a);
+    if (n == NULL) {
+        return NULL;
+    }
+    if (reads == 2 && pygpu_ag_save(n, 0, a) < 0) {
+        Py_DECREF(n);
+        return NULL;
+    }
+    n->op = op;
+    UNRECORDED(pygpu_op_unary(op, a, inplace));
+    if (res != NULL && reads == 1 &&
+        pygpu_ag_save(n, 0, (TensorObject *)res) < 0) {
+        Py_CLEAR(res);
+    }
+    if (res == NULL) {
+        Py_DECREF(n);
+        return NULL;
+    }
+    return finish(res, n);
+}

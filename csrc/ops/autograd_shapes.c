@@ -1,0 +1,381 @@
+/* autograd_shapes.c - the backward rules of products (matmul, linear),
+ * reductions (sum, mean), views and copies: the ops whose gradients move
+ * between shapes.  Recording works as in autograd_rules.c. */
+#include "ops/autograd.h"
+
+#include <string.h>
+
+#define UNRECORDED(call)                                                     \
+    do {                                                                     \
+        int was_ = pygpu_set_grad_enabled(0);                                \
+        res = (call);                                                        \
+        pygpu_set_grad_enabled(was_);                                        \
+    } while (0)
+
+static PyObject *
+finish(PyObject *res, pygpu_node *node)
+{
+    if (res == NULL || node == NULL) {
+        Py_XDECREF(res);
+        Py_XDECREF(node);
+        return NULL;
+    }
+    pygpu_ag_set_grad_fn((TensorObject *)res, node);
+    return res;
+}
+
+/* A view of t: shape and strides given. */
+static TensorObject *
+view(TensorObject *t, int ndim, const int64_t *shape, const int64_t *strides)
+{
+    return pygpu_tensor_view(t, ndim, shape, strides, 0);
+}
+
+/* t with a size-1 dim (stride 0) inserted at pos. */
+static TensorObject *
+insert_dim(TensorObject *t, int pos)
+{
+    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
+    for (int d = 0, j = 0; d <= t->ndim; d++) {
+        int here = d == pos;
+        shape[d] = here ? 1 : t->shape[j];
+        strides[d] = here ? 0 : t->strides[j++];
+    }
+    return view(t, t->ndim + 1, shape, strides);
+}
+
+/* t with its last two dims swapped. */
+static TensorObject *
+mT(TensorObject *t)
+{
+    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
+    int n = t->ndim;
+    memcpy(shape, t->shape, sizeof(int64_t) * n);
+    memcpy(strides, t->strides, sizeof(int64_t) * n);
+    shape[n - 2] = t->shape[n - 1];
+    shape[n - 1] = t->shape[n - 2];
+    strides[n - 2] = t->strides[n - 1];
+    strides[n - 1] = t->strides[n - 2];
+    return view(t, n, shape, strides);
+}
+
+/* t in another shape of the same count. */
+static TensorObject *
+reshaped(TensorObject *t, int ndim, const int64_t *shape)
+{
+    int64_t strides[PYGPU_MAX_DIMS];
+    TensorObject *c = pygpu_tensor_contiguous(t);
+    if (c == NULL) {
+        return NULL;
+    }
+    pygpu_contiguous_strides(ndim, shape, strides);
+    TensorObject *r = view(c, ndim, shape, strides);
+    Py_DECREF(c);
+    return r;
+}
+
+static TensorObject *
+as_dtype(TensorObject *g, int dtype)
+{
+    if (g->dtype == dtype) {
+        return (TensorObject *)Py_NewRef(g);
+    }
+    return pygpu_tensor_to(g, g->device, dtype);
+}
+
+static TensorObject *
+mm(TensorObject *a, TensorObject *b)
+{
+    return (TensorObject *)pygpu_op_matmul((PyObject *)a, (PyObject *)b);
+}
+
+/* ------------------------------------------------------------ reduce */
+
+/* op SUM or MEAN over dim (perm[0]; -1: all elements), keepdim in flag:
+ * the gradient spread back over the reduced elements (a view with stride
+ * 0 there), divided by their count for MEAN. */
+static int
+reduce_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    int64_t strides[PYGPU_MAX_DIMS];
+    int dim = n->perm[0], nd = n->in_ndim[0], keepdim = n->flag;
+    const int64_t *shape = n->in_shape[0];
+    for (int d = 0; d < nd; d++) {
+        if (dim < 0 || d == dim) {
+            strides[d] = 0; /* g's one element (per row) spread */
+        }
+        else {
+            strides[d] = g->strides[d < dim || keepdim ? d : d - 1];
+        }
+    }
+    TensorObject *r = view(g, nd, shape, strides);
+    if (r != NULL && n->op == PYGPU_MEAN) {
+        int64_t count = dim < 0 ? pygpu_numel(nd, shape) : shape[dim];
+        PyObject *c = PyFloat_FromDouble((double)count);
+        PyObject *q = c ? pygpu_op_binary(PYGPU_DIV, (PyObject *)r, c, NULL)
+                        : NULL;
+        Py_XDECREF(c);
+        Py_SETREF(r, (TensorObject *)q);
+    }
+    grads[0] = r;
+    return r == NULL ? -1 : 0;
+}
+
+PyObject *
+pygpu_ag_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim)
+{
+    PyObject *res;
+    int dim = -1;
+    if (op != PYGPU_SUM && op != PYGPU_MEAN) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "the derivative of max is not implemented in pygpu's "
+                        "autograd yet");
+        return NULL;
+    }
+    if (dimobj != NULL && dimobj != Py_None && t->ndim > 0 &&
+        pygpu_parse_dim(dimobj, t->ndim, &dim) < 0) {
+        return NULL;
+    }
+    UNRECORDED(pygpu_op_reduce(op, t, dimobj, keepdim));
+    if (res == NULL) {
+        return NULL;
+    }
+    const char *name = op == PYGPU_SUM
+                           ? (dim < 0 ? "SumBackward0" : "SumBackward1")
+                           : (dim < 0 ? "MeanBackward0" : "MeanBackward1");
+    pygpu_node *n = pygpu_ag_node(name, reduce_backward, 1, &t);
+    if (n != NULL) {
+        n->op = op;
+        n->perm[0] = dim;
+        n->flag = keepdim;
+    }
+    return finish(res, n);
+}
+
+/* ------------------------------------------------------------ matmul */
+
+/* a @ b with 1-D operands promoted to matrices (a: [1, k], b: [k, 1]) and
+ * g shaped like their product: ga = g @ b^T, gb = a^T @ g, each reduced
+ * to its operand's (promoted) shape by the engine, then given back the
+ * operand's own shape. */
+static int
+matmul_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    TensorObject *a = pygpu_ag_saved(n, 0), *b = pygpu_ag_saved(n, 1);
+    TensorObject *a1 = NULL, *b1 = NULL, *g1 = NULL, *t = NULL, *r = NULL;
+    int rc = -1;
+    if (a == NULL || b == NULL) {
+        return -1;
+    }
+    a1 = a->ndim == 1 ? insert_dim(a, 0) : (TensorObject *)Py_NewRef(a);
+    b1 = b->ndim == 1 ? insert_dim(b, 1) : (TensorObject *)Py_NewRef(b);
+    g1 = as_dtype(g, a->dtype);
+    if (a1 == NULL || b1 == NULL || g1 == NULL) {
+        goto fail;
+    }
+    if (a->ndim == 1) {
+        Py_SETREF(g1, insert_dim(g1, g1->ndim - (b->ndim == 1 ? 0 : 1)));
+    }
+    if (g1 != NULL && b->ndim == 1) {
+        Py_SETREF(g1, insert_dim(g1, g1->ndim));
+    }
+    if (g1 == NULL) {
+        goto fail;
+    }
+    for (int i = 0; i < 2; i++) {
+        TensorObject *op = i == 0 ? a : b, *op1 = i == 0 ? a1 : b1;
+        if (n->next[i] == NULL) {
+            continue;
+        }
+        t = i == 0 ? mT(b1) : mT(a1);
+        r = t == NULL ? NULL : i == 0 ? mm(g1, t) : mm(t, g1);
+        Py_CLEAR(t);
+        if (r != NULL) {
+            Py_SETREF(r, pygpu_sum_to(r, op1->ndim, op1->shape));
+        }
+        if (r != NULL && op->ndim == 1) {
+            Py_SETREF(r, reshaped(r, 1, op->shape));
+        }
+        if (r == NULL) {
+            goto fail;
+        }
+        grads[i] = r;
+    }
+    rc = 0;
+fail:
+    Py_XDECREF(a1);
+    Py_XDECREF(b1);
+    Py_XDECREF(g1);
+    return rc;
+}
+
+PyObject *
+pygpu_ag_matmul(TensorObject *a, TensorObject *b)
+{
+    PyObject *res;
+    UNRECORDED(pygpu_op_matmul((PyObject *)a, (PyObject *)b));
+    if (res == NULL) {
+        return NULL;
+    }
+    TensorObject *in[2] = {a, b};
+    const char *name = a->ndim == 2 && b->ndim == 2 ? "MmBackward0"
+                       : a->ndim == 1 && b->ndim == 1 ? "DotBackward0"
+                       : a->ndim <= 2 && b->ndim <= 2 ? "MvBackward0"
+                                                      : "BmmBackward0";
+    pygpu_node *n = pygpu_ag_node(name, matmul_backward, 2, in);
+    if (n != NULL &&
+        (pygpu_ag_save(n, 0, a) < 0 || pygpu_ag_save(n, 1, b) < 0)) {
+        Py_CLEAR(n);
+    }
+    return finish(res, n);
+}
+
+/* ------------------------------------------------------------ linear */
+
+/* y = x @ w^T + b, relu(y) when flag: gy = g (masked by y > 0), then
+ * gx = gy @ w, gw = gy^T @ x (batches summed by the engine), gb = gy
+ * (summed to b's shape by the engine). */
+static int
+linear_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    TensorObject *x = pygpu_ag_saved(n, 0), *w = pygpu_ag_saved(n, 1);
+    TensorObject *gy = NULL, *t = NULL, *u = NULL;
+    int rc = -1;
+    if (x == NULL || w == NULL) {
+        return -1;
+    }
+    gy = as_dtype(g, w->dtype);
+    if (gy != NULL && n->flag) {
+        TensorObject *y = pygpu_ag_saved(n, 2);
+        TensorObject *mask = y ? (TensorObject *)pygpu_op_unary(PYGPU_SIGN,
+                                                                y, 0)
+                               : NULL;
+        Py_SETREF(gy, mask ? (TensorObject *)pygpu_op_binary(
+                                 PYGPU_MUL, (PyObject *)gy,
+                                 (PyObject *)mask, NULL)
+                           : NULL);
+        Py_XDECREF(mask);
+    }
+    if (gy == NULL) {
+        goto fail;
+    }
+    if (n->next[0] && (grads[0] = mm(gy, w)) == NULL) {
+        goto fail;
+    }
+    if (n->next[1]) {
+        if (x->ndim == 1) { /* the outer product gy x^T */
+            t = insert_dim(gy, 1);
+            u = t ? insert_dim(x, 0) : NULL;
+        }
+        else {
+            t = mT(gy);
+            u = (TensorObject *)Py_NewRef(x);
+        }
+        grads[1] = t && u ? mm(t, u) : NULL;
+        if (grads[1] == NULL) {
+            goto fail;
+        }
+    }
+    if (n->next[2]) {
+        grads[2] = (TensorObject *)Py_NewRef(gy);
+    }
+    rc = 0;
+fail:
+    Py_XDECREF(gy);
+    Py_XDECREF(t);
+    Py_XDECREF(u);
+    return rc;
+}
+
+PyObject *
+pygpu_ag_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
+                int relu)
+{
+    PyObject *res;
+    UNRECORDED(pygpu_op_linear(x, w, bias, relu));
+    if (res == NULL) {
+        return NULL;
+    }
+    TensorObject *in[3] = {x, w, bias};
+    pygpu_node *n = pygpu_ag_node(
+        relu ? "AddmmReluBackward0" : bias ? "AddmmBackward0" : "MmBackward0",
+        linear_backward, 3, in);
+    if (n != NULL) {
+        n->flag = relu;
+        if (pygpu_ag_save(n, 0, x) < 0 || pygpu_ag_save(n, 1, w) < 0 ||
+            (relu && pygpu_ag_save(n, 2, (TensorObject *)res) < 0)) {
+            Py_CLEAR(n);
+        }
+    }
+    return finish(res, n);
+}
+
+/* ------------------------------------------------------ views, copies */
+
+static int
+view_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
+    TensorObject *r = NULL;
+    switch (n->op) {
+    case PYGPU_AG_RESHAPE:
+        r = reshaped(g, n->in_ndim[0], n->in_shape[0]);
+        break;
+    case PYGPU_AG_PERMUTE: /* output dim i was input dim perm[i] */
+        for (int i = 0; i < g->ndim; i++) {
+            shape[n->perm[i]] = g->shape[i];
+            strides[n->perm[i]] = g->strides[i];
+        }
+        r = view(g, g->ndim, shape, strides);
+        break;
+    case PYGPU_AG_INDEX: {
+        r = pygpu_tensor_empty(n->in_ndim[0], n->in_shape[0], g->dtype,
+                               g->device);
+        if (r != NULL && (pygpu_op_fill(r, 0.0) < 0 ||
+                          pygpu_t_setitem((PyObject *)r, n->key,
+                                          (PyObject *)g) < 0)) {
+            Py_CLEAR(r);
+        }
+        break;
+    }
+    default: /* EXPAND, COPY: the engine reduces and converts */
+        r = (TensorObject *)Py_NewRef(g);
+    }
+    grads[0] = r;
+    return r == NULL ? -1 : 0;
+}
+
+static const char *const view_names[] = {
+    [PYGPU_AG_RESHAPE] = "ViewBackward0",
+    [PYGPU_AG_PERMUTE] = "PermuteBackward0",
+    [PYGPU_AG_EXPAND] = "ExpandBackward0",
+    [PYGPU_AG_COPY] = "ToCopyBackward0",
+    [PYGPU_AG_INDEX] = "SliceBackward0"};
+
+PyObject *
+pygpu_ag_view(int kind, TensorObject *in, const int *perm, PyObject *key,
+              PyObject *res)
+{
+    if (res == NULL || res == (PyObject *)in ||
+        !pygpu_ag_wanted(1, &in)) {
+        return res;
+    }
+    pygpu_node *n = pygpu_ag_node(view_names[kind], view_backward, 1, &in);
+    if (n != NULL) {
+        n->op = kind;
+        if (perm != NULL) {
+            memcpy(n->perm, perm, sizeof(int) * (size_t)in->ndim);
+        }
+        n->key = Py_XNewRef(key);
+    }
+    return finish(res, n);
+}
+
+TensorObject *
+pygpu_ag_to(TensorObject *src, pygpu_device dev, int dtype)
+{
+    PyObject *res;
+    UNRECORDED((PyObject *)pygpu_tensor_to(src, dev, dtype));
+    return (TensorObject *)pygpu_ag_view(PYGPU_AG_COPY, src, NULL, NULL,
+                                         res);
+}
