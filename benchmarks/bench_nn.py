@@ -28,7 +28,7 @@ def make_models(device):
     pygpu.manual_seed(0)
     model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(),
                           nn.Linear(256, 10)).to(device)
-    w = [p.cpu().numpy() for p in model.parameters()]
+    w = [p.detach().cpu().numpy() for p in model.parameters()]
     peers = {"pygpu": model}
     if torch is not None and (device == "cpu" or TORCH_CUDA):
         tm = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
@@ -91,6 +91,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--cpu-only", action="store_true")
     args = ap.parse_args()
+    # Inference in both libraries: no graph is recorded.
+    pygpu.set_grad_enabled(False)
     if torch is not None:
         torch.set_grad_enabled(False)
     print(f"pygpu {pygpu.__version__}, numpy {np.__version__}, torch "

@@ -112,7 +112,8 @@ def equal(input: Tensor, other: Tensor) -> bool:
                            f"{input.device} and {other.device}!")
     if input.shape != other.shape:
         return False
-    return bool(_np.array_equal(input.cpu().numpy(), other.cpu().numpy()))
+    return bool(_np.array_equal(input.detach().cpu().numpy(),
+                                other.detach().cpu().numpy()))
 
 
 from . import amp  # noqa: E402

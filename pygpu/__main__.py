@@ -58,9 +58,11 @@ def model_check(device, batch, info):
     model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(),
                           nn.Linear(256, 10)).to(device)
     x = pygpu.randn(batch, 784, device=device)
-    y = model(x)
+    with pygpu.no_grad():
+        y = model(x)
     _sync(device)
-    w = [p.cpu().numpy().astype(np.float64) for p in model.parameters()]
+    w = [p.detach().cpu().numpy().astype(np.float64)
+         for p in model.parameters()]
     h = np.maximum(x.cpu().numpy().astype(np.float64) @ w[0].T + w[1], 0)
     ref = h @ w[2].T + w[3]
     err = float(np.abs(y.cpu().numpy() - ref).max() / np.abs(ref).max())

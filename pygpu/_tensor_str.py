@@ -51,7 +51,7 @@ def _edges(t):
             head = _edges(t[keep + (slice(0, _EDGEITEMS),)])
             tail = _edges(t[keep + (slice(n - _EDGEITEMS, n),)])
             return np.concatenate([head, tail], axis=d)
-    return t.cpu().numpy()
+    return t.detach().cpu().numpy()
 
 
 def _format(arr, shape, fmt, indent, summarize):
@@ -74,6 +74,17 @@ def _format(arr, shape, fmt, indent, summarize):
 
 
 def tensor_repr(t):
+    from .autograd.grad_mode import no_grad
+    with no_grad():
+        text = _repr(t.detach())
+    if t.grad_fn is not None:
+        return text[:-1] + f", grad_fn=<{t.grad_fn.name()}>)"
+    if t.requires_grad:
+        return text[:-1] + ", requires_grad=True)"
+    return text
+
+
+def _repr(t):
     dtype = t.dtype
     shape = tuple(t.shape)
     numel = t.numel()

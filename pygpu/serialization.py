@@ -28,7 +28,7 @@ DEFAULT_PROTOCOL = 4
 
 def _reduce_tensor(t):
     name = str(t.dtype).rsplit(".", 1)[-1]
-    data = np.ascontiguousarray(t.cpu().numpy()).tobytes()
+    data = np.ascontiguousarray(t.detach().cpu().numpy()).tobytes()
     return _rebuild_tensor, (data, name, tuple(t.shape), str(t.device))
 
 

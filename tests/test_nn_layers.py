@@ -15,7 +15,7 @@ from conftest import RTOL, rel_err
 
 
 def f64(t):
-    return t.cpu().numpy().astype(np.float64)
+    return t.detach().cpu().detach().numpy().astype(np.float64)
 
 
 def uniform_checks(values, a, b):

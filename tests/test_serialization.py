@@ -18,7 +18,7 @@ from conftest import HAS_CUDA
 def same(a, b):
     assert type(a) is type(b)
     assert a.dtype == b.dtype and a.shape == b.shape
-    np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+    np.testing.assert_array_equal(a.detach().cpu().detach().numpy(), b.detach().cpu().detach().numpy())
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int64"])
@@ -144,7 +144,7 @@ def test_pickle_and_deepcopy(device, rng):
     c = copy.deepcopy(t)
     same(c, t)
     c.fill_(0)
-    assert t.cpu().numpy().any()  # a copy, not a view
+    assert t.detach().cpu().detach().numpy().any()  # a copy, not a view
     p = nn.Parameter(t, requires_grad=False)
     q = pickle.loads(pickle.dumps(p))
     assert isinstance(q, nn.Parameter) and not q.requires_grad

@@ -295,6 +295,12 @@ pygpu_t_numpy(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         pygpu_parse_bool(a[0], 0, &force) < 0) {
         return NULL;
     }
+    if (!force && pygpu_requires_grad(self)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Can't call numpy() on Tensor that requires grad. "
+                        "Use tensor.detach().numpy() instead.");
+        return NULL;
+    }
     if (force && self->device.type != PYGPU_CPU) {
         PyObject *host = pygpu_t_cpu(op, NULL);
         if (host == NULL) {
