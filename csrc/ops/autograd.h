@@ -42,6 +42,7 @@ struct pygpu_node {
     PyObject *saved[PYGPU_NODE_MAX_SAVED]; /* tensors (detached aliases) */
     uint32_t saved_version[PYGPU_NODE_MAX_SAVED];
     int had_saved;                /* saved something: a rerun needs it */
+    int is_view;                  /* the output views the input's memory */
     int released;                 /* saved tensors freed by backward */
     /* What the rule needs besides tensors. */
     int op;

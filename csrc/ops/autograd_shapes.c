@@ -363,6 +363,7 @@ pygpu_ag_view(int kind, TensorObject *in, const int *perm, PyObject *key,
     pygpu_node *n = pygpu_ag_node(view_names[kind], view_backward, 1, &in);
     if (n != NULL) {
         n->op = kind;
+        n->is_view = kind != PYGPU_AG_COPY;
         if (perm != NULL) {
             memcpy(n->perm, perm, sizeof(int) * (size_t)in->ndim);
         }
