@@ -82,6 +82,7 @@ __all__ = [
     "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "finfo", "iinfo", "promote_types",
     "result_type", "can_cast", "get_default_dtype", "is_floating_point",
+    "optim",
 ]
 
 # The unary ops of csrc/ops/op_list.h, each pygpu.<name>.
@@ -120,6 +121,7 @@ from . import amp  # noqa: E402
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,E501
 from .serialization import load, save  # noqa: E402
 from . import autograd  # noqa: E402
+from . import optim  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402,E501
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 from ._type_info import (can_cast, finfo, get_default_dtype, iinfo,  # noqa: E402,E501

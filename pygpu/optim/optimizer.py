@@ -1,0 +1,104 @@
+"""Optimizer: parameter groups, zero_grad and state dicts, as torch's."""
+from copy import deepcopy
+
+from .._C import Tensor
+
+__all__ = ["Optimizer"]
+
+
+class Optimizer:
+    """Base class: holds param_groups (dicts with "params" and the
+    hyper-parameters) and per-parameter state."""
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self.state = {}
+        self.param_groups = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should "
+                            "be an iterable of Tensors or dicts, but got "
+                            + type(params).__name__)
+        groups = list(params)
+        if len(groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, group):
+        params = group["params"]
+        params = [params] if isinstance(params, Tensor) else list(params)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but "
+                                "one of the params is " + type(p).__name__)
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+            if id(p) in seen:
+                raise ValueError("some parameters appear in more than one "
+                                 "parameter group")
+        group = dict(group, params=params)
+        for k, v in self.defaults.items():
+            group.setdefault(k, v)
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none=True):
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.zero_()
+
+    def state_dict(self):
+        """{"state": {index: state}, "param_groups": [...]} with parameters
+        numbered in group order, as torch's."""
+        index, groups = {}, []
+        for g in self.param_groups:
+            packed = {k: v for k, v in g.items() if k != "params"}
+            packed["params"] = []
+            for p in g["params"]:
+                index.setdefault(id(p), len(index))
+                packed["params"].append(index[id(p)])
+            groups.append(packed)
+        state = {index[id(p)]: {k: (v.clone() if isinstance(v, Tensor)
+                                    else v) for k, v in s.items()}
+                 for p, s in ((p, self.state[p]) for g in self.param_groups
+                              for p in g["params"] if p in self.state)}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of "
+                             "parameter groups")
+        for mine, theirs in zip(self.param_groups, groups):
+            if len(mine["params"]) != len(theirs["params"]):
+                raise ValueError("loaded state dict contains a parameter "
+                                 "group that doesn't match the size of "
+                                 "optimizer's group")
+        self.state = {}
+        for mine, theirs in zip(self.param_groups, groups):
+            for p, i in zip(mine["params"], theirs["params"]):
+                if i in state_dict["state"]:
+                    self.state[p] = {
+                        k: (v.to(p.device) if isinstance(v, Tensor)
+                            else deepcopy(v))
+                        for k, v in state_dict["state"][i].items()}
+            for k, v in theirs.items():
+                if k != "params":
+                    mine[k] = v
+
+    def __repr__(self):
+        lines = [type(self).__name__ + " ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for k in sorted(g):
+                if k != "params":
+                    lines.append(f"    {k}: {g[k]}")
+        lines.append(")")
+        return "\n".join(lines)
