@@ -4,10 +4,11 @@ from . import functional, init, parallel
 from .container import Sequential
 from .layers import (GELU, Flatten, Identity, Linear, ReLU, Sigmoid, SiLU,
                      Tanh)
+from .losses import L1Loss, MSELoss
 from .module import Module
 from .parallel import DataParallel
 from .parameter import Parameter
 
 __all__ = ["functional", "init", "parallel", "Module", "Parameter",
            "Linear", "ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "Identity", "Flatten", "Sequential",
-           "DataParallel"]
+           "DataParallel", "MSELoss", "L1Loss"]

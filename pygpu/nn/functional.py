@@ -52,3 +52,8 @@ def linear_relu(input, weight, bias=None):
     """relu(linear(input, weight, bias)) in one call (cuBLASLt's RELU_BIAS
     epilogue on CUDA): what a Linear directly followed by a ReLU runs."""
     return _C._linear_relu(input, weight, bias)
+
+
+# Losses live in losses.py; their functional forms are here, as in torch.
+from .losses import l1_loss, mse_loss  # noqa: E402
+__all__ += ["mse_loss", "l1_loss"]
