@@ -118,6 +118,18 @@ PyObject *pygpu_ag_view(int kind, TensorObject *in, const int *perm,
                         PyObject *key, PyObject *res);
 
 /* ------------------------------------------- engine (autograd_engine.c) */
+/* What a pass does besides running Nodes: for autograd.grad, the Nodes
+ * whose gradients are wanted (and nothing accumulated into leaves). */
+typedef struct {
+    int ntargets;            /* autograd.grad: the inputs' Nodes */
+    pygpu_node **targets;
+    TensorObject **results;  /* their gradients (new refs) */
+    int retain_graph;
+} pygpu_pass;
+/* One backward pass from roots with their gradients (borrowed), under the
+ * engine's lock, grad mode off.  0 or -1 with an exception. */
+int pygpu_autograd_run(int nroots, pygpu_node *const *roots,
+                       TensorObject *const *grads, const pygpu_pass *pa);
 /* grad reduced to shape (summing broadcast dims), new reference. */
 TensorObject *pygpu_sum_to(TensorObject *grad, int ndim,
                            const int64_t *shape);
