@@ -3,10 +3,15 @@ functional forms (re-exported by nn.functional) and modules.  They are
 compositions of recorded ops, so autograd differentiates them."""
 import warnings
 
-from .._C import Tensor
+import numpy as np
+
+from .._C import Tensor, from_numpy
+from ..autograd.grad_mode import no_grad
 from .module import Module
 
-__all__ = ["mse_loss", "l1_loss", "MSELoss", "L1Loss"]
+__all__ = ["mse_loss", "l1_loss", "log_softmax", "nll_loss", "cross_entropy",
+           "binary_cross_entropy_with_logits", "MSELoss", "L1Loss",
+           "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss"]
 
 
 def _reduce(loss, reduction):
@@ -45,6 +50,112 @@ def l1_loss(input, target, reduction="mean"):
     return _reduce((input - target).abs(), reduction)
 
 
+def log_softmax(input, dim):
+    """input - logsumexp(input, dim), shifted by the (constant) maximum
+    for stability."""
+    with no_grad():
+        m = input.max(dim, keepdim=True).values
+    return input - ((input - m).exp().sum(dim, keepdim=True).log() + m)
+
+
+def _class_weights(target, ncls, weight, ignore_index, device, dtype):
+    """Per-sample (one-hot of the target, its weight) as tensors; rows of
+    ignored samples are zero.  Built on the host from the targets."""
+    t = target.detach().cpu().numpy()
+    if t.dtype.kind not in "iu":
+        raise RuntimeError("expected scalar type Long but found " +
+                           str(target.dtype).split(".")[-1])
+    keep = t != ignore_index
+    if ((t[keep] < 0) | (t[keep] >= ncls)).any():
+        bad = t[keep][(t[keep] < 0) | (t[keep] >= ncls)][0]
+        raise IndexError(f"Target {bad} is out of bounds.")
+    w = np.ones(ncls) if weight is None else \
+        weight.detach().cpu().numpy().astype(np.float64)
+    onehot = np.zeros(t.shape + (ncls,))
+    idx = np.where(keep, t, 0)
+    np.put_along_axis(onehot, idx[..., None], 1.0, axis=-1)
+    onehot *= keep[..., None]
+    per = (onehot * w).sum(-1)
+    to = (lambda a: from_numpy(np.ascontiguousarray(a)).to(device, dtype))
+    return to(onehot), to(per), float(per.sum()), w
+
+
+def _classes_last(input):
+    """(N, C, d1, ...) as (N, d1, ..., C) so that classes are the last
+    dim."""
+    if input.ndim <= 2:
+        return input
+    return input.permute(0, *range(2, input.ndim), 1)
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100,
+             reduction="mean"):
+    """-input[i, target[i]] * weight[target[i]], reduced; input holds
+    log-probabilities with classes in dim 1."""
+    logp = _classes_last(input)
+    onehot, per, wsum, _ = _class_weights(target, logp.shape[-1], weight,
+                                          ignore_index, input.device,
+                                          input.dtype)
+    w = 1.0 if weight is None else weight.to(input.dtype)
+    loss = -(logp * onehot * w).sum(-1)
+    if reduction == "mean":
+        return loss.sum() / wsum
+    return _reduce(loss, reduction)
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100,
+                  reduction="mean", label_smoothing=0.0):
+    """nll_loss(log_softmax(input, 1), target) for class indices; for
+    class probabilities (a float target of input's shape),
+    -sum(weight * target * log_softmax(input)); label_smoothing mixes the
+    target with the uniform distribution, as torch's."""
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError("label_smoothing must be between 0.0 and 1.0. Got: "
+                         f"{label_smoothing}")
+    dim = 1 if input.ndim > 1 else 0
+    logp = _classes_last(log_softmax(input, dim))
+    ncls = logp.shape[-1]
+    w = 1.0 if weight is None else weight.to(input.dtype)
+    if target.dtype.is_floating_point:  # probabilities
+        p = _classes_last(target)
+        if label_smoothing:
+            p = p * (1 - label_smoothing) + label_smoothing / ncls
+        return _reduce(-(logp * p * w).sum(-1), reduction)
+    onehot, per, wsum, wn = _class_weights(target, ncls, weight,
+                                           ignore_index, input.device,
+                                           input.dtype)
+    loss = -(logp * onehot * w).sum(-1)
+    if label_smoothing:
+        keep = (per != 0) if weight is not None else onehot.sum(-1)
+        smooth = -(logp * w).sum(-1) * keep
+        if weight is not None:  # rows with weight 0 are kept
+            keep_np = (onehot.sum(-1)).detach().cpu().numpy()
+            smooth = -(logp * w).sum(-1) * from_numpy(keep_np).to(
+                input.device, input.dtype)
+        loss = loss * (1 - label_smoothing) + \
+            smooth * (label_smoothing / ncls)
+    if reduction == "mean":
+        return loss.sum() / wsum
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None,
+                                     reduction="mean", pos_weight=None):
+    """-(pos_weight * y * log sigmoid(x) + (1 - y) * log sigmoid(-x)),
+    computed stably as (1 - y) x + l (log(1 + e^-|x|) + relu(-x)) with
+    l = 1 + (pos_weight - 1) y."""
+    _check("binary_cross_entropy_with_logits", input, target)
+    soft = (-input.abs()).exp().log1p() + (-input).relu()
+    if pos_weight is None:
+        loss = input - input * target + soft
+    else:
+        lw = (pos_weight - 1) * target + 1
+        loss = input - input * target + lw * soft
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
 class _Loss(Module):
     def __init__(self, reduction="mean"):
         super().__init__()
@@ -67,3 +178,48 @@ class L1Loss(_Loss):
 
     def forward(self, input, target):
         return l1_loss(input, target, self.reduction)
+
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight=None, reduction="mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+
+
+class NLLLoss(_WeightedLoss):
+    """Negative log-likelihood of class indices, from log-probabilities."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
+        super().__init__(weight, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return nll_loss(input, target, self.weight, self.ignore_index,
+                        self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """Cross-entropy between logits and class indices or probabilities."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean",
+                 label_smoothing=0.0):
+        super().__init__(weight, reduction)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):
+        return cross_entropy(input, target, self.weight, self.ignore_index,
+                             self.reduction, self.label_smoothing)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy on logits (sigmoid folded in, stable)."""
+
+    def __init__(self, weight=None, reduction="mean", pos_weight=None):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):
+        return binary_cross_entropy_with_logits(
+            input, target, self.weight, self.reduction, self.pos_weight)
