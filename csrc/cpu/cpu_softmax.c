@@ -1,0 +1,159 @@
+/* cpu_softmax.c - softmax, log_softmax and logsumexp along the middle dim
+ * of a contiguous input seen as [outer, n, inner], n >= 1.
+ *
+ * Each line is read three times: its maximum m, then s = sum exp(x - m),
+ * then the outputs (exp(x - m) / s, x - m - log s, or m + log s once).
+ * Subtracting m keeps exp from overflowing.  float16 and float32 compute
+ * in float, float64 in double.  A NaN anywhere in a line makes that line
+ * NaN, as in torch; for logsumexp an infinite m is taken as 0, so a line
+ * of -inf gives -inf and one holding +inf gives +inf, as torch's does.
+ *
+ * inner == 1: each line is a contiguous run.  inner > 1: the lines of a
+ * slab are handled SOFTMAX_COLS columns at a time, rows read one after the
+ * other, with the maxima and sums in buffers.  Where the output has the
+ * compute type, the second pass stores exp(x - m) and the third scales it
+ * in place; float16 computes exp twice instead of rounding it early.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "cpu/half.h"
+#include "kernels/kernels.h"
+
+/* Columns handled at once when inner > 1 (buffers on the stack). */
+#define SOFTMAX_COLS 256
+
+#define AS_IS(x) (x)
+/* Replaces m: larger, or NaN (so that NaN propagates). */
+#define MAX_TAKES(v, m) (((v) > (m)) | ((v) != (v)))
+
+#define SOFTMAX(SFX, T, ACC, LD, ST, EXP, LOG)                               \
+    static void line_##SFX(int op, T *y, const T *restrict x, int64_t n)     \
+    {                                                                        \
+        ACC m = LD(x[0]);                                                    \
+        for (int64_t j = 1; j < n; j++) {                                    \
+            ACC v = LD(x[j]);                                       \
+            m = MAX_TAKES(v, m) ? v : m;                                     \
+        }                                                                    \
+        if (op == PYGPU_LOGSUMEXP && isinf(m)) {                             \
+            m = 0;                                                           \
+        }                                                                    \
+        int keep = op == PYGPU_SOFTMAX && sizeof(T) == sizeof(ACC);          \
+        ACC s = 0;                                                           \
+        for (int64_t j = 0; j < n; j++) {                                    \
+            ACC e = EXP(LD(x[j]) - m);                              \
+            s += e;                                                          \
+            if (keep) {                                                      \
+                y[j] = ST(e);                                       \
+            }                                                                \
+        }                                                                    \
+        if (op == PYGPU_LOGSUMEXP) {                                         \
+            y[0] = ST(m + LOG(s));                                           \
+        }                                                                    \
+        else if (op == PYGPU_LOG_SOFTMAX) {                                  \
+            ACC ls = m + LOG(s);                                             \
+            for (int64_t j = 0; j < n; j++) {                                \
+                y[j] = ST(LD(x[j]) - ls);                  \
+            }                                                                \
+        }                                                                    \
+        else {                                                               \
+            ACC r = 1 / s;                                                   \
+            for (int64_t j = 0; j < n; j++) {                                \
+                ACC e = keep ? LD(y[j])                             \
+                             : EXP(LD(x[j]) - m);                   \
+                y[j] = ST(e * r);                                   \
+            }                                                                \
+        }                                                                    \
+    }                                                                        \
+    /* w columns of a slab: x at column 0, rows `inner` apart. */            \
+    static void cols_##SFX(int op, T *y, const T *x, int64_t n,              \
+                           int64_t inner, int64_t w)                         \
+    {                                                                        \
+        ACC m[SOFTMAX_COLS], s[SOFTMAX_COLS];                                \
+        for (int64_t c = 0; c < w; c++) {                                    \
+            m[c] = LD(x[c]);                                                 \
+            s[c] = 0;                                                        \
+        }                                                                    \
+        for (int64_t j = 1; j < n; j++) {                                    \
+            const T *restrict row = x + j * inner;                           \
+            for (int64_t c = 0; c < w; c++) {                                \
+                ACC v = LD(row[c]);                                          \
+                m[c] = MAX_TAKES(v, m[c]) ? v : m[c];                        \
+            }                                                                \
+        }                                                                    \
+        if (op == PYGPU_LOGSUMEXP) {                                         \
+            for (int64_t c = 0; c < w; c++) {                                \
+                m[c] = isinf(m[c]) ? 0 : m[c];                               \
+            }                                                                \
+        }                                                                    \
+        for (int64_t j = 0; j < n; j++) {                                    \
+            const T *restrict row = x + j * inner;                           \
+            for (int64_t c = 0; c < w; c++) {                                \
+                s[c] += EXP(LD(row[c]) - m[c]);                              \
+            }                                                                \
+        }                                                                    \
+        if (op == PYGPU_LOGSUMEXP) {                                         \
+            for (int64_t c = 0; c < w; c++) {                                \
+                y[c] = ST(m[c] + LOG(s[c]));                                 \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
+        for (int64_t c = 0; c < w; c++) {                                    \
+            s[c] = op == PYGPU_LOG_SOFTMAX ? m[c] + LOG(s[c]) : 1 / s[c];    \
+        }                                                                    \
+        for (int64_t j = 0; j < n; j++) {                                    \
+            const T *restrict row = x + j * inner;                           \
+            T *restrict dst = y + j * inner;                                 \
+            for (int64_t c = 0; c < w; c++) {                                \
+                ACC v = LD(row[c]);                                          \
+                dst[c] = ST(op == PYGPU_LOG_SOFTMAX                          \
+                                ? v - s[c]                                   \
+                                : EXP(v - m[c]) * s[c]);                     \
+            }                                                                \
+        }                                                                    \
+    }                                                                        \
+    static void softmax_##SFX(int op, T *out, const T *in, int64_t outer,    \
+                              int64_t n, int64_t inner)                      \
+    {                                                                        \
+        int lse = op == PYGPU_LOGSUMEXP;                                     \
+        for (int64_t o = 0; o < outer; o++) {                                \
+            const T *x = in + o * n * inner;                                 \
+            T *y = out + o * (lse ? 1 : n) * inner;                          \
+            if (inner == 1) {                                                \
+                line_##SFX(op, y, x, n);                                     \
+                continue;                                                    \
+            }                                                                \
+            for (int64_t c0 = 0; c0 < inner; c0 += SOFTMAX_COLS) {           \
+                int64_t w = inner - c0 < SOFTMAX_COLS ? inner - c0           \
+                                                      : SOFTMAX_COLS;        \
+                cols_##SFX(op, y + c0, x + c0, n, inner, w);                 \
+            }                                                                \
+        }                                                                    \
+    }
+
+SOFTMAX(f32, float, float, AS_IS, AS_IS, expf, logf)
+SOFTMAX(f16, uint16_t, float, pygpu_half_to_float, pygpu_float_to_half, expf,
+        logf)
+SOFTMAX(f64, double, double, AS_IS, AS_IS, exp, log)
+
+void pygpu_cpu_softmax(int op, int dtype, void *out, const void *in,
+                       int64_t outer, int64_t n, int64_t inner)
+{
+    if (outer <= 0 || inner <= 0 || n <= 0 || op < 0 ||
+        op >= PYGPU_NSOFTOPS) {
+        return;
+    }
+    switch (dtype) {
+    case PYGPU_FLOAT32:
+        softmax_f32(op, out, in, outer, n, inner);
+        break;
+    case PYGPU_FLOAT16:
+        softmax_f16(op, out, in, outer, n, inner);
+        break;
+    case PYGPU_FLOAT64:
+        softmax_f64(op, out, in, outer, n, inner);
+        break;
+    default:
+        break; /* integers are converted by the caller */
+    }
+}
