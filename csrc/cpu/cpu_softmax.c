@@ -13,6 +13,8 @@
  * other, with the maxima and sums in buffers.  Where the output has the
  * compute type, the second pass stores exp(x - m) and the third scales it
  * in place; float16 computes exp twice instead of rounding it early.
+ * The sums of exponentials are kept in double (SUM), so that long lines
+ * lose nothing to a single float accumulator.
  */
 #include <math.h>
 #include <stdint.h>
@@ -27,41 +29,41 @@
 /* Replaces m: larger, or NaN (so that NaN propagates). */
 #define MAX_TAKES(v, m) (((v) > (m)) | ((v) != (v)))
 
-#define SOFTMAX(SFX, T, ACC, LD, ST, EXP, LOG)                               \
+#define SOFTMAX(SFX, T, ACC, SUM, LD, ST, EXP, LOG)                          \
     static void line_##SFX(int op, T *y, const T *restrict x, int64_t n)     \
     {                                                                        \
         ACC m = LD(x[0]);                                                    \
         for (int64_t j = 1; j < n; j++) {                                    \
-            ACC v = LD(x[j]);                                       \
+            ACC v = LD(x[j]);                                                \
             m = MAX_TAKES(v, m) ? v : m;                                     \
         }                                                                    \
         if (op == PYGPU_LOGSUMEXP && isinf(m)) {                             \
             m = 0;                                                           \
         }                                                                    \
         int keep = op == PYGPU_SOFTMAX && sizeof(T) == sizeof(ACC);          \
-        ACC s = 0;                                                           \
+        SUM s = 0;                                                           \
         for (int64_t j = 0; j < n; j++) {                                    \
-            ACC e = EXP(LD(x[j]) - m);                              \
+            ACC e = EXP(LD(x[j]) - m);                                       \
             s += e;                                                          \
             if (keep) {                                                      \
-                y[j] = ST(e);                                       \
+                y[j] = ST(e);                                                \
             }                                                                \
         }                                                                    \
         if (op == PYGPU_LOGSUMEXP) {                                         \
-            y[0] = ST(m + LOG(s));                                           \
+            y[0] = ST(m + LOG((ACC)s));                                      \
         }                                                                    \
         else if (op == PYGPU_LOG_SOFTMAX) {                                  \
-            ACC ls = m + LOG(s);                                             \
+            ACC ls = m + LOG((ACC)s);                                        \
             for (int64_t j = 0; j < n; j++) {                                \
-                y[j] = ST(LD(x[j]) - ls);                  \
+                y[j] = ST(LD(x[j]) - ls);                                    \
             }                                                                \
         }                                                                    \
         else {                                                               \
-            ACC r = 1 / s;                                                   \
+            ACC r = (ACC)(1 / s);                                            \
             for (int64_t j = 0; j < n; j++) {                                \
-                ACC e = keep ? LD(y[j])                             \
-                             : EXP(LD(x[j]) - m);                   \
-                y[j] = ST(e * r);                                   \
+                ACC e = keep ? LD(y[j])                                      \
+                             : EXP(LD(x[j]) - m);                            \
+                y[j] = ST(e * r);                                            \
             }                                                                \
         }                                                                    \
     }                                                                        \
@@ -69,7 +71,8 @@
     static void cols_##SFX(int op, T *y, const T *x, int64_t n,              \
                            int64_t inner, int64_t w)                         \
     {                                                                        \
-        ACC m[SOFTMAX_COLS], s[SOFTMAX_COLS];                                \
+        ACC m[SOFTMAX_COLS];                                                 \
+        SUM s[SOFTMAX_COLS];                                                 \
         for (int64_t c = 0; c < w; c++) {                                    \
             m[c] = LD(x[c]);                                                 \
             s[c] = 0;                                                        \
@@ -94,12 +97,13 @@
         }                                                                    \
         if (op == PYGPU_LOGSUMEXP) {                                         \
             for (int64_t c = 0; c < w; c++) {                                \
-                y[c] = ST(m[c] + LOG(s[c]));                                 \
+                y[c] = ST(m[c] + LOG((ACC)s[c]));                            \
             }                                                                \
             return;                                                          \
         }                                                                    \
         for (int64_t c = 0; c < w; c++) {                                    \
-            s[c] = op == PYGPU_LOG_SOFTMAX ? m[c] + LOG(s[c]) : 1 / s[c];    \
+            s[c] = op == PYGPU_LOG_SOFTMAX ? m[c] + LOG((ACC)s[c])           \
+                                           : 1 / s[c];                       \
         }                                                                    \
         for (int64_t j = 0; j < n; j++) {                                    \
             const T *restrict row = x + j * inner;                           \
@@ -107,8 +111,8 @@
             for (int64_t c = 0; c < w; c++) {                                \
                 ACC v = LD(row[c]);                                          \
                 dst[c] = ST(op == PYGPU_LOG_SOFTMAX                          \
-                                ? v - s[c]                                   \
-                                : EXP(v - m[c]) * s[c]);                     \
+                                ? v - (ACC)s[c]                              \
+                                : EXP(v - m[c]) * (ACC)s[c]);                \
             }                                                                \
         }                                                                    \
     }                                                                        \
@@ -131,10 +135,10 @@
         }                                                                    \
     }
 
-SOFTMAX(f32, float, float, AS_IS, AS_IS, expf, logf)
-SOFTMAX(f16, uint16_t, float, pygpu_half_to_float, pygpu_float_to_half, expf,
-        logf)
-SOFTMAX(f64, double, double, AS_IS, AS_IS, exp, log)
+SOFTMAX(f32, float, float, double, AS_IS, AS_IS, expf, logf)
+SOFTMAX(f16, uint16_t, float, double, pygpu_half_to_float,
+        pygpu_float_to_half, expf, logf)
+SOFTMAX(f64, double, double, double, AS_IS, AS_IS, exp, log)
 
 void pygpu_cpu_softmax(int op, int dtype, void *out, const void *in,
                        int64_t outer, int64_t n, int64_t inner)

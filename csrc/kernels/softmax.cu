@@ -7,8 +7,9 @@
  * both follow).  float16 computes in float.
  *   rows    (inner == 1, the last dim): one block per row; m and s are
  *           block reductions (warp shuffles, then shared memory).
- *   columns (inner > 1): one thread per (o, i) line, sequential along n;
- *           neighbouring threads read neighbouring columns (coalesced).
+ *   columns (inner > 1): one thread per (o, i) line, sequential along n
+ *           (its sum of exponentials in double); neighbouring threads read
+ *           neighbouring columns (coalesced).
  * Simple and correct, not tuned.
  */
 #include "common.cuh"
@@ -122,14 +123,14 @@ __global__ void softmax_cols_kernel(T *out, const T *in, int64_t outer,
         if (OP == PYGPU_LOGSUMEXP && isinf(m)) {
             m = A(0);
         }
-        A s = A(0);
+        double s = 0; /* a long sequential sum: in double */
         for (int64_t j = 0; j < n; j++) {
             s += exp_of(convert<A>(x[j * inner]) - m);
         }
         if constexpr (OP == PYGPU_LOGSUMEXP) {
-            y[0] = convert<T>(m + log_of(s));
+            y[0] = convert<T>(m + log_of(A(s)));
         } else {
-            const A r = OP == PYGPU_LOG_SOFTMAX ? m + log_of(s) : A(1) / s;
+            const A r = OP == PYGPU_LOG_SOFTMAX ? m + log_of(A(s)) : A(1 / s);
             for (int64_t j = 0; j < n; j++) {
                 y[j * inner] = convert<T>(
                     softmax_out<OP>(convert<A>(x[j * inner]), m, r));
