@@ -52,3 +52,27 @@ def linear_relu(input, weight, bias=None):
     """relu(linear(input, weight, bias)) in one call (cuBLASLt's RELU_BIAS
     epilogue on CUDA): what a Linear directly followed by a ReLU runs."""
     return _C._linear_relu(input, weight, bias)
+
+
+# ------------------------------------------------ softmax and log_softmax
+
+__all__ += ["softmax", "log_softmax"]
+
+
+def _softmax_dim(fname, dim):
+    if dim is None:
+        raise TypeError(f"{fname}(): dim is required (pygpu does not choose "
+                        "one implicitly, as torch's deprecated form does)")
+    return dim
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(input) / sum(exp(input)) along dim, with the maximum subtracted
+    first; dtype converts the input first.  dim is required."""
+    return _C.softmax(input, _softmax_dim("softmax", dim), dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """input - logsumexp(input) along dim, with the maximum subtracted
+    first; dtype converts the input first.  dim is required."""
+    return _C.log_softmax(input, _softmax_dim("log_softmax", dim), dtype)
