@@ -57,6 +57,9 @@ from ._C import (
     zeros_like,
 )
 from ._C import OutOfMemoryError, CudaError
+# reductions, scans and softmax
+from ._C import (amax, amin, argmax, argmin, cumprod, cumsum, log_softmax,
+                 logsumexp, min, norm, prod, softmax, std, var)
 from . import _C
 from .version import __version__
 from . import backends, cuda, nn
@@ -84,6 +87,10 @@ __all__ = [
     "result_type", "can_cast", "get_default_dtype", "is_floating_point",
     "optim",
 ]
+
+__all__ += ["amax", "amin", "argmax", "argmin", "cumprod", "cumsum",
+            "log_softmax", "logsumexp", "min", "norm", "prod", "softmax",
+            "std", "var"]
 
 # The unary ops of csrc/ops/op_list.h, each pygpu.<name>.
 globals().update((name, getattr(_C, name)) for name in _C._unary_ops)

@@ -24,6 +24,10 @@ enum pygpu_kind {
     PYGPU_K_FILL,          /* contiguous out[0..numel) = s */
     PYGPU_K_REDUCE,        /* out (indices) = op over [outer, n, inner] */
     PYGPU_K_RANDOM,        /* contiguous uniform (flag: normal) numbers */
+    PYGPU_K_SCAN,          /* out = inclusive scan (op) over [outer, n,
+                              inner] along n */
+    PYGPU_K_SOFTMAX,       /* out = softmax-family op over [outer, n,
+                              inner] along n */
     /* Kinds past here take tensors and raise themselves (0 or -1). */
     PYGPU_K_MATMUL,        /* t[0] = t[1] @ t[2]; t[3], t[4]: them as
                               batches of matrices over mm.bshape */
@@ -37,7 +41,8 @@ enum pygpu_kind {
  * (the hot elementwise paths set just those, uninitialised otherwise);
  * pygpu_dispatch sets the rest. */
 typedef struct pygpu_kargs {
-    int op;                    /* enum pygpu_binop / unop / redop */
+    int op;                    /* enum pygpu_binop / unop / redop /
+                                  scanop / softop */
     int in_dtypes[2];          /* BINARY*, COPY: dtypes of in[] */
     void *out;
     const void *in[2];
@@ -47,7 +52,7 @@ typedef struct pygpu_kargs {
     int allow_tf32;            /* MATMUL, LINEAR: float32 may use TF32 */
     int64_t numel;             /* elements touched: the CPU's threading */
     int64_t *indices;          /* REDUCE (max over a dim), or NULL */
-    int64_t outer, n, inner;   /* REDUCE */
+    int64_t outer, n, inner;   /* REDUCE, SCAN, SOFTMAX */
     pygpu_philox_state philox; /* RANDOM */
     TensorObject *t[5];        /* MATMUL, LINEAR */
     struct {
@@ -87,6 +92,8 @@ typedef struct pygpu_backend {
         [PYGPU_K_FILL] = PYGPU_ALL_DTYPES(fill),                             \
         [PYGPU_K_REDUCE] = PYGPU_ALL_DTYPES(reduce),                         \
         [PYGPU_K_RANDOM] = PYGPU_ALL_DTYPES(random_numbers),                 \
+        [PYGPU_K_SCAN] = PYGPU_ALL_DTYPES(scan),                             \
+        [PYGPU_K_SOFTMAX] = PYGPU_ALL_DTYPES(softmax),                       \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
     }

@@ -1,6 +1,7 @@
 /* cpu_dispatch.c - the CPU rows of the dispatch table: each row hands the
  * prepared arguments to a CPU loop (cpu_elementwise.c, cpu_reduce.c,
- * cpu_random.c, cpu_linear.c) or, for products, to NumPy's matmul. */
+ * cpu_scan.c, cpu_softmax.c, cpu_random.c, cpu_linear.c) or, for
+ * products, to NumPy's matmul. */
 #include "memory/memory.h"
 #include "core/dispatch.h"
 
@@ -63,6 +64,22 @@ reduce(pygpu_kargs *k)
 {
     pygpu_cpu_reduce(k->op, k->dtype, k->out, k->indices, k->in[0],
                      k->outer, k->n, k->inner);
+    return 0;
+}
+
+static int
+scan(pygpu_kargs *k)
+{
+    pygpu_cpu_scan(k->op, k->dtype, k->out, k->in[0], k->outer, k->n,
+                   k->inner);
+    return 0;
+}
+
+static int
+softmax(pygpu_kargs *k)
+{
+    pygpu_cpu_softmax(k->op, k->dtype, k->out, k->in[0], k->outer, k->n,
+                      k->inner);
     return 0;
 }
 

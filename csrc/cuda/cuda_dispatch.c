@@ -69,6 +69,20 @@ reduce(pygpu_kargs *k)
 }
 
 static int
+scan(pygpu_kargs *k)
+{
+    return pygpu_cuda_scan(k->op, k->dtype, k->out, k->in[0], k->outer,
+                           k->n, k->inner, k->stream);
+}
+
+static int
+softmax(pygpu_kargs *k)
+{
+    return pygpu_cuda_softmax(k->op, k->dtype, k->out, k->in[0], k->outer,
+                              k->n, k->inner, k->stream);
+}
+
+static int
 random_numbers(pygpu_kargs *k)
 {
     return pygpu_cuda_random(k->dtype, k->out, k->numel, k->flag, k->philox,

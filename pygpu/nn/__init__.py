@@ -8,7 +8,12 @@ from .losses import L1Loss, MSELoss
 from .module import Module
 from .parallel import DataParallel
 from .parameter import Parameter
+from .softmax import LogSoftmax, Softmax
 
 __all__ = ["functional", "init", "parallel", "Module", "Parameter",
            "Linear", "ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "Identity", "Flatten", "Sequential",
+<<<<<<< HEAD
            "DataParallel", "MSELoss", "L1Loss"]
+=======
+           "DataParallel", "Softmax", "LogSoftmax"]
+>>>>>>> main

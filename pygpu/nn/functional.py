@@ -54,6 +54,32 @@ def linear_relu(input, weight, bias=None):
     return _C._linear_relu(input, weight, bias)
 
 
+# ------------------------------------------------ softmax and log_softmax
+
+__all__ += ["softmax", "log_softmax"]
+
+
+def _softmax_dim(fname, dim):
+    if dim is None:
+        raise TypeError(f"{fname}(): dim is required (pygpu does not choose "
+                        "one implicitly, as torch's deprecated form does)")
+    return dim
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(input) / sum(exp(input)) along dim, with the maximum subtracted
+    first; dtype converts the input first.  dim is required."""
+    return _C.softmax(input, _softmax_dim("softmax", dim), dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """input - logsumexp(input) along dim, with the maximum subtracted
+    first; dtype converts the input first.  dim is required."""
+    return _C.log_softmax(input, _softmax_dim("log_softmax", dim), dtype)
+
+
 # Losses live in losses.py; their functional forms are here, as in torch.
-from .losses import l1_loss, mse_loss  # noqa: E402
-__all__ += ["mse_loss", "l1_loss"]
+from .losses import (binary_cross_entropy_with_logits,  # noqa: E402
+                     cross_entropy, l1_loss, mse_loss, nll_loss)
+__all__ += ["mse_loss", "l1_loss", "nll_loss", "cross_entropy",
+            "binary_cross_entropy_with_logits"]
