@@ -101,8 +101,14 @@ PyObject *pygpu_ag_binary(int op, PyObject *a, PyObject *b,
                           TensorObject *out);
 PyObject *pygpu_ag_binary_inplace(int op, TensorObject *a, PyObject *b);
 PyObject *pygpu_ag_unary(int op, TensorObject *a, int inplace);
+/* Reductions (autograd_reduce.c): sum and mean recorded, the others
+ * refused; softmax, logsumexp and scans after the fact (res computed). */
 PyObject *pygpu_ag_reduce(int op, TensorObject *t, PyObject *dim,
-                          int keepdim);
+                          int keepdim, int pair, const char *name);
+PyObject *pygpu_ag_logsumexp(TensorObject *t, PyObject *dim, int keepdim,
+                             PyObject *res);
+PyObject *pygpu_ag_softmax(int op, TensorObject *t, int dim, PyObject *res);
+PyObject *pygpu_ag_scan(int op, TensorObject *t, int dim, PyObject *res);
 PyObject *pygpu_ag_matmul(TensorObject *a, TensorObject *b);
 PyObject *pygpu_ag_linear(TensorObject *x, TensorObject *w, TensorObject *b,
                           int relu);

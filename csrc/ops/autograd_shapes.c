@@ -1,6 +1,6 @@
 /* autograd_shapes.c - the backward rules of products (matmul, linear),
- * reductions (sum, mean), views and copies: the ops whose gradients move
- * between shapes.  Recording works as in autograd_rules.c. */
+ * views and copies: the ops whose gradients move between shapes.
+ * Recording works as in autograd_rules.c. */
 #include "ops/autograd.h"
 
 #include <string.h>
@@ -87,69 +87,6 @@ static TensorObject *
 mm(TensorObject *a, TensorObject *b)
 {
     return (TensorObject *)pygpu_op_matmul((PyObject *)a, (PyObject *)b);
-}
-
-/* ------------------------------------------------------------ reduce */
-
-/* op SUM or MEAN over dim (perm[0]; -1: all elements), keepdim in flag:
- * the gradient spread back over the reduced elements (a view with stride
- * 0 there), divided by their count for MEAN. */
-static int
-reduce_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
-{
-    int64_t strides[PYGPU_MAX_DIMS];
-    int dim = n->perm[0], nd = n->in_ndim[0], keepdim = n->flag;
-    const int64_t *shape = n->in_shape[0];
-    for (int d = 0; d < nd; d++) {
-        if (dim < 0 || d == dim) {
-            strides[d] = 0; /* g's one element (per row) spread */
-        }
-        else {
-            strides[d] = g->strides[d < dim || keepdim ? d : d - 1];
-        }
-    }
-    TensorObject *r = view(g, nd, shape, strides);
-    if (r != NULL && n->op == PYGPU_MEAN) {
-        int64_t count = dim < 0 ? pygpu_numel(nd, shape) : shape[dim];
-        PyObject *c = PyFloat_FromDouble((double)count);
-        PyObject *q = c ? pygpu_op_binary(PYGPU_DIV, (PyObject *)r, c, NULL)
-                        : NULL;
-        Py_XDECREF(c);
-        Py_SETREF(r, (TensorObject *)q);
-    }
-    grads[0] = r;
-    return r == NULL ? -1 : 0;
-}
-
-PyObject *
-pygpu_ag_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim)
-{
-    PyObject *res;
-    int dim = -1;
-    if (op != PYGPU_SUM && op != PYGPU_MEAN) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "the derivative of max is not implemented in pygpu's "
-                        "autograd yet");
-        return NULL;
-    }
-    if (dimobj != NULL && dimobj != Py_None && t->ndim > 0 &&
-        pygpu_parse_dim(dimobj, t->ndim, &dim) < 0) {
-        return NULL;
-    }
-    UNRECORDED(pygpu_op_reduce(op, t, dimobj, keepdim));
-    if (res == NULL) {
-        return NULL;
-    }
-    const char *name = op == PYGPU_SUM
-                           ? (dim < 0 ? "SumBackward0" : "SumBackward1")
-                           : (dim < 0 ? "MeanBackward0" : "MeanBackward1");
-    pygpu_node *n = pygpu_ag_node(name, reduce_backward, 1, &t);
-    if (n != NULL) {
-        n->op = op;
-        n->perm[0] = dim;
-        n->flag = keepdim;
-    }
-    return finish(res, n);
 }
 
 /* ------------------------------------------------------------ matmul */

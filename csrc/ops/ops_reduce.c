@@ -1,14 +1,9 @@
-<<<<<<< HEAD
-/* ops_reduce.c - sum, mean and max over all elements or over dims, with
- * keepdim; max over a dim also gives the indices, as torch.max does. */
-#include "ops/autograd.h"
-=======
 /* ops_reduce.c - the reductions' front end: sum, mean, prod, max and min
  * over all elements or over dims, with keepdim; max and min over a dim also
  * give the indices, as torch's do, and argmax/argmin only those.  Their
  * Python entries are in ops_reduce_api.c. */
+#include "ops/autograd.h"
 #include "ops/reduce.h"
->>>>>>> main
 
 #include <string.h>
 
@@ -186,14 +181,11 @@ PyObject *
 pygpu_reduce_over(int op, TensorObject *t, PyObject *dimobj, int keepdim,
                   int pair, const char *name)
 {
-<<<<<<< HEAD
-    if (pygpu_ag_wanted(1, &t)) {
-        return pygpu_ag_reduce(op, t, dimobj, keepdim);
-    }
-=======
     TensorObject *v = NULL, *ix = NULL;
     int mark[PYGPU_MAX_DIMS], all, single = -1, nmarked = 0;
->>>>>>> main
+    if (pygpu_ag_wanted(1, &t)) {
+        return pygpu_ag_reduce(op, t, dimobj, keepdim, pair, name);
+    }
     if (op == PYGPU_MEAN && !pygpu_dtype_table[t->dtype].is_floating_point) {
         PyErr_Format(PyExc_RuntimeError,
                      "mean(): could not infer output dtype. Input dtype must "

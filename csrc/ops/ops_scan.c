@@ -1,6 +1,7 @@
 /* ops_scan.c - cumsum and cumprod along a dim: the front end of the SCAN
  * kind.  Integer inputs give int64, as in torch; dtype= converts the input
  * first. */
+#include "ops/autograd.h"
 #include "ops/reduce.h"
 
 static const char *const scan_names[PYGPU_NSCANOPS] = {"cumsum", "cumprod"};
@@ -55,7 +56,7 @@ scan_method(int op, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (t == NULL) {
         return NULL;
     }
-    r = scan(op, t, dim);
+    r = pygpu_ag_scan(op, t, t->ndim ? dim : 0, scan(op, t, dim));
     Py_DECREF(t);
     return r;
 }

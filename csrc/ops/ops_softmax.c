@@ -1,6 +1,7 @@
 /* ops_softmax.c - softmax, log_softmax and logsumexp along a dim: the front
  * end of the SOFTMAX kind.  dtype= converts the input first, as torch;
  * logsumexp of integers computes in float32. */
+#include "ops/autograd.h"
 #include "ops/reduce.h"
 
 #include <math.h>
@@ -73,7 +74,9 @@ softmax_method(int op, PyObject *self, PyObject *const *args,
         return NULL;
     }
     t = pygpu_as_dtype(t, dtype);
-    r = t ? softmax_dim(op, t, dim) : NULL;
+    r = t ? (TensorObject *)pygpu_ag_softmax(
+                op, t, dim, (PyObject *)softmax_dim(op, t, dim))
+          : NULL;
     Py_XDECREF(t);
     return (PyObject *)r;
 }
@@ -116,7 +119,7 @@ t_logsumexp(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         }
         Py_SETREF(cur, pygpu_tensor_view(cur, k, shape, strides, 0));
     }
-    return (PyObject *)cur;
+    return pygpu_ag_logsumexp(t, a[0], keepdim, (PyObject *)cur);
 }
 
 static PyObject *

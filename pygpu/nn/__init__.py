@@ -4,7 +4,8 @@ from . import functional, init, parallel
 from .container import Sequential
 from .layers import (GELU, Flatten, Identity, Linear, ReLU, Sigmoid, SiLU,
                      Tanh)
-from .losses import L1Loss, MSELoss
+from .losses import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss,
+                     NLLLoss)
 from .module import Module
 from .parallel import DataParallel
 from .parameter import Parameter
@@ -12,8 +13,5 @@ from .softmax import LogSoftmax, Softmax
 
 __all__ = ["functional", "init", "parallel", "Module", "Parameter",
            "Linear", "ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "Identity", "Flatten", "Sequential",
-<<<<<<< HEAD
-           "DataParallel", "MSELoss", "L1Loss"]
-=======
-           "DataParallel", "Softmax", "LogSoftmax"]
->>>>>>> main
+           "DataParallel", "Softmax", "LogSoftmax", "MSELoss", "L1Loss",
+           "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss"]

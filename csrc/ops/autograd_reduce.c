@@ -1,0 +1,251 @@
+/* autograd_reduce.c - the backward rules of reductions over dims (sum,
+ * mean, logsumexp), softmax and log_softmax, and cumsum.  A reduced
+ * gradient goes back to the input's shape as a view with stride 0 along
+ * the reduced dims. */
+#include "ops/autograd.h"
+#include "ops/reduce.h"
+
+#include <string.h>
+
+#define UNRECORDED(call)                                                     \
+    do {                                                                     \
+        int was_ = pygpu_set_grad_enabled(0);                                \
+        res = (call);                                                        \
+        pygpu_set_grad_enabled(was_);                                        \
+    } while (0)
+
+static PyObject *
+finish(PyObject *res, pygpu_node *node)
+{
+    if (res == NULL || node == NULL) {
+        Py_XDECREF(res);
+        Py_XDECREF(node);
+        return NULL;
+    }
+    pygpu_ag_set_grad_fn((TensorObject *)res, node);
+    return res;
+}
+
+static PyObject *
+no_rule(PyObject *res, const char *name)
+{
+    Py_XDECREF(res);
+    PyErr_Format(PyExc_RuntimeError,
+                 "the derivative of %s is not implemented in pygpu's "
+                 "autograd yet", name);
+    return NULL;
+}
+
+/* r (reduced over the dims marked in n->perm, kept as size 1 when
+ * n->flag) spread back over input 0's shape: a view, stride 0 along the
+ * reduced dims. */
+static TensorObject *
+spread(pygpu_node *n, TensorObject *r)
+{
+    int64_t strides[PYGPU_MAX_DIMS];
+    int nd = n->in_ndim[0], keepdim = n->flag;
+    for (int d = 0, j = 0; d < nd; d++) {
+        if (n->perm[d]) {
+            strides[d] = 0;
+            j += keepdim;
+        }
+        else {
+            strides[d] = r->strides[j++];
+        }
+    }
+    return pygpu_tensor_view(r, nd, n->in_shape[0], strides, 0);
+}
+
+static TensorObject *
+bin(int op, TensorObject *a, TensorObject *b)
+{
+    return (TensorObject *)pygpu_op_binary(op, (PyObject *)a, (PyObject *)b,
+                                           NULL);
+}
+
+/* -------------------------------------------------------- sum and mean */
+
+static int
+reduce_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    TensorObject *r = spread(n, g);
+    if (r != NULL && n->op == PYGPU_MEAN) {
+        PyObject *c = PyFloat_FromDouble(n->scalar);
+        PyObject *q = c ? pygpu_op_binary(PYGPU_DIV, (PyObject *)r, c, NULL)
+                        : NULL;
+        Py_XDECREF(c);
+        Py_SETREF(r, (TensorObject *)q);
+    }
+    grads[0] = r;
+    return r == NULL ? -1 : 0;
+}
+
+/* Marks the reduced dims of t in n->perm and counts their elements. */
+static int
+mark(pygpu_node *n, TensorObject *t, PyObject *dimobj, int keepdim,
+     const char *name)
+{
+    int all;
+    int64_t count = pygpu_reduce_mark_dims(t, dimobj, name, n->perm, &all);
+    if (count < 0) {
+        return -1;
+    }
+    n->flag = keepdim;
+    n->scalar = (double)count;
+    return 0;
+}
+
+PyObject *
+pygpu_ag_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim,
+                int pair, const char *name)
+{
+    PyObject *res;
+    if (op != PYGPU_SUM && op != PYGPU_MEAN) {
+        return no_rule(NULL, name);
+    }
+    UNRECORDED(pygpu_reduce_over(op, t, dimobj, keepdim, pair, name));
+    if (res == NULL) {
+        return NULL;
+    }
+    int all = dimobj == NULL || dimobj == Py_None;
+    const char *node_name = op == PYGPU_SUM
+                                ? (all ? "SumBackward0" : "SumBackward1")
+                                : (all ? "MeanBackward0" : "MeanBackward1");
+    pygpu_node *n = pygpu_ag_node(node_name, reduce_backward, 1, &t);
+    if (n != NULL) {
+        n->op = op;
+        if (mark(n, t, dimobj, keepdim, name) < 0) {
+            Py_CLEAR(n);
+        }
+    }
+    return finish(res, n);
+}
+
+/* ---------------------------------------------------------- logsumexp */
+
+/* g * exp(x - out), out and g spread over x's shape. */
+static int
+logsumexp_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    TensorObject *x = pygpu_ag_saved(n, 0), *out = pygpu_ag_saved(n, 1);
+    TensorObject *gs = NULL, *os = NULL, *e = NULL;
+    if (x == NULL || out == NULL) {
+        return -1;
+    }
+    gs = spread(n, g);
+    os = gs ? spread(n, out) : NULL;
+    e = os ? bin(PYGPU_SUB, x, os) : NULL;
+    if (e != NULL) {
+        Py_SETREF(e, (TensorObject *)pygpu_op_unary(PYGPU_EXP, e, 0));
+    }
+    grads[0] = e ? bin(PYGPU_MUL, gs, e) : NULL;
+    Py_XDECREF(gs);
+    Py_XDECREF(os);
+    Py_XDECREF(e);
+    return grads[0] == NULL ? -1 : 0;
+}
+
+PyObject *
+pygpu_ag_logsumexp(TensorObject *t, PyObject *dimobj, int keepdim,
+                   PyObject *res)
+{
+    if (res == NULL || !pygpu_ag_wanted(1, &t)) {
+        return res;
+    }
+    pygpu_node *n = pygpu_ag_node("LogsumexpBackward0", logsumexp_backward,
+                                  1, &t);
+    if (n != NULL && (mark(n, t, dimobj, keepdim, "logsumexp") < 0 ||
+                      pygpu_ag_save(n, 0, t) < 0 ||
+                      pygpu_ag_save(n, 1, (TensorObject *)res) < 0)) {
+        Py_CLEAR(n);
+    }
+    return finish(res, n);
+}
+
+/* ------------------------------------------------- softmax, log_softmax */
+
+/* softmax: y (g - sum(g y)); log_softmax: g - exp(y) sum(g); sums along
+ * dim (perm[0]), kept. */
+static int
+softmax_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    TensorObject *y = pygpu_ag_saved(n, 0), *t = NULL, *s = NULL;
+    PyObject *dim = NULL;
+    if (y == NULL || (dim = PyLong_FromLong(n->perm[0])) == NULL) {
+        return -1;
+    }
+    if (n->op == PYGPU_SOFTMAX) {
+        t = bin(PYGPU_MUL, g, y);
+        s = t ? (TensorObject *)pygpu_op_reduce(PYGPU_SUM, t, dim, 1) : NULL;
+        Py_XSETREF(t, s ? bin(PYGPU_SUB, g, s) : NULL);
+        grads[0] = t ? bin(PYGPU_MUL, y, t) : NULL;
+    }
+    else {
+        s = (TensorObject *)pygpu_op_reduce(PYGPU_SUM, g, dim, 1);
+        t = s ? (TensorObject *)pygpu_op_unary(PYGPU_EXP, y, 0) : NULL;
+        Py_XSETREF(t, t ? bin(PYGPU_MUL, t, s) : NULL);
+        grads[0] = t ? bin(PYGPU_SUB, g, t) : NULL;
+    }
+    Py_DECREF(dim);
+    Py_XDECREF(t);
+    Py_XDECREF(s);
+    return grads[0] == NULL ? -1 : 0;
+}
+
+PyObject *
+pygpu_ag_softmax(int op, TensorObject *t, int dim, PyObject *res)
+{
+    if (res == NULL || !pygpu_ag_wanted(1, &t)) {
+        return res;
+    }
+    pygpu_node *n = pygpu_ag_node(
+        op == PYGPU_SOFTMAX ? "SoftmaxBackward0" : "LogSoftmaxBackward0",
+        softmax_backward, 1, &t);
+    if (n != NULL) {
+        n->op = op;
+        n->perm[0] = t->ndim ? dim : 0;
+        if (pygpu_ag_save(n, 0, (TensorObject *)res) < 0) {
+            Py_CLEAR(n);
+        }
+    }
+    return finish(res, n);
+}
+
+/* --------------------------------------------------------------- scans */
+
+/* cumsum: gx_i = sum over j >= i of g_j = total - cumsum(g)_i + g_i. */
+static int
+cumsum_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    PyObject *dim = PyLong_FromLong(n->perm[0]), *cs = NULL;
+    TensorObject *total = NULL, *t = NULL;
+    if (dim == NULL) {
+        return -1;
+    }
+    total = (TensorObject *)pygpu_op_reduce(PYGPU_SUM, g, dim, 1);
+    cs = total ? PyObject_CallMethod((PyObject *)g, "cumsum", "O", dim)
+               : NULL;
+    t = cs ? bin(PYGPU_SUB, total, (TensorObject *)cs) : NULL;
+    grads[0] = t ? bin(PYGPU_ADD, t, g) : NULL;
+    Py_DECREF(dim);
+    Py_XDECREF(cs);
+    Py_XDECREF(total);
+    Py_XDECREF(t);
+    return grads[0] == NULL ? -1 : 0;
+}
+
+PyObject *
+pygpu_ag_scan(int op, TensorObject *t, int dim, PyObject *res)
+{
+    if (res == NULL || !pygpu_ag_wanted(1, &t)) {
+        return res;
+    }
+    if (op != PYGPU_CUMSUM) {
+        return no_rule(res, "cumprod");
+    }
+    pygpu_node *n = pygpu_ag_node("CumsumBackward0", cumsum_backward, 1, &t);
+    if (n != NULL) {
+        n->perm[0] = t->ndim ? dim : 0;
+    }
+    return finish(res, n);
+}
