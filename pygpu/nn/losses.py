@@ -5,11 +5,10 @@ import warnings
 
 import numpy as np
 
-from .._C import Tensor, from_numpy
-from ..autograd.grad_mode import no_grad
+from .._C import Tensor, from_numpy, log_softmax
 from .module import Module
 
-__all__ = ["mse_loss", "l1_loss", "log_softmax", "nll_loss", "cross_entropy",
+__all__ = ["mse_loss", "l1_loss", "nll_loss", "cross_entropy",
            "binary_cross_entropy_with_logits", "MSELoss", "L1Loss",
            "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss"]
 
@@ -48,14 +47,6 @@ def l1_loss(input, target, reduction="mean"):
     """|input - target|, reduced (mean, sum or none)."""
     _check("l1_loss", input, target)
     return _reduce((input - target).abs(), reduction)
-
-
-def log_softmax(input, dim):
-    """input - logsumexp(input, dim), shifted by the (constant) maximum
-    for stability."""
-    with no_grad():
-        m = input.max(dim, keepdim=True).values
-    return input - ((input - m).exp().sum(dim, keepdim=True).log() + m)
 
 
 def _class_weights(target, ncls, weight, ignore_index, device, dtype):
