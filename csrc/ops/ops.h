@@ -90,6 +90,9 @@ PyObject *pygpu_op_unary(int op, TensorObject *a, int inplace);
 PyObject *pygpu_op_reduce(int op, TensorObject *t, PyObject *dim,
                           int keepdim);
 PyObject *pygpu_op_matmul(PyObject *a, PyObject *b);
+/* The same into out (NULL: a new tensor), which must have the result's
+ * dtype (torch's products); resized and checked by pygpu_out_prepare. */
+PyObject *pygpu_op_matmul_out(PyObject *a, PyObject *b, TensorObject *out);
 /* torch.backends.cuda.matmul.allow_tf32 (ops_matmul.c): an atomic flag the
  * products' front ends read at each call and pass down to cuBLAS. */
 void pygpu_set_allow_tf32(int allow);
@@ -143,6 +146,19 @@ const char *pygpu_dtype_torch_name(int dtype);
 /* t.resize_(shape): contiguous, over the same memory when it is large
  * enough, else over new memory holding the old bytes. */
 int pygpu_tensor_resize(TensorObject *t, int ndim, const int64_t *shape);
+/* out= for an op that made `result` (stolen; NULL passes an error
+ * through) from `in`: out prepared as above, result copied into it; out
+ * (new reference) or NULL. */
+PyObject *pygpu_out_assign(TensorObject *out, PyObject *result,
+                           const TensorObject *in);
+/* The vectorcall arguments without an out= keyword: argv (room for cap)
+ * gets the positional then the remaining keyword values, *rest their
+ * names (NULL when none; a new reference), *out the out tensor or NULL
+ * (TypeError unless a Tensor or None).  0 or -1. */
+int pygpu_split_out_kwarg(const char *fname, PyObject *const *args,
+                          Py_ssize_t nargs, PyObject *kwnames,
+                          PyObject **argv, Py_ssize_t cap, PyObject **rest,
+                          TensorObject **out);
 /* Tensor.resize_ (METH_FASTCALL). */
 PyObject *pygpu_t_resize_(PyObject *op, PyObject *const *args,
                           Py_ssize_t nargs);

@@ -242,7 +242,23 @@ reduce_fn(int op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
                      nargs < 1 ? "nothing" : Py_TYPE(args[0])->tp_name);
         return NULL;
     }
-    return reduce_method(op, args[0], args + 1, nargs - 1, kwnames);
+    /* out= (the functions take it, as torch's): the result copied in. */
+    PyObject *argv[8], *rest;
+    TensorObject *out;
+    if (pygpu_split_out_kwarg(redop_names[op], args, nargs, kwnames, argv, 8,
+                              &rest, &out) < 0) {
+        return NULL;
+    }
+    PyObject *r = reduce_method(op, argv[0], argv + 1, nargs - 1, rest);
+    Py_XDECREF(rest);
+    if (out != NULL && op != PYGPU_MAX) {
+        return pygpu_out_assign(out, r, (TensorObject *)args[0]);
+    }
+    if (out != NULL && r != NULL) {
+        Py_CLEAR(r);
+        PyErr_SetString(PyExc_TypeError, "max(): out= is not supported");
+    }
+    return r;
 }
 
 static PyObject *
@@ -266,13 +282,15 @@ max_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
 
 PyMethodDef pygpu_reduce_functions[] = {
     {"sum", FASTKW(sum_fn),
-     "sum($module, input, /, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
+     "sum($module, input, /, dim=None, keepdim=False, *, dtype=None,\n"
+     "    out=None)\n--\n\n"
      "Sum of all elements, or over dim (an int or a tuple); with dtype the\n"
-     "input is converted first."},
+     "input is converted first; into out when given."},
     {"mean", FASTKW(mean_fn),
-     "mean($module, input, /, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
+     "mean($module, input, /, dim=None, keepdim=False, *, dtype=None,\n"
+     "     out=None)\n--\n\n"
      "Mean of all elements, or over dim (floating dtypes); with dtype the\n"
-     "input is converted first."},
+     "input is converted first; into out when given."},
     {"max", FASTKW(max_fn),
      "max($module, input, /, dim=None, keepdim=False)\n--\n\n"
      "The maximum of all elements, or a (values, indices) pair over dim."},

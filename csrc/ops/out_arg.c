@@ -233,3 +233,68 @@ pygpu_t_resize_(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
     }
     return Py_NewRef(op);
 }
+
+/* ----------------------------------------------------- out= after the fact */
+
+PyObject *
+pygpu_out_assign(TensorObject *out, PyObject *result, const TensorObject *in)
+{
+    if (result == NULL) {
+        return NULL;
+    }
+    TensorObject *r = (TensorObject *)result;
+    TensorObject *dst = pygpu_out_prepare(out, r->ndim, r->shape, r->dtype,
+                                          r->device, 0, in, NULL);
+    int rc = dst ? pygpu_op_copy_same_device(out, r) : -1;
+    Py_XDECREF(dst);
+    Py_DECREF(result);
+    return rc < 0 ? NULL : Py_NewRef(out);
+}
+
+int
+pygpu_split_out_kwarg(const char *fname, PyObject *const *args,
+                      Py_ssize_t nargs, PyObject *kwnames, PyObject **argv,
+                      Py_ssize_t cap, PyObject **rest, TensorObject **out)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, k = 0;
+    *rest = NULL;
+    *out = NULL;
+    if (nargs + nkw > cap) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %zd arguments",
+                     fname, cap);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        argv[i] = args[i];
+    }
+    if (nkw == 0) {
+        return 0;
+    }
+    *rest = PyTuple_New(nkw);
+    if (*rest == NULL) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        PyObject *value = args[nargs + i];
+        if (PyUnicode_Check(name) &&
+            PyUnicode_CompareWithASCIIString(name, "out") == 0) {
+            if (value != Py_None &&
+                pygpu_tensor_arg(value, fname, "out") < 0) {
+                Py_CLEAR(*rest);
+                return -1;
+            }
+            *out = value == Py_None ? NULL : (TensorObject *)value;
+            continue;
+        }
+        PyTuple_SET_ITEM(*rest, k, Py_NewRef(name));
+        argv[nargs + k++] = value;
+    }
+    if (k == 0) {
+        Py_CLEAR(*rest);
+    }
+    else if (k < nkw && _PyTuple_Resize(rest, k) < 0) {
+        return -1;
+    }
+    return 0;
+}
