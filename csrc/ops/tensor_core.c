@@ -71,7 +71,7 @@ tensor_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
              !PyTuple_Check(PyTuple_GET_ITEM(args, 0))) {
         pygpu_device cpu = {PYGPU_CPU, -1};
         made = (PyObject *)pygpu_tensor_from_data(PyTuple_GET_ITEM(args, 0),
-                                                  PYGPU_FLOAT32, cpu);
+                                                  pygpu_default_dtype(), cpu);
     }
     else {
         int ndim = 1;
@@ -81,7 +81,8 @@ tensor_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
                                            nargs, &ndim, shape) < 0) {
             return NULL;
         }
-        made = (PyObject *)pygpu_tensor_empty(ndim, shape, PYGPU_FLOAT32, cpu);
+        made = (PyObject *)pygpu_tensor_empty(ndim, shape,
+                                              pygpu_default_dtype(), cpu);
     }
     if (made == NULL) {
         return NULL;
