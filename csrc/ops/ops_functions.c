@@ -104,6 +104,11 @@ unary_fn(int op, const char *name, PyObject *const *args, Py_ssize_t nargs,
 {
     static const char *const names[] = {"input", "out"};
     PyObject *a[2];
+    if (nargs == 1 && kwnames == NULL) { /* the common call, parsed fast */
+        return check_tensor(args[0], name) < 0
+                   ? NULL
+                   : pygpu_op_unary(op, (TensorObject *)args[0], 0);
+    }
     if (pygpu_parse_args(name, args, nargs, kwnames, names, 2, 1, 1, a) < 0 ||
         check_tensor(a[0], name) < 0) {
         return NULL;
