@@ -75,8 +75,10 @@ PyObject *pygpu_t_get_T(PyObject *op, void *closure);
 PyObject *pygpu_t_item(PyObject *op, PyObject *noargs);
 /* -------------------------------------------------------------------- ops */
 /* a <op> b where either may be a Python scalar (at least one a tensor);
- * `out` non-NULL makes it in place (out is a, broadcasting must not change
- * its shape, its dtype is kept).  New reference or NULL. */
+ * into `out` when non-NULL, by pygpu_out_prepare's rules: in place when
+ * out is a (its shape must be the result's), else out= (resized).  The
+ * result is computed in torch's result dtype and cast into out.  New
+ * reference or NULL. */
 PyObject *pygpu_op_binary(int op, PyObject *a, PyObject *b,
                           TensorObject *out);
 /* pygpu.add(input, other, alpha=...) and t.add(other, alpha=...): alpha
