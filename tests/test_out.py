@@ -170,6 +170,10 @@ def test_matmul_out(device, rng):
                                            "instead"):
         pygpu.mm(ta, tb, out=pygpu.empty(2, 4, device=device,
                                          dtype=pygpu.float64))
+    sq = t(rng.standard_normal((3, 3)), device)
+    want = host(sq @ sq)
+    assert pygpu.mm(sq, sq, out=sq) is sq  # out is an input: still right
+    np.testing.assert_allclose(host(sq), want, rtol=1e-12)
     vec = pygpu.empty(5, device=device)
     with pytest.warns(UserWarning, match=RESIZED):
         pygpu.matmul(ta, t(b[:, 0], device), out=vec)

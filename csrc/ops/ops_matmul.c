@@ -178,11 +178,14 @@ pygpu_op_matmul_out(PyObject *ao, PyObject *bo, TensorObject *out_arg)
         out = pygpu_tensor_empty(on, oshape, a->dtype, a->device);
     }
     else if (check_out_dtype(out_arg, a->dtype) == 0) {
-        /* The products write a contiguous result: a strided out gets a
-         * copy of one (pygpu_out_finish). */
+        /* The products write a contiguous result that is no input: a
+         * strided out, or one sharing memory with an input (even element
+         * for element), gets a copy of one (pygpu_out_finish). */
         out = pygpu_out_prepare(out_arg, on, oshape, a->dtype, a->device, 0,
-                                a, b);
-        if (out != NULL && !pygpu_is_contiguous(out)) {
+                                NULL, NULL);
+        if (out != NULL && (!pygpu_is_contiguous(out) ||
+                            pygpu_get_overlap(out, a) != PYGPU_ALIAS_NONE ||
+                            pygpu_get_overlap(out, b) != PYGPU_ALIAS_NONE)) {
             Py_SETREF(out, pygpu_tensor_empty(on, oshape, a->dtype,
                                               a->device));
         }
