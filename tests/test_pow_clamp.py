@@ -121,6 +121,13 @@ def test_pow_promotion_and_errors(device):
     f = t([0.0, float("nan"), -1.0, float("inf")], device)
     assert host(f ** 0).tolist() == [1.0, 1.0, 1.0, 1.0]
     assert math.isnan((f ** 0.5).tolist()[2])
+    # x ** 0.5 is sqrt (as torch): -0.0 stays -0.0, -inf gives NaN
+    r = (t([-0.0, -float("inf"), 4.0], device) ** 0.5).tolist()
+    assert math.copysign(1, r[0]) == -1 and math.isnan(r[1]) and r[2] == 2
+    assert (t([4.0, 0.25], device) ** -0.5).tolist() == [0.5, 2.0]
+    assert (i ** 0.5).dtype is pygpu.float32
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        i.pow_(-0.5)
     with pytest.raises(TypeError):
         pow(i, 2, 5)
     with pytest.raises(TypeError):

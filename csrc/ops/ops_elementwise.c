@@ -215,6 +215,13 @@ binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
     if (check_scalar_operand(op, t->dtype, s, scat, scalar_first) < 0) {
         return NULL;
     }
+    if (op == PYGPU_POW && !scalar_first && scat == CAT_FLOAT &&
+        (s.f == 0.5 || s.f == -0.5)) {
+        /* torch's x ** 0.5 is sqrt(x) (sqrt(-0.0) = -0.0, sqrt(-inf) =
+         * NaN, where C's pow gives 0.0 and inf), x ** -0.5 rsqrt(x). */
+        return pygpu_op_unary_out(s.f > 0 ? PYGPU_SQRT : PYGPU_RSQRT, t, out,
+                                  inplace);
+    }
     /* t is read in its own dtype and converted in the loop. */
     TensorObject *res = result_tensor(out, inplace, t->ndim, t->shape, dtype,
                                       t->device, t, NULL);
