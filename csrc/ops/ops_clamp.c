@@ -83,44 +83,35 @@ broadcast_view(TensorObject *x, int ndim, const int64_t *shape)
     return pygpu_tensor_view(x, ndim, shape, strides, 0);
 }
 
+/* One pass, dst = op(src, bound) (an in-place or exact-shape out=). */
+static int
+pass_into(int op, TensorObject *dst, TensorObject *src, PyObject *bound)
+{
+    PyObject *r = pygpu_op_binary(op, (PyObject *)src, bound, dst);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
 /* dst = min(max(x, lo), hi) with dst of the result's shape and dtype;
  * lo or hi may be NULL. */
 static int
 clamp_into(TensorObject *dst, TensorObject *x, PyObject *lo, PyObject *hi)
 {
-    PyObject *r = NULL;
-    TensorObject *xe = x;
-    int ndim_eq = x->ndim == dst->ndim;
-    for (int d = 0; ndim_eq && d < x->ndim; d++) {
-        ndim_eq = x->shape[d] == dst->shape[d];
+    int same = x->ndim == dst->ndim;
+    for (int d = 0; same && d < x->ndim; d++) {
+        same = x->shape[d] == dst->shape[d];
     }
-    if (!ndim_eq) {
-        xe = broadcast_view(x, dst->ndim, dst->shape);
-        if (xe == NULL) {
-            return -1;
-        }
-    }
-    else {
-        Py_INCREF(xe);
-    }
-    if (lo != NULL) {
-        r = pygpu_op_binary(PYGPU_MAXIMUM, (PyObject *)xe, lo, dst);
-        if (r == NULL) {
-            goto fail;
-        }
-        Py_SETREF(xe, (TensorObject *)Py_NewRef(dst));
-        Py_CLEAR(r);
-    }
-    if (hi != NULL) {
-        r = pygpu_op_binary(PYGPU_MINIMUM, (PyObject *)xe, hi, dst);
-    }
-fail:
-    Py_DECREF(xe);
-    if (r == NULL && PyErr_Occurred()) {
+    TensorObject *xe = same ? (TensorObject *)Py_NewRef(x)
+                            : broadcast_view(x, dst->ndim, dst->shape);
+    if (xe == NULL) {
         return -1;
     }
-    Py_XDECREF(r);
-    return 0;
+    int rc = lo ? pass_into(PYGPU_MAXIMUM, dst, xe, lo) : 0;
+    if (rc == 0 && hi != NULL) {
+        rc = pass_into(PYGPU_MINIMUM, dst, lo ? dst : xe, hi);
+    }
+    Py_DECREF(xe);
+    return rc;
 }
 
 /* The broadcast shape of x and the tensors among lo and hi. */
