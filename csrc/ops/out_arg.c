@@ -293,8 +293,11 @@ pygpu_split_out_kwarg(const char *fname, PyObject *const *args,
     if (k == 0) {
         Py_CLEAR(*rest);
     }
-    else if (k < nkw && _PyTuple_Resize(rest, k) < 0) {
-        return -1;
+    else if (k < nkw) {
+        Py_SETREF(*rest, PyTuple_GetSlice(*rest, 0, k));
+        if (*rest == NULL) {
+            return -1;
+        }
     }
     return 0;
 }
