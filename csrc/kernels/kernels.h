@@ -35,7 +35,9 @@ enum pygpu_scalar {
  * PYGPU_<ENUM>; the scalar rules pygpu_<name>_f/_d/_i are in rules.h; the
  * CPU loops, the CUDA functors and the names in messages are generated
  * from these rows (see "Adding an op" in docs/architecture.md). */
-#define PYGPU_BINARY_OPS(X) X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div)
+#define PYGPU_BINARY_OPS(X) X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div) \
+    X(POW, pow) X(MAXIMUM, maximum) X(MINIMUM, minimum) X(FMOD, fmod)        \
+    X(REMAINDER, remainder) X(FLOOR_DIVIDE, floor_divide)
 /* Unary ops come in two lists.  Those of PYGPU_UNARY_INT_OPS keep the
  * input's dtype (int64 stays int64).  Those of PYGPU_UNARY_FLOAT_OPS are
  * floating functions: an int64 input promotes to float32 (torch's default
@@ -49,7 +51,7 @@ enum pygpu_scalar {
     X(EXP, exp) X(LOG, log) X(LOG1P, log1p) X(EXPM1, expm1) X(SQRT, sqrt)    \
     X(RSQRT, rsqrt) X(SIN, sin) X(COS, cos) X(TANH, tanh)                    \
     X(SIGMOID, sigmoid) X(RECIPROCAL, reciprocal) X(SILU, silu)              \
-    X(GELU, gelu)
+    X(GELU, gelu) X(GELU_TANH, gelu_tanh)
 #define PYGPU_UNARY_OPS(X) PYGPU_UNARY_INT_OPS(X) PYGPU_UNARY_FLOAT_OPS(X)
 
 #define PYGPU_OP_ENUM_ROW(OP, name) PYGPU_##OP,

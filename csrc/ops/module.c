@@ -175,7 +175,10 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_linear_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_autocast_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_random_functions) < 0 ||
-        PyModule_AddFunctions(m, pygpu_cuda_functions) < 0) {
+        PyModule_AddFunctions(m, pygpu_cuda_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_binary_math_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_clamp_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_default_dtype_functions) < 0) {
         goto fail;
     }
     if (PyModule_AddStringConstant(m, "__version__", PYGPU_VERSION) < 0 ||

@@ -207,7 +207,7 @@ factory(const char *fname, enum fill_kind kind, int has_value,
     else if (pygpu_parse_shape(args, nsize, &ndim, shape) < 0) {
         return NULL;
     }
-    int def = PYGPU_FLOAT32;
+    int def = pygpu_default_dtype();
     if (has_value) {
         PyObject *v = kw[1];
         if (PyLong_Check(v) || PyBool_Check(v)) {

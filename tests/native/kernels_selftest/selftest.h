@@ -176,6 +176,31 @@ inline int64_t ref_i64(int op, int64_t x, int64_t y)
     }
 }
 
+/* The floating binary ops by the shared rules, in double and in float. */
+inline double ref_binop_d(int op, double x, double y)
+{
+    switch (op) {
+#define SELFTEST_D_CASE(OP, name)                                            \
+    case PYGPU_##OP:                                                         \
+        return pygpu_##name##_d(x, y);
+        PYGPU_BINARY_OPS(SELFTEST_D_CASE)
+    default:
+        return NAN;
+    }
+}
+
+inline float ref_binop_f(int op, float x, float y)
+{
+    switch (op) {
+#define SELFTEST_F_CASE(OP, name)                                            \
+    case PYGPU_##OP:                                                         \
+        return pygpu_##name##_f(x, y);
+        PYGPU_BINARY_OPS(SELFTEST_F_CASE)
+    default:
+        return NAN;
+    }
+}
+
 /* x rounded to dtype dt the way the kernels store it. */
 inline double round_to(int dt, double x)
 {
