@@ -179,8 +179,9 @@ extern PyMethodDef pygpu_binary_math_methods[];
 /* ops_clamp.c: clamp, clip and their methods. */
 extern PyMethodDef pygpu_clamp_functions[];
 extern PyMethodDef pygpu_clamp_methods[];
-/* Adds the PyMethodDef array defs (ending NULL) to the Tensor type. */
-int pygpu_tensor_add_methods(PyTypeObject *type, PyMethodDef *defs);
+/* Adds the PyMethodDef array defs (ending NULL) to the Tensor type, for
+ * methods defined next to their ops (tensor_core.c). */
+int pygpu_tensor_add_methods(PyMethodDef *defs);
 PyObject *pygpu_t_pow(PyObject *a, PyObject *b, PyObject *mod);
 PyObject *pygpu_t_ipow(PyObject *a, PyObject *b, PyObject *mod);
 PyObject *pygpu_t_floordiv(PyObject *a, PyObject *b);

@@ -142,23 +142,6 @@ pygpu_t_imod(PyObject *a, PyObject *b)
 
 /* ---------------------------------------------------------- the tables */
 
-int
-pygpu_tensor_add_methods(PyTypeObject *type, PyMethodDef *defs)
-{
-    for (PyMethodDef *d = defs; d->ml_name != NULL; d++) {
-        PyObject *descr = PyDescr_NewMethod(type, d);
-        if (descr == NULL) {
-            return -1;
-        }
-        int rc = PyObject_SetAttrString((PyObject *)type, d->ml_name, descr);
-        Py_DECREF(descr);
-        if (rc < 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
 #define FN_DOC(name, args, text)                                             \
     #name "($module, " args ", *, out=None)\n--\n\n" text
 #define M_DOC(name, arg, text) #name "($self, /, " arg ")\n--\n\n" text

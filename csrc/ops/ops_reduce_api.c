@@ -224,23 +224,6 @@ static PyStructSequence_Desc min_desc = {
     2,
 };
 
-int
-pygpu_tensor_add_methods(PyMethodDef *defs)
-{
-    PyTypeObject *tp = pygpu_state->Tensor_Type;
-    for (PyMethodDef *d = defs; d->ml_name != NULL; d++) {
-        PyObject *descr = PyDescr_NewMethod(tp, d);
-        int rc = descr ? PyObject_SetAttrString((PyObject *)tp, d->ml_name,
-                                                descr)
-                       : -1;
-        Py_XDECREF(descr);
-        if (rc < 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* The result types, and the functions and methods of the reduction files
  * but sum, mean and max (module.c and tensor_methods.c add those). */
 int

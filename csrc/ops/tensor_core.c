@@ -162,6 +162,23 @@ static PyType_Spec tensor_spec = {
 };
 
 int
+pygpu_tensor_add_methods(PyMethodDef *defs)
+{
+    PyTypeObject *tp = pygpu_state->Tensor_Type;
+    for (PyMethodDef *d = defs; d->ml_name != NULL; d++) {
+        PyObject *descr = PyDescr_NewMethod(tp, d);
+        int rc = descr ? PyObject_SetAttrString((PyObject *)tp, d->ml_name,
+                                                descr)
+                       : -1;
+        Py_XDECREF(descr);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int
 pygpu_tensor_register(PyObject *m)
 {
     PyObject *type = PyType_FromModuleAndSpec(m, &tensor_spec, NULL);
@@ -170,10 +187,8 @@ pygpu_tensor_register(PyObject *m)
     }
     pygpu_state->Tensor_Type = (PyTypeObject *)type;
     /* Methods defined with their ops, beyond tensor_methods.c's table. */
-    if (pygpu_tensor_add_methods(pygpu_state->Tensor_Type,
-                                 pygpu_binary_math_methods) < 0 ||
-        pygpu_tensor_add_methods(pygpu_state->Tensor_Type,
-                                 pygpu_clamp_methods) < 0) {
+    if (pygpu_tensor_add_methods(pygpu_binary_math_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_clamp_methods) < 0) {
         return -1;
     }
     /* NumPy defers to the tensor's own (reflected) operators instead of
