@@ -88,6 +88,12 @@ __all__ = [
 globals().update((name, getattr(_C, name)) for name in _C._unary_ops)
 __all__ += _C._unary_ops
 
+# creation, joining and splitting (tensor_range.c, ops_join.c, ops_split.c)
+from ._C import (arange, cat, chunk, concat, concatenate, eye,  # noqa: E402
+                 flip, linspace, narrow, split, stack, unbind)
+__all__ += ["arange", "linspace", "eye", "cat", "concat", "concatenate",
+            "stack", "split", "chunk", "unbind", "narrow", "flip"]
+
 
 def is_tensor(obj: object) -> bool:
     """True if obj is a pygpu Tensor."""
