@@ -90,9 +90,11 @@ __all__ += _C._unary_ops
 
 # creation, joining and splitting (tensor_range.c, ops_join.c, ops_split.c)
 from ._C import (arange, cat, chunk, concat, concatenate, eye,  # noqa: E402
-                 flip, linspace, narrow, split, stack, unbind)
+                 flip, gather, index_select, linspace, narrow, split, stack,
+                 unbind)
 __all__ += ["arange", "linspace", "eye", "cat", "concat", "concatenate",
-            "stack", "split", "chunk", "unbind", "narrow", "flip"]
+            "stack", "split", "chunk", "unbind", "narrow", "flip",
+            "index_select", "gather"]
 
 
 def is_tensor(obj: object) -> bool:

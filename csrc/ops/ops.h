@@ -133,6 +133,25 @@ int pygpu_geom_build(pygpu_geom *g, int ndim, const int64_t *shape, int nops,
                      const int64_t *const *st);
 extern PyMethodDef pygpu_split_functions[]; /* ops_split.c */
 
+/* ------------------------------------------------- integer indexing */
+extern PyMethodDef pygpu_index_functions[]; /* ops_index.c */
+/* One GATHER over shape[0..nd): the dense operand, the indexed one
+ * (without its indexed dim: dim_stride, dim_size; dim for messages) and
+ * the index walk st[0], st[1], st[2]; scatter writes the indexed one.
+ * IndexError "index 5 is out of bounds for dimension 0 with size 3" for an
+ * index out of range (the CPU; CUDA raises CudaError).  0 or -1. */
+int pygpu_index_plan_run(const char *what, int nd, const int64_t *shape,
+                         const int64_t *const *st, int64_t dim_stride,
+                         int64_t dim_size, int dim, TensorObject *dense,
+                         TensorObject *indexed, TensorObject *index,
+                         int scatter);
+/* t[key] / t[key] = value for a key holding an integer index: an int32 or
+ * int64 tensor, a list of ints, a NumPy integer array (tensor_index.c asks
+ * pygpu_index_wants first; tensor_index_int.c). */
+int pygpu_index_wants(PyObject *key);
+PyObject *pygpu_index_get(TensorObject *t, PyObject *key);
+int pygpu_index_put(TensorObject *t, PyObject *key, PyObject *value);
+
 /* --------------------------------------------------------------- overlap */
 /* overlap.c: torch's memory-overlap rules.  Only definite answers raise. */
 enum { PYGPU_MEM_NO, PYGPU_MEM_YES, PYGPU_MEM_TOO_HARD };

@@ -47,6 +47,8 @@ FASTKW_DECL(pygpu_t_narrow);
 FAST_DECL(pygpu_t_flip);
 FAST_DECL(pygpu_t_repeat);
 NOARGS_DECL(pygpu_t_expand_as); /* METH_O */
+FASTKW_DECL(pygpu_t_index_select); /* ops_index.c */
+FASTKW_DECL(pygpu_t_gather);
 
 #define SELF ((TensorObject *)op)
 
@@ -502,5 +504,12 @@ PyMethodDef pygpu_tensor_methods[] = {
     {"expand_as", pygpu_t_expand_as, METH_O,
      "expand_as($self, other, /)\n--\n\n"
      "self.expand(other.size()): a broadcast view."},
+    {"index_select", FASTKW(pygpu_t_index_select),
+     "index_select($self, /, dim, index)\n--\n\n"
+     "The entries index (a 1-d int32/int64 tensor) along dim, as a new\n"
+     "tensor."},
+    {"gather", FASTKW(pygpu_t_gather),
+     "gather($self, /, dim, index, *, sparse_grad=False)\n--\n\n"
+     "pygpu.gather(self, dim, index)."},
     {NULL},
 };
