@@ -88,7 +88,9 @@ extern "C" cudaError_t pygpu_cuda_gather(int esize, void *dense,
 {
     unsigned long long *flag = (unsigned long long *)err;
     int64_t n = geom_numel(g);
-    if (n < 0) {
+    bool sizes_ok = (esize == 1 || esize == 2 || esize == 4 || esize == 8) &&
+                    (index_esize == 4 || index_esize == 8);
+    if (n < 0 || !sizes_ok) {
         return cudaErrorInvalidValue;
     }
     cudaError_t e = cudaMemsetAsync(err, 0, 2 * sizeof(int64_t), stream);
