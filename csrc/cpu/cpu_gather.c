@@ -9,6 +9,7 @@
  * of range, so that the error names it, as torch's CPU loops do.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "cpu/cpu_loops.h"
 #include "kernels/kernels.h"
@@ -20,22 +21,56 @@ typedef struct gather_ctx {
     int64_t *bad;
 } gather_ctx;
 
+/* The index of element j of a row, checked: 0 and *w set, or 1 after
+ * recording it as the first bad one. */
+static inline int
+index_at(const char *p, int64_t j, int64_t step, const gather_ctx *c,
+         int64_t *w)
+{
+    int64_t i = c->index_esize == 4 ? ((const int32_t *)p)[j * step]
+                                    : ((const int64_t *)p)[j * step];
+    *w = i < 0 ? i + c->dim_size : i;
+    if (*w < 0 || *w >= c->dim_size) {
+        *c->failed = 1;
+        *c->bad = i;
+        return 1;
+    }
+    return 0;
+}
+
 /* One row for elements of type T: p[0] dense, p[1] indexed, p[2] index,
- * steps s[k] in elements of each. */
+ * steps s[k] in elements of each.  A row along which the index does not
+ * change (index_select's rows) reads it once and copies a plain run. */
 #define GATHER_ROW(NAME, T)                                                  \
     static void NAME(char *const *p, const int64_t *s, int64_t n,            \
                      const gather_ctx *c)                                    \
     {                                                                        \
         T *dense = (T *)p[0];                                                \
         T *indexed = (T *)p[1];                                              \
+        int64_t w;                                                           \
+        if (s[2] == 0) {                                                     \
+            if (index_at(p[2], 0, 0, c, &w)) {                               \
+                return;                                                      \
+            }                                                                \
+            T *slots = indexed + w * c->dim_stride;                          \
+            if (s[0] == 1 && s[1] == 1) {                                    \
+                memcpy(c->scatter ? (void *)slots : (void *)dense,           \
+                       c->scatter ? (void *)dense : (void *)slots,           \
+                       (size_t)n * sizeof(T));                               \
+                return;                                                      \
+            }                                                                \
+            for (int64_t j = 0; j < n; j++) {                                \
+                if (c->scatter) {                                            \
+                    slots[j * s[1]] = dense[j * s[0]];                       \
+                }                                                            \
+                else {                                                       \
+                    dense[j * s[0]] = slots[j * s[1]];                       \
+                }                                                            \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
         for (int64_t j = 0; j < n; j++) {                                    \
-            int64_t i = c->index_esize == 4                                  \
-                            ? ((const int32_t *)p[2])[j * s[2]]              \
-                            : ((const int64_t *)p[2])[j * s[2]];             \
-            int64_t w = i < 0 ? i + c->dim_size : i;                         \
-            if (w < 0 || w >= c->dim_size) {                                 \
-                *c->failed = 1;                                              \
-                *c->bad = i;                                                 \
+            if (index_at(p[2], j, s[2], c, &w)) {                            \
                 return;                                                      \
             }                                                                \
             T *slot = indexed + j * s[1] + w * c->dim_stride;                \
