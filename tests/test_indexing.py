@@ -179,10 +179,13 @@ def test_getitem_errors(device):
         x[pygpu.tensor([0.0], device=device)]
     with pytest.raises(IndexError, match="tensors used as indices"):
         x[np.array([0.0])]
-    with pytest.raises(IndexError, match="nested list"):
-        x[[[0, 1], [1, 0]]]
-    with pytest.raises(IndexError, match="one index tensor"):
-        x[[0, 1], [1, 2]]
+    # a nested list key is a tuple of indices, as torch reads it
+    assert host(x[[[0, 1], [1, 0]]]).shape == (2,)
+    with pytest.raises(IndexError, match="mask or a bool"):
+        x[[0, 1], True]
+    with pytest.raises(IndexError, match="shape mismatch: indexing tensors "
+                                         "could not be broadcast together"):
+        x[[0, 1], [0, 1, 2]]
     with pytest.raises(IndexError, match="too many indices"):
         pygpu.tensor(1.0, device=device)[[0]]
     if device == "cpu":
@@ -194,6 +197,25 @@ def test_getitem_errors(device):
         with pytest.raises(IndexError, match="index 3 is out of bounds for "
                                              "dimension 1 with size 3"):
             x[:, [0, 3]]
+
+
+def test_getitem_several_indices(device, rng):
+    a, t = make(rng, (3, 4, 5), device=device)
+    i = np.array([[0], [2], [-1]])
+    j = np.array([1, 3, -5, 4])
+    ti, tj = pygpu.tensor(i, device=device), pygpu.tensor(j, device=device)
+    exact(t[[0, 2], [1, 3]], a[[0, 2], [1, 3]])        # adjacent: in place
+    exact(t[:, ti, tj], a[:, i, j])
+    exact(t[ti, :, tj], a[i, :, j])                    # apart: dims first
+    exact(t[ti, [1, 3, -4, 0], tj], a[i, [1, 3, -4, 0], j])
+    exact(t[ti, 0, tj], a[:, 0, :][i, j])  # torch: the int selects first
+    exact(t[[[0, 1], [1, 0]]], a[[0, 1], [1, 0]])      # a tuple, as torch
+    exact(t.T[tj, [1]], a.T[j, [1]])                   # strided source
+    exact(t[[], []], a[[], []])
+    if device == "cpu":
+        with pytest.raises(IndexError, match="index 4 is out of bounds for "
+                                             "dimension 1 with size 4"):
+            t[[0, 1], [0, 4]]
 
 
 # -- t[idx] = v -------------------------------------------------------------
@@ -213,6 +235,18 @@ def test_setitem_int_index(device, rng, dtype):
     a[..., [0, 1]] = col
     exact(t, a)
     t[[]] = 5  # nothing to write
+    exact(t, a)
+
+
+def test_setitem_several_indices(device, rng):
+    a, t = make(rng, (3, 4, 5), device=device)
+    a = a.copy()
+    t[[0, 2], :, [1, -1]] = 7.5
+    a[[0, 2], :, [1, -1]] = 7.5
+    exact(t, a)
+    v = rng.standard_normal((2, 3)).astype(np.float32)
+    t[[[1], [2]], [0, 1, 3]] = pygpu.tensor(v[..., None], device=device)
+    a[[[1], [2]], [0, 1, 3]] = v[..., None]
     exact(t, a)
 
 
@@ -298,6 +332,7 @@ def _index_cycle():
     t.gather(0, pygpu.zeros(2, 3, dtype=pygpu.int64))
     t[[3]] = 2.0
     t[:, i] = t[:, [0, 1]]
+    t[i, [1, 2]] = t[[0, 1], i]
 
 
 ERRORS = {

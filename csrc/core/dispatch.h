@@ -28,10 +28,12 @@ enum pygpu_kind {
                               indexed side without its indexed dim, 2 the
                               index (dtype in_dtypes[1]): i = the index,
                               wrapped once if negative, checked against
-                              ix.size; out (dense) = in[0] (indexed) at
-                              +i * ix.stride; flag: in[0] (dense) is
-                              written to out (indexed) there instead.
-                              Moves bytes: one row serves every dtype. */
+                              ix.size; flag, a pygpu_gather_mode: READ:
+                              out (dense) = in[0] (indexed) at
+                              +i * ix.stride; SCATTER: in[0] (dense) is
+                              written to out (indexed) there; OFFSETS:
+                              out (int64) = i * ix.stride.  Moves bytes:
+                              one row serves every dtype. */
     /* Kinds past here take tensors and raise themselves (0 or -1). */
     PYGPU_K_MATMUL,        /* t[0] = t[1] @ t[2]; t[3], t[4]: them as
                               batches of matrices over mm.bshape */

@@ -15,7 +15,7 @@
 #include "kernels/kernels.h"
 
 typedef struct gather_ctx {
-    int esize, index_esize, scatter;
+    int esize, index_esize, mode;
     int64_t dim_stride, dim_size;
     int *failed;
     int64_t *bad;
@@ -54,13 +54,14 @@ index_at(const char *p, int64_t j, int64_t step, const gather_ctx *c,
             }                                                                \
             T *slots = indexed + w * c->dim_stride;                          \
             if (s[0] == 1 && s[1] == 1) {                                    \
-                memcpy(c->scatter ? (void *)slots : (void *)dense,           \
-                       c->scatter ? (void *)dense : (void *)slots,           \
+                int sc = c->mode == PYGPU_GATHER_SCATTER;                    \
+                memcpy(sc ? (void *)slots : (void *)dense,                   \
+                       sc ? (void *)dense : (void *)slots,                   \
                        (size_t)n * sizeof(T));                               \
                 return;                                                      \
             }                                                                \
             for (int64_t j = 0; j < n; j++) {                                \
-                if (c->scatter) {                                            \
+                if (c->mode == PYGPU_GATHER_SCATTER) {                       \
                     slots[j * s[1]] = dense[j * s[0]];                       \
                 }                                                            \
                 else {                                                       \
@@ -74,7 +75,7 @@ index_at(const char *p, int64_t j, int64_t step, const gather_ctx *c,
                 return;                                                      \
             }                                                                \
             T *slot = indexed + j * s[1] + w * c->dim_stride;                \
-            if (c->scatter) {                                                \
+            if (c->mode == PYGPU_GATHER_SCATTER) {                           \
                 *slot = dense[j * s[0]];                                     \
             }                                                                \
             else {                                                           \
@@ -88,12 +89,29 @@ GATHER_ROW(row_2, uint16_t)
 GATHER_ROW(row_4, uint32_t)
 GATHER_ROW(row_8, uint64_t)
 
+/* PYGPU_GATHER_OFFSETS: dense (int64) = the checked index * dim_stride. */
+static void
+offsets_row(char *const *p, const int64_t *s, int64_t n, const gather_ctx *c)
+{
+    int64_t *dense = (int64_t *)p[0], w;
+    for (int64_t j = 0; j < n; j++) {
+        if (index_at(p[2], j, s[2], c, &w)) {
+            return;
+        }
+        dense[j * s[0]] = w * c->dim_stride;
+    }
+}
+
 static void
 gather_row(char *const *p, const int64_t *s, int64_t n, const void *ctx)
 {
     const gather_ctx *c = ctx;
     if (*c->failed) {
         return; /* the rest of the walk after an error */
+    }
+    if (c->mode == PYGPU_GATHER_OFFSETS) {
+        offsets_row(p, s, n, c);
+        return;
     }
     switch (c->esize) {
     case 1:
@@ -114,10 +132,10 @@ gather_row(char *const *p, const int64_t *s, int64_t n, const void *ctx)
 int
 pygpu_cpu_gather(int esize, void *dense, void *indexed, const void *index,
                  int index_esize, const pygpu_geom *g, int64_t dim_stride,
-                 int64_t dim_size, int scatter, int64_t *bad)
+                 int64_t dim_size, int mode, int64_t *bad)
 {
     int failed = 0;
-    gather_ctx c = {esize, index_esize, scatter, dim_stride, dim_size,
+    gather_ctx c = {esize, index_esize, mode, dim_stride, dim_size,
                     &failed, bad};
     char *const base[3] = {(char *)dense, (char *)indexed, (char *)index};
     const size_t sizes[3] = {(size_t)esize, (size_t)esize,

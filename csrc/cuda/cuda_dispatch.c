@@ -78,8 +78,9 @@ random_numbers(pygpu_kargs *k)
 static int
 gather(pygpu_kargs *k)
 {
-    void *dense = k->flag ? (void *)k->in[0] : k->out;
-    void *indexed = k->flag ? k->out : (void *)k->in[0];
+    int scatter = k->flag == PYGPU_GATHER_SCATTER;
+    void *dense = scatter ? (void *)k->in[0] : k->out;
+    void *indexed = scatter ? k->out : (void *)k->in[0];
     return pygpu_cuda_gather(pygpu_dtype_table[k->dtype].itemsize, dense,
                              indexed, k->in[1],
                              pygpu_dtype_table[k->in_dtypes[1]].itemsize,

@@ -137,14 +137,14 @@ extern PyMethodDef pygpu_split_functions[]; /* ops_split.c */
 extern PyMethodDef pygpu_index_functions[]; /* ops_index.c */
 /* One GATHER over shape[0..nd): the dense operand, the indexed one
  * (without its indexed dim: dim_stride, dim_size; dim for messages) and
- * the index walk st[0], st[1], st[2]; scatter writes the indexed one.
+ * the index walk st[0], st[1], st[2]; mode is a pygpu_gather_mode.
  * IndexError "index 5 is out of bounds for dimension 0 with size 3" for an
  * index out of range (the CPU; CUDA raises CudaError).  0 or -1. */
 int pygpu_index_plan_run(const char *what, int nd, const int64_t *shape,
                          const int64_t *const *st, int64_t dim_stride,
                          int64_t dim_size, int dim, TensorObject *dense,
                          TensorObject *indexed, TensorObject *index,
-                         int scatter);
+                         int mode);
 /* t[key] / t[key] = value for a key holding an integer index: an int32 or
  * int64 tensor, a list of ints, a NumPy integer array (tensor_index.c asks
  * pygpu_index_wants first; tensor_index_int.c). */

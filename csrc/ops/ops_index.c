@@ -36,8 +36,7 @@ typedef struct plan {
  * CPU: the caller raises in its op's words). */
 static int
 run_plan(const char *what, const plan *p, TensorObject *dense,
-         TensorObject *indexed, TensorObject *index, int scatter,
-         int64_t *bad)
+         TensorObject *indexed, TensorObject *index, int mode, int64_t *bad)
 {
     pygpu_geom g;
     pygpu_kargs k;
@@ -48,12 +47,13 @@ run_plan(const char *what, const plan *p, TensorObject *dense,
     }
     pygpu_geom_build(&g, p->nd, p->shape, 3, st); /* nd <= MAX: fits */
     k.in_dtypes[1] = index->dtype;
+    int scatter = mode == PYGPU_GATHER_SCATTER;
     k.out = scatter ? indexed->data : dense->data;
     k.in[0] = scatter ? dense->data : indexed->data;
     k.in[1] = index->data;
     k.g = &g;
     k.numel = numel;
-    k.flag = scatter;
+    k.flag = mode;
     k.ix.stride = p->dim_stride;
     k.ix.size = p->dim_size;
     k.ix.dim = p->dim;
@@ -71,7 +71,7 @@ int
 pygpu_index_plan_run(const char *what, int nd, const int64_t *shape,
                      const int64_t *const *st, int64_t dim_stride,
                      int64_t dim_size, int dim, TensorObject *dense,
-                     TensorObject *indexed, TensorObject *index, int scatter)
+                     TensorObject *indexed, TensorObject *index, int mode)
 {
     plan p;
     int64_t bad;
@@ -83,7 +83,7 @@ pygpu_index_plan_run(const char *what, int nd, const int64_t *shape,
     p.dim_stride = dim_stride;
     p.dim_size = dim_size;
     p.dim = dim;
-    int rc = run_plan(what, &p, dense, indexed, index, scatter, &bad);
+    int rc = run_plan(what, &p, dense, indexed, index, mode, &bad);
     if (rc == 1) {
         PyErr_Format(PyExc_IndexError,
                      "index %lld is out of bounds for dimension %d with size "
@@ -105,7 +105,7 @@ gather_new(const char *what, plan *p, TensorObject *src, TensorObject *index,
         return NULL;
     }
     memcpy(p->st[0], res->strides, sizeof(int64_t) * (size_t)p->nd);
-    int rc = run_plan(what, p, res, src, index, 0, &bad);
+    int rc = run_plan(what, p, res, src, index, PYGPU_GATHER_READ, &bad);
     if (rc == 1) {
         if (in_words != NULL) {
             PyErr_SetString(exc, in_words);

@@ -1,10 +1,13 @@
-/* tensor_index_int.c - t[idx] and t[idx] = v for one integer index: an
- * int32/int64 tensor, a list of ints or a NumPy integer array, with basic
- * indices (ints, slices, None, Ellipsis) around it, as torch: the basic
+/* tensor_index_int.c - t[idx] and t[idx] = v for integer indices: int32
+ * or int64 tensors, lists of ints, NumPy integer arrays, with basic
+ * indices (ints, slices, None, Ellipsis) around them, as torch: the basic
  * part is applied first as a view (ints select, so t[0, :, idx] has the
- * index's dims where idx was), then the index picks along its dim of that
- * view with one GATHER (ops_index.c).  tensor_index.c hands these keys
- * here.  Bool and uint8 tensors and lists of bools are masks, not ours.
+ * index's dims where idx was), then one index picks along its dim of that
+ * view with one GATHER (ops_index.c).  Several indices are first turned
+ * into element offsets (one GATHER in OFFSETS mode each, which checks
+ * them, and adds), which the GATHER then follows.  tensor_index.c hands
+ * these keys here.  Bool and uint8 tensors and lists of bools are masks,
+ * not ours.
  */
 #include "ops/ops.h"
 
@@ -18,8 +21,10 @@ is_integer_item(PyObject *v)
 }
 
 /* A key entry of ours: a tensor of int32/int64 (or a floating one, to
- * refuse in torch's words), a list of ints (nested lists too, to refuse),
- * an integer or floating NumPy array. */
+ * refuse in torch's words), a list of ints or of lists of ints,
+ * an integer or floating NumPy array.  A nested list is a tuple of
+ * indices (key_tuple) at the top of a key, an index of several dims in a
+ * tuple. */
 static int
 is_index_entry(PyObject *k)
 {
@@ -88,76 +93,145 @@ index_tensor(TensorObject *t, PyObject *k)
         PyErr_SetString(PyExc_IndexError, not_int);
         return NULL;
     }
-    for (Py_ssize_t i = 0; PyList_Check(k) && i < PyList_GET_SIZE(k); i++) {
-        if (!is_integer_item(PyList_GET_ITEM(k, i))) {
-            PyErr_SetString(PyExc_IndexError,
-                            "pygpu does not index with a nested list (torch "
-                            "reads it as a tuple of indices): pass a "
-                            "tensor");
-            return NULL;
-        }
-    }
     return pygpu_tensor_from_data(k, PYGPU_INT64, t->device);
 }
 
-/* A key with one index: view = t[key with the index replaced by ':'],
- * index on its device, dim the dim of view it picks along. */
+/* A key with integer indices: view = t[key with each index replaced by
+ * ':'], dims[0..k) the dims of view they pick along; index: the one
+ * index, or (several) the element offsets they give together, broadcast;
+ * the GATHER picks along dim_stride, dim_size (dim in messages). */
 typedef struct adv {
     TensorObject *view;
     TensorObject *index;
-    int dim;
+    int k, dim;
+    int dims[PYGPU_MAX_DIMS];
+    int64_t dim_stride, dim_size;
 } adv;
+
+/* The element offsets of several indices into view: each checked and
+ * scaled by its dim's stride (a GATHER in OFFSETS mode), then summed,
+ * broadcast.  torch's error for shapes that do not broadcast. */
+static TensorObject *
+offsets(TensorObject *v, TensorObject *const *ix, const int *dims, int k)
+{
+    TensorObject *sum = NULL;
+    int nb = 0, n2;
+    int64_t bshape[PYGPU_MAX_DIMS], b2[PYGPU_MAX_DIMS];
+    for (int j = 0; j < k; j++) {
+        if (pygpu_broadcast_shapes(nb, bshape, ix[j]->ndim, ix[j]->shape,
+                                   &n2, b2) < 0) {
+            PyErr_SetString(PyExc_IndexError,
+                            "shape mismatch: indexing tensors could not be "
+                            "broadcast together");
+            return NULL;
+        }
+        nb = n2;
+        memcpy(bshape, b2, sizeof(int64_t) * (size_t)n2);
+    }
+    for (int j = 0; j < k; j++) {
+        TensorObject *off = pygpu_tensor_empty(ix[j]->ndim, ix[j]->shape,
+                                               PYGPU_INT64, v->device);
+        if (off == NULL) {
+            goto fail;
+        }
+        const int64_t *st[3] = {off->strides, off->strides, ix[j]->strides};
+        if (pygpu_index_plan_run("index", ix[j]->ndim, ix[j]->shape, st,
+                                 v->strides[dims[j]], v->shape[dims[j]],
+                                 dims[j], off, ix[j], ix[j],
+                                 PYGPU_GATHER_OFFSETS) < 0) {
+            Py_DECREF(off);
+            goto fail;
+        }
+        if (sum == NULL) {
+            sum = off;
+            continue;
+        }
+        PyObject *both = pygpu_op_binary(PYGPU_ADD, (PyObject *)sum,
+                                         (PyObject *)off, NULL);
+        Py_DECREF(off);
+        Py_SETREF(sum, (TensorObject *)both);
+        if (sum == NULL) {
+            goto fail;
+        }
+    }
+    return sum;
+fail:
+    Py_XDECREF(sum);
+    return NULL;
+}
+
+/* torch reads a list key holding a sequence as a tuple of indices:
+ * t[[[0, 1], [1, 0]]] is t[[0, 1], [1, 0]]. */
+static PyObject *
+key_tuple(PyObject *key)
+{
+    if (PyTuple_Check(key)) {
+        return Py_NewRef(key);
+    }
+    for (Py_ssize_t i = 0; PyList_Check(key) && i < PyList_GET_SIZE(key);
+         i++) {
+        PyObject *v = PyList_GET_ITEM(key, i);
+        if (PyList_Check(v) || PyTuple_Check(v)) {
+            return PyList_AsTuple(key);
+        }
+    }
+    return PyTuple_Pack(1, key);
+}
 
 static int
 adv_parse(TensorObject *t, PyObject *key, adv *a)
 {
     PyObject *tuple = NULL, *basic = NULL;
-    int rc = -1, count = 0, other = 0, nidx = 0;
-    Py_ssize_t pos = 0;
-    a->view = a->index = NULL;
-    a->dim = 0;
-    tuple = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
+    TensorObject *ix[PYGPU_MAX_DIMS] = {NULL};
+    Py_ssize_t pos[PYGPU_MAX_DIMS];
+    int rc = -1, other = 0, nidx = 0, seen = 0;
+    memset(a, 0, sizeof(*a));
+    tuple = key_tuple(key);
     if (tuple == NULL) {
         return -1;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(tuple);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *k = PyTuple_GET_ITEM(tuple, i);
-        if (is_index_entry(k)) {
-            count++;
-            pos = i;
+        if (is_index_entry(k) && a->k < PYGPU_MAX_DIMS) {
+            pos[a->k++] = i;
         }
         else if (PyBool_Check(k) || PyArray_IsScalar(k, Bool) ||
                  Tensor_Check(k) || PyArray_Check(k) || PyList_Check(k)) {
-            other++; /* a mask or a bool */
+            other++; /* a mask, a bool, or too many indices */
         }
         if (k != Py_None && k != Py_Ellipsis) {
             nidx++;
         }
     }
-    if (count > 1 || other > 0) {
+    if (other > 0) {
         PyErr_SetString(PyExc_IndexError,
-                        "pygpu indexes with one index tensor (or list) at a "
-                        "time and no mask or bool beside it: index in steps, "
-                        "or use gather");
+                        "pygpu does not index with integer indices and a "
+                        "mask or a bool together: index in steps");
         goto fail;
     }
-    for (Py_ssize_t i = 0; i < pos; i++) {
+    /* the dims of the view the indices pick along */
+    for (Py_ssize_t i = 0, d = 0; i < n && seen < a->k; i++) {
         PyObject *k = PyTuple_GET_ITEM(tuple, i);
-        if (k == Py_Ellipsis) {
-            a->dim += t->ndim > nidx ? t->ndim - nidx : 0;
+        if (i == pos[seen]) {
+            a->dims[seen++] = (int)d++;
+        }
+        else if (k == Py_Ellipsis) {
+            d += t->ndim > nidx ? t->ndim - nidx : 0;
         }
         else if (k == Py_None || PySlice_Check(k)) {
-            a->dim++;
+            d++;
         }
     }
     basic = PyTuple_New(n);
     if (basic == NULL) {
         goto fail;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = i == pos ? PySlice_New(NULL, NULL, NULL)
-                               : Py_NewRef(PyTuple_GET_ITEM(tuple, i));
+    for (Py_ssize_t i = 0, j = 0; i < n; i++) {
+        int picked = j < a->k && pos[j] == i;
+        PyObject *k = picked ? PySlice_New(NULL, NULL, NULL)
+                             : Py_NewRef(PyTuple_GET_ITEM(tuple, i));
+        j += picked;
         if (k == NULL) {
             goto fail;
         }
@@ -167,11 +241,28 @@ adv_parse(TensorObject *t, PyObject *key, adv *a)
     if (a->view == NULL) {
         goto fail;
     }
-    a->index = index_tensor(a->view, PyTuple_GET_ITEM(tuple, pos));
+    for (int j = 0; j < a->k; j++) {
+        ix[j] = index_tensor(a->view, PyTuple_GET_ITEM(tuple, pos[j]));
+        if (ix[j] == NULL) {
+            goto fail;
+        }
+    }
+    a->dim = a->dims[0];
+    if (a->k == 1) {
+        a->index = (TensorObject *)Py_NewRef(ix[0]);
+        a->dim_stride = a->view->strides[a->dim];
+        a->dim_size = a->view->shape[a->dim];
+    }
+    else {
+        /* offsets are checked and never negative */
+        a->index = offsets(a->view, ix, a->dims, a->k);
+        a->dim_stride = 1;
+        a->dim_size = INT64_MAX;
+    }
     if (a->index == NULL) {
         goto fail;
     }
-    if (a->view->ndim - 1 + a->index->ndim > PYGPU_MAX_DIMS) {
+    if (a->view->ndim - a->k + a->index->ndim > PYGPU_MAX_DIMS) {
         PyErr_Format(PyExc_IndexError,
                      "pygpu tensors have at most %d dimensions",
                      PYGPU_MAX_DIMS);
@@ -183,29 +274,37 @@ fail:
         Py_CLEAR(a->view);
         Py_CLEAR(a->index);
     }
+    for (int j = 0; j < a->k; j++) {
+        Py_XDECREF(ix[j]);
+    }
     Py_XDECREF(tuple);
     Py_XDECREF(basic);
     return rc;
 }
 
-/* The result's shape view.shape[:dim] + index.shape + view.shape[dim+1:]
- * and the strides the view (st[1]) and the index (st[2]) walk it with. */
+/* The result's shape and the strides the view (st[1]) and the index
+ * (st[2]) walk it with: the index's dims where the picked dims were when
+ * those are adjacent, else first (NumPy's and torch's rule). */
 static int
 adv_shape(const adv *a, int64_t *shape, int64_t st[3][PYGPU_MAX_DIMS])
 {
     TensorObject *v = a->view, *ix = a->index;
-    int n = 0;
+    int picked[PYGPU_MAX_DIMS] = {0}, adjacent = 1, n = 0;
+    for (int j = 0; j < a->k; j++) {
+        picked[a->dims[j]] = 1;
+        adjacent &= a->dims[j] == a->dims[0] + j;
+    }
+    int at = adjacent ? a->dims[0] : 0;
     for (int d = 0; d < v->ndim; d++) {
-        if (d != a->dim) {
-            shape[n] = v->shape[d];
-            st[1][n] = v->strides[d];
-            st[2][n++] = 0;
-            continue;
-        }
-        for (int j = 0; j < ix->ndim; j++) {
+        for (int j = 0; d == at && j < ix->ndim; j++) {
             shape[n] = ix->shape[j];
             st[1][n] = 0;
             st[2][n++] = ix->strides[j];
+        }
+        if (!picked[d]) {
+            shape[n] = v->shape[d];
+            st[1][n] = v->strides[d];
+            st[2][n++] = 0;
         }
     }
     return n;
@@ -231,10 +330,9 @@ pygpu_index_get(TensorObject *t, PyObject *key)
     res = pygpu_tensor_empty(nd, shape, a.view->dtype, a.view->device);
     if (res != NULL) {
         const int64_t *sts[3] = {res->strides, st[1], st[2]};
-        if (pygpu_index_plan_run("index", nd, shape, sts,
-                                 a.view->strides[a.dim],
-                                 a.view->shape[a.dim], a.dim, res, a.view,
-                                 a.index, 0) < 0) {
+        if (pygpu_index_plan_run("index", nd, shape, sts, a.dim_stride,
+                                 a.dim_size, a.dim, res, a.view, a.index,
+                                 PYGPU_GATHER_READ) < 0) {
             Py_CLEAR(res);
         }
     }
@@ -306,9 +404,9 @@ pygpu_index_put(TensorObject *t, PyObject *key, PyObject *value)
         goto fail;
     }
     const int64_t *sts[3] = {st[0], st[1], st[2]};
-    rc = pygpu_index_plan_run("index_put", nd, shape, sts,
-                              v->strides[a.dim], v->shape[a.dim], a.dim, val,
-                              v, a.index, 1);
+    rc = pygpu_index_plan_run("index_put", nd, shape, sts, a.dim_stride,
+                              a.dim_size, a.dim, val, v, a.index,
+                              PYGPU_GATHER_SCATTER);
 fail:
     Py_XDECREF(val);
     adv_clear(&a);

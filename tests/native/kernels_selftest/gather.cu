@@ -1,5 +1,6 @@
 /* gather.cu - pygpu_cuda_gather (every element size, int32 and int64
- * indices, gather and scatter, negative indices, an index out of range)
+ * indices, gather, scatter and offsets, negative indices, an index out of
+ * range)
  * against a host reference (selftest.h).  Elements are random bytes:
  * the kernel moves them without looking at them. */
 #include "selftest.h"
@@ -48,7 +49,9 @@ static void check_gather(Case &c, int esize, int iesize, int64_t rows,
                             {1, 0});
     c.expect_success(pygpu_cuda_gather(esize, dd.ptr(), ds.ptr(), di.ptr(),
                                        iesize, &gc.g, cols, size,
-                                       scatter ? 1 : 0, err, g_stream),
+                                       scatter ? PYGPU_GATHER_SCATTER
+                                               : PYGPU_GATHER_READ,
+                                       err, g_stream),
                      "gather");
     int64_t herr[2];
     to_host(herr, err, sizeof herr);
@@ -96,8 +99,58 @@ static void check_gather(Case &c, int esize, int iesize, int64_t rows,
     dev_free(di);
 }
 
+/* OFFSETS mode: out[r] (int64) = the checked index r times dim_stride. */
+static void check_offsets(Case &c, int iesize, int64_t rows, int64_t size,
+                          int64_t stride)
+{
+    std::vector<int64_t> idx((size_t)rows), got((size_t)rows);
+    std::vector<unsigned char> index((size_t)(rows * iesize) + 1);
+    for (int64_t r = 0; r < rows; r++) {
+        idx[(size_t)r] = rng_int(-size, size - 1);
+        int32_t v = (int32_t)idx[(size_t)r];
+        memcpy(&index[(size_t)(r * iesize)],
+               iesize == 4 ? (const void *)&v : (const void *)&idx[(size_t)r],
+               (size_t)iesize);
+    }
+    DevArr dout = dev_alloc((size_t)8, rows, 1);
+    DevArr di = dev_alloc((size_t)iesize, rows, 2);
+    int64_t *err = nullptr, herr[2];
+    CHECK(cudaMalloc((void **)&err, 2 * sizeof(int64_t)));
+    to_device(di.ptr(), index.data(), (size_t)(rows * iesize));
+    GeomCase gc = make_geom("rows", {rows}, {1}, {0}, {1});
+    c.expect_success(pygpu_cuda_gather(8, dout.ptr(), nullptr, di.ptr(),
+                                       iesize, &gc.g, stride, size,
+                                       PYGPU_GATHER_OFFSETS, err, g_stream),
+                     "gather offsets");
+    to_host(herr, err, sizeof herr);
+    to_host(got.data(), dout.ptr(), (size_t)(rows * 8));
+    if (herr[0] != 0) {
+        c.fail("offsets rows=%lld: err set", (long long)rows);
+    }
+    for (int64_t r = 0; c.ok && r < rows; r++) {
+        int64_t i = idx[(size_t)r], w = i < 0 ? i + size : i;
+        if (got[(size_t)r] != w * stride) {
+            c.fail("offsets rows=%lld: entry %lld (index %lld) gave %lld",
+                   (long long)rows, (long long)r, (long long)i,
+                   (long long)got[(size_t)r]);
+        }
+    }
+    if (c.ok && !(dev_guards_ok(dout) && dev_guards_ok(di))) {
+        c.fail("offsets rows=%lld: wrote out of range", (long long)rows);
+    }
+    CHECK(cudaFree(err));
+    dev_free(dout);
+    dev_free(di);
+}
+
 void test_gather(void)
 {
+    {
+        Case c("gather offsets, int32 and int64 indices");
+        check_offsets(c, 4, 1000, 37, 5);
+        check_offsets(c, 8, 100003, 1 << 20, 3);
+        report(c);
+    }
     const int esizes[] = {1, 2, 4, 8};
     for (int esize : esizes) {
         for (int iesize = 4; iesize <= 8; iesize += 4) {
