@@ -25,7 +25,7 @@ def make(rng, shape, dtype=pygpu.float32, device="cpu"):
 def exact(t, ref):
     got = host(t)
     assert got.shape == ref.shape, (got.shape, ref.shape)
-    assert np.array_equal(got, ref)
+    assert np.array_equal(got, ref, equal_nan=True)
 
 
 def index_of(rng, n, shape, device, negative=True):
@@ -45,6 +45,18 @@ def test_index_select(device, rng, shape, dim, k, dtype):
     i, ti = index_of(rng, a.shape[dim], (k,), device)
     exact(pygpu.index_select(t, dim, ti), np.take(a, i, dim))
     exact(t.index_select(dim, ti), np.take(a, i, dim))
+
+
+def test_index_keeps_nan_and_inf(device):
+    a = np.array([[np.nan, np.inf, -0.0], [1.0, -np.inf, 2.0]], np.float32)
+    t = pygpu.tensor(a, device=device)
+    exact(t[[1, 0, 1]], a[[1, 0, 1]])
+    exact(t.index_select(1, pygpu.tensor([2, 0], device=device)),
+          a[:, [2, 0]])
+    assert np.signbit(host(t[:, [2]])[0, 0])
+    t[[1], [0]] = float("nan")
+    a[[1], [0]] = np.nan
+    exact(t, a)
 
 
 def test_index_select_strided(device, rng):

@@ -23,7 +23,7 @@ def make(rng, shape, dtype=pygpu.float32, device="cpu"):
 def exact(t, ref):
     got = host(t)
     assert got.shape == ref.shape, (got.shape, ref.shape)
-    assert np.array_equal(got, ref), rel_err(got, ref)
+    assert np.array_equal(got, ref, equal_nan=True), rel_err(got, ref)
 
 
 # -- cat --------------------------------------------------------------------
@@ -47,6 +47,18 @@ def test_cat_strided_inputs(device, rng):
     got = pygpu.cat((ta, tb.T, tc[:, ::2]), dim=1)  # tuple, views
     exact(got, np.concatenate([a, b.T, c[:, ::2]], 1))
     exact(pygpu.cat([ta.T, tb], dim=0), np.concatenate([a.T, b]))
+
+
+@pytest.mark.parametrize("dtype", [pygpu.float32, pygpu.float16])
+def test_join_keeps_nan_and_inf(device, dtype):
+    a = np.array([[np.nan, np.inf], [-np.inf, -0.0]], dtype=NP[dtype])
+    t = pygpu.tensor(a, device=device)
+    exact(pygpu.cat([t, t.T], 1), np.concatenate([a, a.T], 1))
+    exact(pygpu.stack([t, t]), np.stack([a, a]))
+    exact(t.flip(0), np.flip(a, 0))
+    assert np.signbit(host(t.flip(1))[1, 0])  # -0.0 kept
+    exact(pygpu.cat([t, t.to(pygpu.float64)]),
+          np.concatenate([a, a]).astype(np.float64))
 
 
 @pytest.mark.parametrize("d1,d2,want", [
@@ -330,3 +342,49 @@ def test_expand_as(device, rng):
         t.expand_as(pygpu.zeros(2, 2))
     with pytest.raises(TypeError):
         t.expand_as((2, 3))
+
+
+# -- leaks ------------------------------------------------------------------
+
+def _join_cycle():
+    x = pygpu.ones(3, 4)
+    pygpu.cat([x, x, pygpu.zeros(0)], 1)
+    pygpu.stack((x, x.T.T), dim=-1)
+    x.split([1, 2])
+    x.chunk(2, 1)
+    x.unbind(1)
+    x.narrow(0, 1, 2)
+    x.flip(0, 1)
+    x.repeat(2, 1, 3)
+    x.expand_as(pygpu.ones(2, 3, 4))
+    pygpu.arange(0, 5, 0.5)
+    pygpu.linspace(0, 1, 7)
+    pygpu.eye(3, 2)
+    x.new_full((2,), 3)
+    x.type(pygpu.int64).type()
+
+
+JOIN_ERRORS = {
+    "cat_empty": lambda: pygpu.cat([]),
+    "cat_sizes": lambda: pygpu.cat([pygpu.ones(2, 3), pygpu.ones(2, 4)]),
+    "cat_element": lambda: pygpu.cat([pygpu.ones(2), 3]),
+    "cat_out": lambda: pygpu.cat([pygpu.ones(2)], out=pygpu.ones(3)),
+    "stack": lambda: pygpu.stack([pygpu.ones(2), pygpu.ones(3)]),
+    "split": lambda: pygpu.ones(4).split([1, 1]),
+    "flip": lambda: pygpu.ones(2, 2).flip(0, 0),
+    "repeat": lambda: pygpu.ones(2, 2).repeat(2),
+    "arange": lambda: pygpu.arange(1, 0, 1),
+    "type": lambda: pygpu.ones(2).type("pygpu.Nothing"),
+}
+
+
+@pytest.mark.parametrize("case", ["ops"] + list(JOIN_ERRORS))
+def test_no_leak(case):
+    from test_leaks import assert_no_leak
+
+    def failing():
+        with pytest.raises((TypeError, ValueError, RuntimeError,
+                            IndexError)):
+            JOIN_ERRORS[case]()
+    assert_no_leak(_join_cycle if case == "ops" else failing, cycles=600,
+                   warmup=100)
