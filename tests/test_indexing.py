@@ -286,6 +286,15 @@ def test_setitem_from_itself(device, rng):
     exact(t, b)
 
 
+def test_setitem_index_from_itself(device):
+    x = pygpu.tensor([2, 0, 1, 1], device=device)
+    x[x] = 0  # the index is read in full before anything is written
+    assert host(x).tolist() == [0, 0, 0, 1]
+    y = pygpu.tensor([3, 0, 1, 2], device=device)
+    y[y[:2]] = y[2:]
+    assert host(y).tolist() == [2, 0, 1, 1]
+
+
 def test_setitem_errors(device):
     x = pygpu.zeros(2, 3, device=device)
     with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of "

@@ -400,6 +400,14 @@ pygpu_index_put(TensorObject *t, PyObject *key, PyObject *value)
             goto fail;
         }
     }
+    if (pygpu_get_overlap(v, a.index) != PYGPU_ALIAS_NONE) { /* t[t] = v */
+        Py_SETREF(a.index,
+                  pygpu_tensor_to(a.index, a.index->device, a.index->dtype));
+        if (a.index == NULL) {
+            goto fail;
+        }
+        adv_shape(&a, shape, st); /* the copy's strides */
+    }
     if (broadcast_value(val, nd, shape, st[0]) < 0) {
         goto fail;
     }
