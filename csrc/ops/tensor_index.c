@@ -1,6 +1,7 @@
 /* tensor_index.c - t[key] and t[key] = value for ints, slices (positive
  * steps), None, Ellipsis and bools: views of the same memory, and a
- * broadcast copy into such a view. */
+ * broadcast copy into such a view.  Keys holding integer index tensors,
+ * lists or arrays go to tensor_index_int.c. */
 #include "ops/ops.h"
 
 #include <string.h>
