@@ -163,6 +163,7 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_range_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_join_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_split_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_flip_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_index_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_cuda_functions) < 0) {
         goto fail;

@@ -132,6 +132,7 @@ int pygpu_op_copy_geom(pygpu_device dev, int out_dtype, void *out,
 int pygpu_geom_build(pygpu_geom *g, int ndim, const int64_t *shape, int nops,
                      const int64_t *const *st);
 extern PyMethodDef pygpu_split_functions[]; /* ops_split.c */
+extern PyMethodDef pygpu_flip_functions[];  /* ops_flip.c */
 
 /* ------------------------------------------------- integer indexing */
 extern PyMethodDef pygpu_index_functions[]; /* ops_index.c */

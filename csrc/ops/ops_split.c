@@ -1,6 +1,6 @@
 /* ops_split.c - views of parts of a tensor along a dim: split, chunk,
  * unbind and narrow, as module functions and Tensor methods, with torch's
- * rules and words.  Nothing is copied. */
+ * rules and words; and expand_as.  Nothing is copied. */
 #include "ops/ops.h"
 
 #include <string.h>
@@ -241,6 +241,22 @@ narrow_impl(TensorObject *t, PyObject **a)
         return NULL;
     }
     return narrowed(t, dim, start, length);
+}
+
+PyObject *
+pygpu_t_expand_as(PyObject *op, PyObject *other)
+{
+    if (pygpu_tensor_arg(other, "expand_as", "other") < 0) {
+        return NULL;
+    }
+    TensorObject *o = (TensorObject *)other;
+    PyObject *size = pygpu_size_new(o->ndim, o->shape);
+    if (size == NULL) {
+        return NULL;
+    }
+    PyObject *r = pygpu_t_expand(op, &size, 1);
+    Py_DECREF(size);
+    return r;
 }
 
 /* The function fname(input, ...) and the method t.fname(...) of impl,

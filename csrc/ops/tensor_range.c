@@ -177,7 +177,9 @@ arange_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (integral) {
         int64_t *v = (int64_t *)host->data;
         for (int64_t i = 0; i < n; i++) {
-            v[i] = (int64_t)((uint64_t)start.i + (uint64_t)i * (uint64_t)step.i);
+            /* wraps like the int64 loops instead of overflowing */
+            uint64_t x = (uint64_t)start.i + (uint64_t)i * (uint64_t)step.i;
+            v[i] = (int64_t)x;
         }
     }
     else {
