@@ -21,10 +21,10 @@ is_integer_item(PyObject *v)
 }
 
 /* A key entry of ours: a tensor of int32/int64 (or a floating one, to
- * refuse in torch's words), a list of ints or of lists of ints,
- * an integer or floating NumPy array.  A nested list is a tuple of
- * indices (key_tuple) at the top of a key, an index of several dims in a
- * tuple. */
+ * refuse in torch's words), a list of ints or of lists of ints, an
+ * integer (not uint8) or floating NumPy array.  A nested list is a tuple
+ * of indices (key_tuple) at the top of a key, an index of several dims in
+ * a tuple. */
 static int
 is_index_entry(PyObject *k)
 {
@@ -33,9 +33,10 @@ is_index_entry(PyObject *k)
             &pygpu_dtype_table[((TensorObject *)k)->dtype];
         return info->is_floating_point || info->itemsize >= 4;
     }
-    if (PyArray_Check(k)) {
+    if (PyArray_Check(k)) { /* uint8, like bool, is a mask */
         char kind = PyArray_DESCR((PyArrayObject *)k)->kind;
-        return kind == 'i' || kind == 'u' || kind == 'f';
+        return kind == 'i' || kind == 'f' ||
+               (kind == 'u' && PyArray_ITEMSIZE((PyArrayObject *)k) > 1);
     }
     if (PyList_Check(k)) {
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(k); i++) {
