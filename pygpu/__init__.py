@@ -101,6 +101,14 @@ __all__ += ["pow", "maximum", "minimum", "clamp", "clip", "fmod",
 globals().update((name, getattr(_C, name)) for name in _C._unary_ops)
 __all__ += _C._unary_ops
 
+# creation, joining and splitting (tensor_range.c, ops_join.c, ops_split.c)
+from ._C import (arange, cat, chunk, concat, concatenate, eye,  # noqa: E402
+                 flip, gather, index_select, linspace, narrow, split, stack,
+                 unbind)
+__all__ += ["arange", "linspace", "eye", "cat", "concat", "concatenate",
+            "stack", "split", "chunk", "unbind", "narrow", "flip",
+            "index_select", "gather"]
+
 
 def is_tensor(obj: object) -> bool:
     """True if obj is a pygpu Tensor."""

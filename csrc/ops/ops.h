@@ -192,6 +192,45 @@ PyObject *pygpu_t_imod(PyObject *a, PyObject *b);
  * sym naming the operator in TypeErrors. */
 PyObject *pygpu_number_binary(int op, const char *sym, PyObject *a,
                               PyObject *b, TensorObject *out);
+/* ------------------------------------------------- creation and joining */
+extern PyMethodDef pygpu_range_functions[]; /* tensor_range.c */
+extern PyMethodDef pygpu_join_functions[];  /* ops_join.c */
+/* requires_grad=True has nothing to turn on: RuntimeError.  flag may be
+ * NULL (not given).  0, or -1 with an exception (tensor_create.c). */
+int pygpu_check_requires_grad(PyObject *flag);
+/* out (out_dtype) <- in (in_dtype) over an explicit geometry g on dev
+ * (operands 0 and 1; strides may be negative): one copy through the
+ * dispatch table, nothing when numel is 0 (ops_join.c). */
+int pygpu_op_copy_geom(pygpu_device dev, int out_dtype, void *out,
+                       int in_dtype, const void *in, const pygpu_geom *g,
+                       int64_t numel);
+/* g over shape[0..ndim) (ndim up to 2 * PYGPU_MAX_DIMS) for nops operands
+ * of strides st[k][0..ndim) (the others get 0): size-1 dims dropped, dims
+ * every operand walks as one merged.  -1 (no exception) when more than
+ * PYGPU_MAX_DIMS dims remain (ops_join.c). */
+int pygpu_geom_build(pygpu_geom *g, int ndim, const int64_t *shape, int nops,
+                     const int64_t *const *st);
+extern PyMethodDef pygpu_split_functions[]; /* ops_split.c */
+extern PyMethodDef pygpu_flip_functions[];  /* ops_flip.c */
+
+/* ------------------------------------------------- integer indexing */
+extern PyMethodDef pygpu_index_functions[]; /* ops_index.c */
+/* One GATHER over shape[0..nd): the dense operand, the indexed one
+ * (without its indexed dim: dim_stride, dim_size; dim for messages) and
+ * the index walk st[0], st[1], st[2]; mode is a pygpu_gather_mode.
+ * IndexError "index 5 is out of bounds for dimension 0 with size 3" for an
+ * index out of range (the CPU; CUDA raises CudaError).  0 or -1. */
+int pygpu_index_plan_run(const char *what, int nd, const int64_t *shape,
+                         const int64_t *const *st, int64_t dim_stride,
+                         int64_t dim_size, int dim, TensorObject *dense,
+                         TensorObject *indexed, TensorObject *index,
+                         int mode);
+/* t[key] / t[key] = value for a key holding an integer index: an int32 or
+ * int64 tensor, a list of ints, a NumPy integer array (tensor_index.c asks
+ * pygpu_index_wants first; tensor_index_int.c). */
+int pygpu_index_wants(PyObject *key);
+PyObject *pygpu_index_get(TensorObject *t, PyObject *key);
+int pygpu_index_put(TensorObject *t, PyObject *key, PyObject *value);
 
 /* --------------------------------------------------------------- overlap */
 /* overlap.c: torch's memory-overlap rules.  Only definite answers raise. */

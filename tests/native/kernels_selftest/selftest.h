@@ -39,6 +39,7 @@
  *   relu_bias.cu    relu_contig and bias_act
  *   reduce.cu       reduce, int64 reduce edge values
  *   random.cu       uniform and normal random numbers
+ *   gather.cu       gather and scatter by an index, bad indices
  *   main.cu         refused codes, the benchmark, the order of the run
  */
 #ifndef PYGPU_KERNELS_SELFTEST_H
@@ -439,5 +440,8 @@ void test_reduce_int64_wrap(void);
 
 /* random.cu */
 void test_random(void);
+
+/* gather.cu */
+void test_gather(void);
 
 #endif /* PYGPU_KERNELS_SELFTEST_H */
