@@ -10,10 +10,11 @@ higher category, a Python float then giving the default dtype.
 """
 import math
 
+from . import _C
 from ._C import Tensor, dtype, float16, float32, float64, int64
 
 __all__ = ["finfo", "iinfo", "promote_types", "result_type", "can_cast",
-           "get_default_dtype", "is_floating_point"]
+           "get_default_dtype", "set_default_dtype", "is_floating_point"]
 
 # dtype -> (category, width): the promotion table.  The larger pair wins.
 _PROMOTION = {
@@ -29,8 +30,16 @@ _FLOAT_FORMAT = {float16: (10, 5), float32: (23, 8), float64: (52, 11)}
 
 def get_default_dtype():
     """The dtype of floating-point tensors made without a dtype: float32
-    (fixed: there is no set_default_dtype)."""
-    return float32
+    unless set_default_dtype changed it."""
+    return _C.get_default_dtype()
+
+
+def set_default_dtype(d):
+    """Make d (a floating dtype) the default dtype, process-wide: of
+    factories given no dtype, Python floats in tensor() and promotion, true
+    division and the floating functions of integer tensors.  TypeError for
+    other dtypes, as torch."""
+    _C.set_default_dtype(d)
 
 
 def is_floating_point(input):

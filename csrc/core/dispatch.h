@@ -28,6 +28,16 @@ enum pygpu_kind {
                               inner] along n */
     PYGPU_K_SOFTMAX,       /* out = softmax-family op over [outer, n,
                               inner] along n */
+    PYGPU_K_GATHER,        /* over g, operand 0 the dense side, 1 the
+                              indexed side without its indexed dim, 2 the
+                              index (dtype in_dtypes[1]): i = the index,
+                              wrapped once if negative, checked against
+                              ix.size; flag, a pygpu_gather_mode: READ:
+                              out (dense) = in[0] (indexed) at
+                              +i * ix.stride; SCATTER: in[0] (dense) is
+                              written to out (indexed) there; OFFSETS:
+                              out (int64) = i * ix.stride.  Moves bytes:
+                              one row serves every dtype. */
     /* Kinds past here take tensors and raise themselves (0 or -1). */
     PYGPU_K_MATMUL,        /* t[0] = t[1] @ t[2]; t[3], t[4]: them as
                               batches of matrices over mm.bshape */
@@ -60,6 +70,13 @@ typedef struct pygpu_kargs {
         const int64_t *bshape; /* batch shape */
         int64_t batch;         /* batch items */
     } mm;
+    struct {
+        int64_t stride;        /* GATHER: the indexed dim's stride, */
+        int64_t size;          /* its size, */
+        int dim;               /* its number (for messages); */
+        int failed;            /* the CPU row sets these for the first */
+        int64_t bad;           /* index out of range (CUDA raises) */
+    } ix;
     /* Set by the backend for the row. */
     int dtype;
     int device;
@@ -94,6 +111,7 @@ typedef struct pygpu_backend {
         [PYGPU_K_RANDOM] = PYGPU_ALL_DTYPES(random_numbers),                 \
         [PYGPU_K_SCAN] = PYGPU_ALL_DTYPES(scan),                             \
         [PYGPU_K_SOFTMAX] = PYGPU_ALL_DTYPES(softmax),                       \
+        [PYGPU_K_GATHER] = PYGPU_ALL_DTYPES(gather),                         \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
     }

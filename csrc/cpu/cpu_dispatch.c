@@ -90,6 +90,21 @@ random_numbers(pygpu_kargs *k)
     return 0;
 }
 
+/* The loop stops at the first index out of range and leaves it in k->ix
+ * for the front end to raise (in torch's words, which differ by op). */
+static int
+gather(pygpu_kargs *k)
+{
+    int scatter = k->flag == PYGPU_GATHER_SCATTER;
+    void *dense = scatter ? (void *)k->in[0] : k->out;
+    void *indexed = scatter ? k->out : (void *)k->in[0];
+    k->ix.failed = pygpu_cpu_gather(
+        pygpu_dtype_table[k->dtype].itemsize, dense, indexed, k->in[1],
+        pygpu_dtype_table[k->in_dtypes[1]].itemsize, k->g, k->ix.stride,
+        k->ix.size, k->flag, &k->ix.bad);
+    return 0;
+}
+
 /* A float32 copy of t (NumPy has no BLAS for float16). */
 static TensorObject *
 to_float32(TensorObject *t)

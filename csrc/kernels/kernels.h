@@ -35,7 +35,9 @@ enum pygpu_scalar {
  * PYGPU_<ENUM>; the scalar rules pygpu_<name>_f/_d/_i are in rules.h; the
  * CPU loops, the CUDA functors and the names in messages are generated
  * from these rows (see "Adding an op" in docs/architecture.md). */
-#define PYGPU_BINARY_OPS(X) X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div)
+#define PYGPU_BINARY_OPS(X) X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div) \
+    X(POW, pow) X(MAXIMUM, maximum) X(MINIMUM, minimum) X(FMOD, fmod)        \
+    X(REMAINDER, remainder) X(FLOOR_DIVIDE, floor_divide)
 /* Unary ops come in two lists.  Those of PYGPU_UNARY_INT_OPS keep the
  * input's dtype (int64 stays int64).  Those of PYGPU_UNARY_FLOAT_OPS are
  * floating functions: an int64 input promotes to float32 (torch's default
@@ -49,7 +51,7 @@ enum pygpu_scalar {
     X(EXP, exp) X(LOG, log) X(LOG1P, log1p) X(EXPM1, expm1) X(SQRT, sqrt)    \
     X(RSQRT, rsqrt) X(SIN, sin) X(COS, cos) X(TANH, tanh)                    \
     X(SIGMOID, sigmoid) X(RECIPROCAL, reciprocal) X(SILU, silu)              \
-    X(GELU, gelu)
+    X(GELU, gelu) X(GELU_TANH, gelu_tanh)
 #define PYGPU_UNARY_OPS(X) PYGPU_UNARY_INT_OPS(X) PYGPU_UNARY_FLOAT_OPS(X)
 
 #define PYGPU_OP_ENUM_ROW(OP, name) PYGPU_##OP,
@@ -178,6 +180,24 @@ void pygpu_cpu_softmax(int op, int dtype, void *out, const void *in,
  * the C library and CUDA's. */
 void pygpu_cpu_random(int dtype, void *out, int64_t n, int normal,
                       pygpu_philox_state st);
+/* What the gather loops do with an element (their `mode`). */
+enum pygpu_gather_mode {
+    PYGPU_GATHER_READ = 0,    /* dense[o0] = indexed[o1 + i * dim_stride] */
+    PYGPU_GATHER_SCATTER = 1, /* indexed[o1 + i * dim_stride] = dense[o0] */
+    PYGPU_GATHER_OFFSETS = 2  /* dense[o0] (int64) = i * dim_stride: the
+                                 checked offsets of one of several indices */
+};
+/* For every element of g, whose operands are 0: dense, 1: indexed
+ * (without its indexed dim), 2: index (int32 or int64: index_esize 4 or
+ * 8 bytes), i is the index read there, plus dim_size when negative, and
+ * the element is moved as `mode` says.  Elements are esize bytes (1, 2,
+ * 4 or 8; 8 for OFFSETS), moved as they are, so every dtype takes the
+ * same loop.  Stops at the first i outside [0, dim_size): returns 1 with
+ * *bad set to the index as read, else 0. */
+int pygpu_cpu_gather(int esize, void *dense, void *indexed,
+                     const void *index, int index_esize,
+                     const pygpu_geom *g, int64_t dim_stride,
+                     int64_t dim_size, int mode, int64_t *bad);
 /* Contiguous relu, the fast path: out may equal in. */
 void pygpu_cpu_relu_contig(int dtype, void *out, const void *in, int64_t n);
 /* out[i] += bias[i % cols] over rows * cols contiguous elements, then relu
@@ -231,6 +251,15 @@ cudaError_t pygpu_cuda_softmax(int op, int dtype, void *out, const void *in,
                                cudaStream_t stream);
 cudaError_t pygpu_cuda_random(int dtype, void *out, int64_t n, int normal,
                               pygpu_philox_state st, cudaStream_t stream);
+/* pygpu_cpu_gather on the GPU.  An index out of range is not fatal to the
+ * context (no trap): the first thread to meet one stores 1 in err[0] and
+ * the index in err[1] (err: two int64 of device memory, zeroed here on
+ * the stream first), and the caller reads err back after the kernel. */
+cudaError_t pygpu_cuda_gather(int esize, void *dense, void *indexed,
+                              const void *index, int index_esize,
+                              const pygpu_geom *g, int64_t dim_stride,
+                              int64_t dim_size, int mode, int64_t *err,
+                              cudaStream_t stream);
 /* Contiguous relu with 128-bit loads/stores and a scalar head and tail, for
  * any alignment of out and in (out may equal in). */
 cudaError_t pygpu_cuda_relu_contig(int dtype, void *out, const void *in,

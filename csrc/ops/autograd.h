@@ -100,7 +100,9 @@ PyObject *pygpu_ag_accumulator(TensorObject *leaf);
 PyObject *pygpu_ag_binary(int op, PyObject *a, PyObject *b,
                           TensorObject *out);
 PyObject *pygpu_ag_binary_inplace(int op, TensorObject *a, PyObject *b);
-PyObject *pygpu_ag_unary(int op, TensorObject *a, int inplace);
+/* op(a), in place, or into out (refused, as torch's out=). */
+PyObject *pygpu_ag_unary(int op, TensorObject *a, TensorObject *out,
+                         int inplace);
 /* Reductions (autograd_reduce.c): sum and mean recorded, the others
  * refused; softmax, logsumexp and scans after the fact (res computed). */
 PyObject *pygpu_ag_reduce(int op, TensorObject *t, PyObject *dim,

@@ -234,6 +234,12 @@ binary_node(int op, PyObject *a, PyObject *b)
 {
     TensorObject *in[2] = {Tensor_Check(a) ? (TensorObject *)a : NULL,
                            Tensor_Check(b) ? (TensorObject *)b : NULL};
+    if (binary_names[op] == NULL) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "the derivative of %s is not implemented in pygpu's "
+                     "autograd yet", pygpu_binop_names[op]);
+        return NULL;
+    }
     pygpu_node *n = pygpu_ag_node(binary_names[op], binary_backward, 2, in);
     if (n == NULL) {
         return NULL;
@@ -448,10 +454,13 @@ unary_node(int op, TensorObject *a)
 }
 
 PyObject *
-pygpu_ag_unary(int op, TensorObject *a, int inplace)
+pygpu_ag_unary(int op, TensorObject *a, TensorObject *out, int inplace)
 {
     PyObject *res;
     int reads = unary_reads(op);
+    if (out != NULL && !inplace) {
+        return out_refused(NULL, pygpu_unop_names[op]);
+    }
     if (inplace && (leaf_refused(a) < 0)) {
         return NULL;
     }

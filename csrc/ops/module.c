@@ -177,9 +177,17 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_linear_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_autocast_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_random_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_cuda_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_binary_math_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_clamp_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_default_dtype_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_range_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_join_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_split_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_flip_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_index_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_grad_mode_functions) < 0 ||
-        PyModule_AddFunctions(m, pygpu_autograd_functions) < 0 ||
-        PyModule_AddFunctions(m, pygpu_cuda_functions) < 0) {
+        PyModule_AddFunctions(m, pygpu_autograd_functions) < 0) {
         goto fail;
     }
     if (PyModule_AddStringConstant(m, "__version__", PYGPU_VERSION) < 0 ||

@@ -166,47 +166,65 @@ scalar_operand(PyObject *obj, pygpu_scalar_value *v, int *cat)
 
 /* --------------------------------------------------------------- binary */
 
-/* The written-to tensor (in place or out=) must have the result's shape. */
+/* What torch refuses of a Python number operand before computing: an
+ * integer tensor to a negative integer power, an integer division by an
+ * integer zero (torch's CPU words). */
 static int
-check_out_shape(const TensorObject *out, int ndim, const int64_t *shape)
+check_scalar_operand(int op, int tensor_dtype, pygpu_scalar_value s,
+                     int scat, int scalar_first)
 {
-    if (ndim != out->ndim ||
-        memcmp(shape, out->shape, sizeof(int64_t) * (size_t)ndim) != 0) {
+    if (scalar_first || scat != CAT_INT || category(tensor_dtype) != CAT_INT) {
+        return 0;
+    }
+    if (op == PYGPU_POW && s.i < 0) {
         PyErr_SetString(PyExc_RuntimeError,
-                        "output with the shape of the in-place operand "
-                        "doesn't match the broadcast shape");
+                        "Integers to negative integer powers are not "
+                        "allowed.");
+        return -1;
+    }
+    if ((op == PYGPU_FMOD || op == PYGPU_REMAINDER ||
+         op == PYGPU_FLOOR_DIVIDE) && s.i == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "ZeroDivisionError");
         return -1;
     }
     return 0;
 }
 
+/* The tensor the result goes into: out (resized, or a temporary of the
+ * result's dtype, by pygpu_out_prepare) or a new one. */
+static TensorObject *
+result_tensor(TensorObject *out, int inplace, int ndim, const int64_t *shape,
+              int dtype, pygpu_device dev, const TensorObject *a,
+              const TensorObject *b)
+{
+    if (out != NULL) {
+        return pygpu_out_prepare(out, ndim, shape, dtype, dev, inplace, a, b);
+    }
+    return pygpu_tensor_empty(ndim, shape, dtype, dev);
+}
+
 static PyObject *
 binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
-              int scalar_first, TensorObject *out)
+              int scalar_first, TensorObject *out, int inplace)
 {
-    TensorObject *res = NULL;
     pygpu_geom g;
-    int dtype = scat > category(t->dtype) ? PYGPU_FLOAT32 : t->dtype;
-    if (op == PYGPU_DIV && dtype == PYGPU_INT64) {
-        dtype = PYGPU_FLOAT32; /* true division */
+    int dtype = scat > category(t->dtype) ? pygpu_default_dtype() : t->dtype;
+    if (op == PYGPU_DIV && category(dtype) == CAT_INT) {
+        dtype = pygpu_default_dtype(); /* true division */
     }
-    if (out != NULL) {
-        if (pygpu_check_same_device(t, out) < 0 ||
-            check_out_shape(out, t->ndim, t->shape) < 0) {
-            return NULL;
-        }
-        if (category(dtype) > category(out->dtype)) {
-            PyErr_Format(PyExc_RuntimeError,
-                         "result type Float can't be cast to the desired "
-                         "output type %s",
-                         out->dtype == PYGPU_INT64 ? "Long" : "Float");
-            return NULL;
-        }
-        dtype = out->dtype;
+    if (check_scalar_operand(op, t->dtype, s, scat, scalar_first) < 0) {
+        return NULL;
+    }
+    if (op == PYGPU_POW && !scalar_first && scat == CAT_FLOAT &&
+        (s.f == 0.5 || s.f == -0.5)) {
+        /* torch's x ** 0.5 is sqrt(x) (sqrt(-0.0) = -0.0, sqrt(-inf) =
+         * NaN, where C's pow gives 0.0 and inf), x ** -0.5 rsqrt(x). */
+        return pygpu_op_unary_out(s.f > 0 ? PYGPU_SQRT : PYGPU_RSQRT, t, out,
+                                  inplace);
     }
     /* t is read in its own dtype and converted in the loop. */
-    res = out ? (TensorObject *)Py_NewRef(out)
-              : pygpu_tensor_empty(t->ndim, t->shape, dtype, t->device);
+    TensorObject *res = result_tensor(out, inplace, t->ndim, t->shape, dtype,
+                                      t->device, t, NULL);
     if (res == NULL) {
         return NULL;
     }
@@ -217,41 +235,28 @@ binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
             Py_CLEAR(res);
         }
     }
-    return (PyObject *)res;
+    return out ? pygpu_out_finish(out, res) : (PyObject *)res;
 }
 
 static PyObject *
-binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
+binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out,
+               int inplace)
 {
-    TensorObject *res = NULL;
     int ndim;
     int64_t shape[PYGPU_MAX_DIMS];
     pygpu_geom g;
     if (pygpu_check_same_device(a, b) < 0 ||
-        (out != NULL && pygpu_check_same_device(a, out) < 0) ||
         pygpu_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &ndim,
                                shape) < 0) {
         return NULL;
     }
     int dtype = result_type_tt(a, b);
-    if (op == PYGPU_DIV && dtype == PYGPU_INT64) {
-        dtype = PYGPU_FLOAT32;
-    }
-    if (out != NULL) {
-        if (check_out_shape(out, ndim, shape) < 0) {
-            return NULL;
-        }
-        if (category(dtype) > category(out->dtype)) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "result type Float can't be cast to the desired "
-                            "output type Long");
-            return NULL;
-        }
-        dtype = out->dtype;
+    if (op == PYGPU_DIV && category(dtype) == CAT_INT) {
+        dtype = pygpu_default_dtype();
     }
     /* Each input is read in its own dtype and converted in the loop. */
-    res = out ? (TensorObject *)Py_NewRef(out)
-              : pygpu_tensor_empty(ndim, shape, dtype, a->device);
+    TensorObject *res =
+        result_tensor(out, inplace, ndim, shape, dtype, a->device, a, b);
     if (res == NULL) {
         return NULL;
     }
@@ -262,7 +267,7 @@ binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
             Py_CLEAR(res);
         }
     }
-    return (PyObject *)res;
+    return out ? pygpu_out_finish(out, res) : (PyObject *)res;
 }
 
 /* A 0-d CPU tensor next to a CUDA tensor acts as a scalar, as in torch. */
@@ -286,13 +291,9 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
     if (pygpu_ag_wanted(3, ag)) {
         return pygpu_ag_binary(op, a, b, out);
     }
-    /* In place or out=: what is written must be writable, free of internal
-     * overlap, and share no memory with an input but element for element. */
-    if (out != NULL &&
-        pygpu_check_write(out, Tensor_Check(a) ? (TensorObject *)a : NULL,
-                          Tensor_Check(b) ? (TensorObject *)b : NULL) < 0) {
-        return NULL;
-    }
+    /* Written into the first operand: in place, its shape must be the
+     * result's; another out= is resized (pygpu_out_prepare). */
+    int inplace = out != NULL && (PyObject *)out == a;
     if (is_cpu_scalar_tensor(b, a) || is_cpu_scalar_tensor(a, b)) {
         /* Moved next to the other operand (one element), it keeps its
          * standing as a 0-d tensor in type promotion, as in torch. */
@@ -309,15 +310,18 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
         *which = item;
     }
     if (Tensor_Check(a) && Tensor_Check(b)) {
-        res = binary_tensors(op, (TensorObject *)a, (TensorObject *)b, out);
+        res = binary_tensors(op, (TensorObject *)a, (TensorObject *)b, out,
+                             inplace);
     }
     else if (Tensor_Check(a) && (r = scalar_operand(b, &s, &cat)) != 0) {
         res = r < 0 ? NULL
-                    : binary_scalar(op, (TensorObject *)a, s, cat, 0, out);
+                    : binary_scalar(op, (TensorObject *)a, s, cat, 0, out,
+                                    inplace);
     }
     else if (Tensor_Check(b) && (r = scalar_operand(a, &s, &cat)) != 0) {
         res = r < 0 ? NULL
-                    : binary_scalar(op, (TensorObject *)b, s, cat, 1, out);
+                    : binary_scalar(op, (TensorObject *)b, s, cat, 1, out,
+                                    inplace);
     }
     else if (PyErr_Occurred()) {
         res = NULL;
@@ -332,41 +336,45 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
 /* ---------------------------------------------------------------- unary */
 
 PyObject *
-pygpu_op_unary(int op, TensorObject *a, int inplace)
+pygpu_op_unary_out(int op, TensorObject *a, TensorObject *out, int inplace)
 {
     pygpu_geom g;
-    if (pygpu_ag_wanted(1, &a)) {
-        return pygpu_ag_unary(op, a, inplace);
+    TensorObject *res, *src = a, *ag[2] = {a, out};
+    if (pygpu_ag_wanted(2, ag)) {
+        return pygpu_ag_unary(op, a, out, inplace);
     }
-    if (inplace && pygpu_check_write(a, a, NULL) < 0) {
-        return NULL;
+    if (inplace) {
+        out = a;
     }
-    /* A floating function of an int64 tensor: the result is float32, as
-     * in torch; the input is converted first and the op runs in place on
-     * the copy.  In place, the Float result cannot go back to Long. */
+    /* A floating function of an integer tensor: the result has the
+     * default dtype, as in torch; the input is converted into the result
+     * first and the op runs in place there.  In place, a Float result
+     * cannot go back to Long (pygpu_out_prepare says so). */
     int promote = pygpu_unop_promotes_int(op) && category(a->dtype) == CAT_INT;
-    if (promote && inplace) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "result type Float can't be cast to the desired "
-                        "output type Long");
-        return NULL;
-    }
-    TensorObject *res =
-        inplace   ? (TensorObject *)Py_NewRef(a)
-        : promote ? pygpu_tensor_to(a, a->device, PYGPU_FLOAT32)
-                  : pygpu_tensor_empty(a->ndim, a->shape, a->dtype, a->device);
+    int dtype = promote ? pygpu_default_dtype() : a->dtype;
+    res = result_tensor(out, inplace, a->ndim, a->shape, dtype, a->device, a,
+                        NULL);
     if (res == NULL) {
         return NULL;
     }
-    if (promote) {
-        a = res;
-    }
     int64_t numel = pygpu_numel(a->ndim, a->shape);
-    if (numel > 0) {
-        pygpu_make_geom(&g, a->ndim, a->shape, res, a, NULL);
-        if (run_unary(op, res, a, &g, numel) < 0) {
+    if (promote && numel > 0) {
+        if (pygpu_op_copy_same_device(res, a) < 0) {
+            Py_CLEAR(res);
+        }
+        src = res;
+    }
+    if (res != NULL && numel > 0) {
+        pygpu_make_geom(&g, a->ndim, a->shape, res, src, NULL);
+        if (run_unary(op, res, src, &g, numel) < 0) {
             Py_CLEAR(res);
         }
     }
-    return (PyObject *)res;
+    return out ? pygpu_out_finish(out, res) : (PyObject *)res;
+}
+
+PyObject *
+pygpu_op_unary(int op, TensorObject *a, int inplace)
+{
+    return pygpu_op_unary_out(op, a, NULL, inplace);
 }

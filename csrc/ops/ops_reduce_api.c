@@ -74,6 +74,26 @@ pygpu_function_form(const char *name, pygpu_method_fn method,
     return method(args[0], args + 1, nargs - 1, kwnames);
 }
 
+/* sum and mean as functions also take out=, as torch's: the result is
+ * copied in (out_arg.c's rules). */
+static PyObject *
+with_out(const char *name, pygpu_method_fn method, PyObject *const *args,
+         Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *argv[8], *rest, *r;
+    TensorObject *out;
+    if (pygpu_split_out_kwarg(name, args, nargs, kwnames, argv, 8, &rest,
+                              &out) < 0) {
+        return NULL;
+    }
+    r = pygpu_function_form(name, method, argv, nargs, rest);
+    Py_XDECREF(rest);
+    if (out == NULL) {
+        return r;
+    }
+    return pygpu_out_assign(out, r, (TensorObject *)argv[0]);
+}
+
 /* The method pygpu_t_<name> (tensor_methods.c names sum, mean, max) or
  * t_<name>, and the function <name>_fn. */
 #define REDUCE_ENTRY(WHICH, name, linkage, mname)                            \
@@ -88,8 +108,20 @@ pygpu_function_form(const char *name, pygpu_method_fn method,
         return pygpu_function_form(#name, mname, args, nargs, kw);           \
     }
 
-REDUCE_ENTRY(SUM, sum, , pygpu_t_sum)
-REDUCE_ENTRY(MEAN, mean, , pygpu_t_mean)
+#define REDUCE_ENTRY_OUT(WHICH, name, mname)                                 \
+    PyObject *mname(PyObject *self, PyObject *const *args, Py_ssize_t nargs, \
+                    PyObject *kw)                                            \
+    {                                                                        \
+        return reduce_method(WHICH, self, args, nargs, kw);                  \
+    }                                                                        \
+    static PyObject *name##_fn(PyObject *m, PyObject *const *args,           \
+                               Py_ssize_t nargs, PyObject *kw)               \
+    {                                                                        \
+        return with_out(#name, mname, args, nargs, kw);                      \
+    }
+
+REDUCE_ENTRY_OUT(SUM, sum, pygpu_t_sum)
+REDUCE_ENTRY_OUT(MEAN, mean, pygpu_t_mean)
 REDUCE_ENTRY(MAX, max, , pygpu_t_max)
 REDUCE_ENTRY(PROD, prod, static, t_prod)
 REDUCE_ENTRY(MIN, min, static, t_min)
@@ -119,13 +151,15 @@ REDUCE_ENTRY(ARGMIN, argmin, static, t_argmin)
 
 PyMethodDef pygpu_reduce_functions[] = {
     {"sum", FASTKW(sum_fn),
-     "sum($module, input, /, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
+     "sum($module, input, /, dim=None, keepdim=False, *, dtype=None,\n"
+     "    out=None)\n--\n\n"
      "Sum of all elements, or over dim (an int or a tuple); with dtype the\n"
-     "input is converted first."},
+     "input is converted first; into out when given."},
     {"mean", FASTKW(mean_fn),
-     "mean($module, input, /, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
+     "mean($module, input, /, dim=None, keepdim=False, *, dtype=None,\n"
+     "     out=None)\n--\n\n"
      "Mean of all elements, or over dim (floating dtypes); with dtype the\n"
-     "input is converted first."},
+     "input is converted first; into out when given."},
     {"max", FASTKW(max_fn),
      "max($module, input, /, dim=None, keepdim=False)\n--\n\n"
      "The maximum of all elements, or a (values, indices) pair over dim."},
@@ -189,23 +223,6 @@ static PyStructSequence_Desc min_desc = {
     min_fields,
     2,
 };
-
-int
-pygpu_tensor_add_methods(PyMethodDef *defs)
-{
-    PyTypeObject *tp = pygpu_state->Tensor_Type;
-    for (PyMethodDef *d = defs; d->ml_name != NULL; d++) {
-        PyObject *descr = PyDescr_NewMethod(tp, d);
-        int rc = descr ? PyObject_SetAttrString((PyObject *)tp, d->ml_name,
-                                                descr)
-                       : -1;
-        Py_XDECREF(descr);
-        if (rc < 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
 
 /* The result types, and the functions and methods of the reduction files
  * but sum, mean and max (module.c and tensor_methods.c add those). */

@@ -233,11 +233,20 @@ pygpu_get_overlap(const TensorObject *a, const TensorObject *b)
 }
 
 int
-pygpu_check_writable(const TensorObject *t)
+pygpu_check_readonly(const TensorObject *t)
 {
     if (t->readonly) {
         PyErr_SetString(PyExc_ValueError,
                         "assignment destination is read-only");
+        return -1;
+    }
+    return 0;
+}
+
+int
+pygpu_check_writable(const TensorObject *t)
+{
+    if (pygpu_check_readonly(t) < 0) {
         return -1;
     }
     /* Recorded in-place ops reach here with grad mode off; any other

@@ -28,8 +28,6 @@ TensorObject *pygpu_as_dtype(TensorObject *t, int dtype);
  * when there is none and `int_to_long` is set.  New reference or NULL. */
 TensorObject *pygpu_reduce_input(TensorObject *t, PyObject *dtype_obj,
                                  int int_to_long);
-/* Adds defs (ending NULL) to the Tensor type as methods. */
-int pygpu_tensor_add_methods(PyMethodDef *defs);
 
 /* A Tensor method (METH_FASTCALL | METH_KEYWORDS). */
 typedef PyObject *(*pygpu_method_fn)(PyObject *self, PyObject *const *args,

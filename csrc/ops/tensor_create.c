@@ -4,10 +4,8 @@
 
 static const pygpu_device cpu_device = {PYGPU_CPU, -1};
 
-/* A new tensor t (or NULL) with requires_grad=flag (NULL: not given)
- * set through the attribute's own checks; NULL with an exception. */
-static PyObject *
-with_requires_grad(PyObject *t, PyObject *flag)
+PyObject *
+pygpu_with_requires_grad(PyObject *t, PyObject *flag)
 {
     if (t == NULL || flag == NULL || flag == Py_False) {
         return t;
@@ -114,7 +112,7 @@ tensor_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         pygpu_device_resolve(&dev) < 0) {
         return NULL;
     }
-    return with_requires_grad(
+    return pygpu_with_requires_grad(
         (PyObject *)pygpu_tensor_from_data(a[0], dtype, dev), a[3]);
 }
 
@@ -156,10 +154,12 @@ make_filled(int ndim, const int64_t *shape, int dtype, pygpu_device dev,
 }
 
 /* factory(*size, [fill_value,] dtype=None, device=None, requires_grad=False)
- * For full, the last positional argument is the value. */
+ * For full, the last positional argument is the value.  `like` (may be
+ * NULL) gives the default dtype and device: the Tensor.new_* methods. */
 static PyObject *
 factory(const char *fname, enum fill_kind kind, int has_value,
-        PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+        const TensorObject *like, PyObject *const *args, Py_ssize_t nargs,
+        PyObject *kwnames)
 {
     static const char *const names[] = {"size", "fill_value", "dtype",
                                         "device", "requires_grad",
@@ -205,7 +205,7 @@ factory(const char *fname, enum fill_kind kind, int has_value,
     else if (pygpu_parse_shape(args, nsize, &ndim, shape) < 0) {
         return NULL;
     }
-    int def = PYGPU_FLOAT32;
+    int def = pygpu_default_dtype();
     if (has_value) {
         PyObject *v = kw[1];
         if (PyLong_Check(v) || PyBool_Check(v)) {
@@ -226,8 +226,9 @@ factory(const char *fname, enum fill_kind kind, int has_value,
             return NULL;
         }
     }
-    if (pygpu_parse_dtype_opt(kw[2], def, &dtype) < 0 ||
-        pygpu_parse_device_opt(kw[3], &cpu_device, &dev) < 0) {
+    if (pygpu_parse_dtype_opt(kw[2], like ? like->dtype : def, &dtype) < 0 ||
+        pygpu_parse_device_opt(kw[3], like ? &like->device : &cpu_device,
+                               &dev) < 0) {
         return NULL;
     }
     PyObject *t = make_filled(ndim, shape, dtype, dev, kind,
@@ -235,14 +236,14 @@ factory(const char *fname, enum fill_kind kind, int has_value,
     if (t != NULL && kw[5] != NULL && PyObject_IsTrue(kw[5])) {
         Py_SETREF(t, PyObject_CallMethod(t, "pin_memory", NULL));
     }
-    return with_requires_grad(t, kw[4]);
+    return pygpu_with_requires_grad(t, kw[4]);
 }
 
 #define FACTORY(name, kind, has_value)                                       \
     static PyObject *name##_fn(PyObject *self, PyObject *const *args,        \
                                Py_ssize_t nargs, PyObject *kwnames)          \
     {                                                                        \
-        return factory(#name, kind, has_value, args, nargs, kwnames);        \
+        return factory(#name, kind, has_value, NULL, args, nargs, kwnames);  \
     }
 
 FACTORY(empty, FILL_EMPTY, 0)
@@ -256,7 +257,8 @@ ones_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         PyObject *kwnames)
 {
     /* ones == full(size, 1.0) with float32 as the default dtype */
-    PyObject *t = factory("ones", FILL_EMPTY, 0, args, nargs, kwnames);
+    PyObject *t = factory("ones", FILL_EMPTY, 0, NULL, args, nargs,
+                          kwnames);
     if (t != NULL && pygpu_op_fill((TensorObject *)t, 1.0) < 0) {
         Py_CLEAR(t);
     }
@@ -295,7 +297,7 @@ like(const char *fname, enum fill_kind kind, double fixed, int has_value,
         pygpu_parse_device_opt(a[3], &t->device, &dev) < 0) {
         return NULL;
     }
-    return with_requires_grad(
+    return pygpu_with_requires_grad(
         make_filled(t->ndim, t->shape, dtype, dev, kind, value, fname), a[4]);
 }
 
@@ -313,6 +315,55 @@ LIKE(full_like, FILL_VALUE, 0.0, 1)
 LIKE(rand_like, FILL_UNIFORM, 0.0, 0)
 LIKE(randn_like, FILL_NORMAL, 0.0, 0)
 
+/* Tensor.new_*(...): the factories with self's dtype and device as the
+ * defaults (tensor_methods.c lists them). */
+#define NEW_METHOD(name, kind, has_value)                                    \
+    PyObject *pygpu_t_##name(PyObject *op, PyObject *const *args,            \
+                             Py_ssize_t nargs, PyObject *kwnames)            \
+    {                                                                        \
+        return factory(#name, kind, has_value, (TensorObject *)op, args,     \
+                       nargs, kwnames);                                      \
+    }
+
+NEW_METHOD(new_empty, FILL_EMPTY, 0)
+NEW_METHOD(new_zeros, FILL_VALUE, 0)
+NEW_METHOD(new_full, FILL_VALUE, 1)
+
+PyObject *
+pygpu_t_new_ones(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                 PyObject *kwnames)
+{
+    PyObject *t = factory("new_ones", FILL_EMPTY, 0, (TensorObject *)op,
+                          args, nargs, kwnames);
+    if (t != NULL && pygpu_op_fill((TensorObject *)t, 1.0) < 0) {
+        Py_CLEAR(t);
+    }
+    return t;
+}
+
+/* new_tensor(data, dtype=None, device=None): a copy of data with self's
+ * dtype and device unless given. */
+PyObject *
+pygpu_t_new_tensor(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                   PyObject *kwnames)
+{
+    static const char *const names[] = {"data", "dtype", "device",
+                                        "requires_grad"};
+    TensorObject *self = (TensorObject *)op;
+    PyObject *a[4];
+    int dtype;
+    pygpu_device dev;
+    if (pygpu_parse_args("new_tensor", args, nargs, kwnames, names, 4, 1, 1,
+                         a) < 0 ||
+        pygpu_parse_dtype_opt(a[1], self->dtype, &dtype) < 0 ||
+        pygpu_parse_device_opt(a[2], &self->device, &dev) < 0 ||
+        pygpu_device_resolve(&dev) < 0) {
+        return NULL;
+    }
+    return pygpu_with_requires_grad(
+        (PyObject *)pygpu_tensor_from_data(a[0], dtype, dev), a[3]);
+}
+
 
 PyMethodDef pygpu_create_functions[] = {
     {"tensor", FASTKW(tensor_fn),
@@ -320,7 +371,7 @@ PyMethodDef pygpu_create_functions[] = {
      "       requires_grad=False)\n--\n\n"
      "A new tensor holding a copy of data (nested lists, scalars, NumPy\n"
      "arrays, tensors).  Floats give float32, ints int64, unless dtype.\n"
-     "requires_grad=True is refused: pygpu has no autograd."},
+     "requires_grad=True makes it a leaf that autograd tracks."},
     {"from_numpy", from_numpy, METH_O,
      "from_numpy($module, ndarray, /)\n--\n\n"
      "A CPU tensor sharing memory with a NumPy array."},

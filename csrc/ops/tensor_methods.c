@@ -32,6 +32,7 @@ NOARGS_DECL(pygpu_t_tolist);
 NOARGS_DECL(pygpu_t_item);
 NOARGS_DECL(pygpu_t_t);
 NOARGS_DECL(pygpu_t_unsqueeze); /* METH_O */
+#include "ops/join_methods.h" /* their declarations and rows */
 
 #define SELF ((TensorObject *)op)
 
@@ -451,5 +452,6 @@ PyMethodDef pygpu_tensor_methods[] = {
     {"max", FASTKW(pygpu_t_max),
      "max($self, /, dim=None, keepdim=False)\n--\n\n"
      "The maximum of all elements; over dim, a (values, indices) pair."},
+    PYGPU_JOIN_METHOD_ROWS
     {NULL},
 };

@@ -27,19 +27,14 @@ def silu(input, inplace=False):
 
 
 def gelu(input, approximate="none"):
-    """input * Phi(input), the exact (erf-based) form; the tanh
-    approximation is not there."""
-    _check_approximate(approximate)
-    return _C.gelu(input)
-
-
-def _check_approximate(approximate):
+    """input * Phi(input): the exact (erf-based) form, or with
+    approximate='tanh' torch's tanh approximation."""
     if approximate == "tanh":
-        raise ValueError("gelu: approximate='tanh' is not supported; only "
-                         "the exact form, approximate='none'")
+        return _C._gelu_tanh(input)
     if approximate != "none":
-        raise ValueError("approximate argument must be either none or "
-                         "tanh.")
+        raise RuntimeError("approximate argument must be either none or "
+                           "tanh.")
+    return _C.gelu(input)
 
 
 def linear(input, weight, bias=None):
