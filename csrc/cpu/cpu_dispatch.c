@@ -1,11 +1,20 @@
 /* cpu_dispatch.c - the CPU rows of the dispatch table: each row hands the
  * prepared arguments to a CPU loop (cpu_elementwise.c, cpu_reduce.c,
- * cpu_random.c, cpu_linear.c) or, for products, to NumPy's matmul. */
+ * cpu_random.c, cpu_linear.c) or, for products, to NumPy's matmul.  Large
+ * loops run without the GIL, and larger ones split over the thread pool
+ * (cpu_split.c, cpu_split_reduce.c, cpu_parallel.c). */
 #include "memory/memory.h"
 #include "core/dispatch.h"
+#include "cpu/cpu_parallel.h"
+#include "cpu/cpu_split.h"
 
 /* Loops over this many elements or more run without the GIL. */
 #define CPU_NOGIL_THRESHOLD (1 << 16)
+/* ... and over this many on the thread pool. */
+#define CPU_PARALLEL_THRESHOLD (1 << 17)
+/* Tasks per thread at most: a few, so that a thread slowed by other work
+ * on the machine leaves its share to the others. */
+#define CPU_TASKS_PER_THREAD 4
 
 /* Inputs of the result's dtype take the same-dtype loops; others are
  * converted inside the loop (cpu_mixed.c). */
@@ -167,6 +176,30 @@ linear(pygpu_kargs *k)
     return 0;
 }
 
+/* fn(k) for a large loop: split over the pool when there is more than one
+ * thread and the row splits (a reduction with one thread runs unsplit,
+ * which is what the split reductions reproduce). */
+static void
+run_large(int kind, pygpu_kernel_fn fn, pygpu_kargs *k)
+{
+    int threads = k->numel >= CPU_PARALLEL_THRESHOLD
+                      ? pygpu_get_num_threads()
+                      : 1;
+    if (threads > 1) {
+        int64_t parts = k->numel / PYGPU_TASK_MIN;
+        if (parts > (int64_t)threads * CPU_TASKS_PER_THREAD) {
+            parts = (int64_t)threads * CPU_TASKS_PER_THREAD;
+        }
+        int rc = kind == PYGPU_K_REDUCE
+                     ? pygpu_cpu_split_reduce(fn, k, parts)
+                     : pygpu_cpu_split_elementwise(kind, fn, k, parts);
+        if (rc == 0) {
+            return;
+        }
+    }
+    fn(k);
+}
+
 static int
 run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
 {
@@ -176,7 +209,7 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
     }
     if (k->numel >= CPU_NOGIL_THRESHOLD) {
         Py_BEGIN_ALLOW_THREADS
-        fn(k);
+        run_large(kind, fn, k);
         Py_END_ALLOW_THREADS
     }
     else {
