@@ -5,13 +5,18 @@
  * (cpu_split.c, cpu_split_reduce.c, cpu_parallel.c). */
 #include "memory/memory.h"
 #include "core/dispatch.h"
+#include "cpu/cpu_matmul_small.h"
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_split.h"
 
-/* Loops over this many elements or more run without the GIL. */
+/* Loops of this much work or more run without the GIL, and of the second
+ * amount on the thread pool.  Work is counted in elements of a cheap loop
+ * (an add or a relu: ~0.3 ns each); random numbers count as several. */
 #define CPU_NOGIL_THRESHOLD (1 << 16)
-/* ... and over this many on the thread pool. */
 #define CPU_PARALLEL_THRESHOLD (1 << 17)
+/* Elements' worth of work of one uniform / normal number. */
+#define CPU_UNIFORM_WORK 4
+#define CPU_NORMAL_WORK 16
 /* Tasks per thread at most: a few, so that a thread slowed by other work
  * on the machine leaves its share to the others. */
 #define CPU_TASKS_PER_THREAD 4
@@ -138,9 +143,17 @@ fail:
     return rc;
 }
 
+/* Small 2-D products by the loop of cpu_matmul_small.c (out is new and
+ * contiguous: rows of n elements), others by NumPy. */
 static int
 matmul(pygpu_kargs *k)
 {
+    TensorObject *b2 = k->t[4];
+    if (k->mm.nb == 0 &&
+        pygpu_cpu_matmul_small(k->t[0]->data, b2->shape[b2->ndim - 1],
+                               k->t[3], b2)) {
+        return 0;
+    }
     return cpu_matmul(k->t[0], k->t[1], k->t[2]);
 }
 
@@ -180,13 +193,12 @@ linear(pygpu_kargs *k)
  * thread and the row splits (a reduction with one thread runs unsplit,
  * which is what the split reductions reproduce). */
 static void
-run_large(int kind, pygpu_kernel_fn fn, pygpu_kargs *k)
+run_large(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, int64_t work)
 {
-    int threads = k->numel >= CPU_PARALLEL_THRESHOLD
-                      ? pygpu_get_num_threads()
-                      : 1;
+    int threads = work >= CPU_PARALLEL_THRESHOLD ? pygpu_get_num_threads()
+                                                 : 1;
     if (threads > 1) {
-        int64_t parts = k->numel / PYGPU_TASK_MIN;
+        int64_t parts = work / PYGPU_TASK_MIN;
         if (parts > (int64_t)threads * CPU_TASKS_PER_THREAD) {
             parts = (int64_t)threads * CPU_TASKS_PER_THREAD;
         }
@@ -207,9 +219,13 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
     if (kind >= PYGPU_K_FIRST_CALL) {
         return fn(k);
     }
-    if (k->numel >= CPU_NOGIL_THRESHOLD) {
+    int64_t work = k->numel;
+    if (kind == PYGPU_K_RANDOM) {
+        work *= k->flag ? CPU_NORMAL_WORK : CPU_UNIFORM_WORK;
+    }
+    if (work >= CPU_NOGIL_THRESHOLD) {
         Py_BEGIN_ALLOW_THREADS
-        run_large(kind, fn, k);
+        run_large(kind, fn, k, work);
         Py_END_ALLOW_THREADS
     }
     else {
