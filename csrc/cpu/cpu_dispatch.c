@@ -17,9 +17,10 @@
 /* Elements' worth of work of one uniform / normal number. */
 #define CPU_UNIFORM_WORK 4
 #define CPU_NORMAL_WORK 16
-/* Tasks per thread at most: a few, so that a thread slowed by other work
- * on the machine leaves its share to the others. */
-#define CPU_TASKS_PER_THREAD 4
+/* Tasks per thread at most: many, so that a thread slowed by other work
+ * on the machine holds up the job by one short task at most while the
+ * others take its share. */
+#define CPU_TASKS_PER_THREAD 16
 
 /* Inputs of the result's dtype take the same-dtype loops; others are
  * converted inside the loop (cpu_mixed.c). */
