@@ -191,7 +191,9 @@ split_full(reduce_job *j)
 {
     const pygpu_kargs *k = j->k;
     int64_t n = k->n;
-    int64_t most = 2 * (n / PIECE) + 2;
+    /* Tree pieces hold more than PIECE / 2 - TREE_LEAF elements each
+     * (both halves of a run are at least half of it less half a leaf). */
+    int64_t most = n / (PIECE / 2 - TREE_LEAF) + 2;
     int max = k->op == PYGPU_MAX;
     j->op = max ? PYGPU_MAX : PYGPU_SUM;
     j->start = malloc((size_t)most * sizeof(int64_t));
