@@ -7,8 +7,7 @@
 
 #include "core/dispatch.h"
 
-/* Elements a task gets at least (a few tens of microseconds of work for
- * the cheapest loops, so that a task pays for waking a thread). */
+/* Work a task gets at least, in elements of a cheap loop (~10 us). */
 #define PYGPU_TASK_MIN (1 << 15)
 
 /* Runs fn(k) for a row of kind BINARY, BINARY_SCALAR, UNARY, COPY, FILL
