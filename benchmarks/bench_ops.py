@@ -43,23 +43,34 @@ def per_call_us(fn, inner=200, reps=31, sync=None):
     return compare({"x": (fn, sync)}, inner, reps)["x"]
 
 
-def compare(impls, inner=200, reps=31):
+def compare(impls, inner=200, reps=31, settle=0.0):
     """Median microseconds per call of each {name: (fn, sync)}, timed in
-    interleaved rounds so that drifts of the machine hit all alike."""
+    interleaved rounds so that drifts of the machine hit all alike, each
+    round starting one place further along.  On the CPU, whichever
+    implementation follows torch runs while torch's OpenMP threads still
+    spin on the cores (measured 1.5x slower on 2 cores in a fixed order),
+    hence the rotation; settle: seconds to sleep (untimed) after each
+    batch, to let such threads go idle."""
     for fn, sync in impls.values():
         for _ in range(inner):
             fn()
         if sync:
             sync()
     times = {name: [] for name in impls}
-    for _ in range(reps):
-        for name, (fn, sync) in impls.items():
+    names = list(impls)
+    for rep in range(reps):
+        # each implementation takes each place in the round in turn: the
+        # one right after a library whose threads spin runs slower
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            fn, sync = impls[name]
             t0 = time.perf_counter()
             for _ in range(inner):
                 fn()
             if sync:
                 sync()
             times[name].append((time.perf_counter() - t0) / inner)
+            if settle:
+                time.sleep(settle)
     return {name: statistics.median(v) * 1e6 for name, v in times.items()}
 
 
@@ -115,7 +126,7 @@ def load_before(path):
     return mod
 
 
-def cpu_case(case, inputs, make, ref, rtol, inner, reps=31, flop=None,
+def cpu_case(case, inputs, make, ref, rtol, inner, reps=41, flop=None,
              peers=None, before=None):
     """Times make(module, *tensors) for pygpu (and the earlier build) on
     inputs converted by each, with the peers {name: fn}, and reports the
@@ -133,7 +144,7 @@ def cpu_case(case, inputs, make, ref, rtol, inner, reps=31, flop=None,
         impls[name] = (fn, None)
     for name, fn in (peers or {}).items():
         impls[name] = (fn, None)
-    for impl, us in compare(impls, inner, reps).items():
+    for impl, us in compare(impls, inner, reps, settle=0.005).items():
         if flop is None:
             report("cpu", case, impl, us, "us")
         else:
