@@ -11,7 +11,7 @@ import pytest
 import pygpu
 
 # Above the size at which the CPU loops split over threads.
-BIG = (1 << 20) + 37
+BIG = (1 << 21) + 37
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def test_strided_and_broadcast_geometries(restore_threads):
     a = rnd((2, 3, BIG // 3))
     b = rnd((3, 1))
     ta, tb = pygpu.from_numpy(a), pygpu.from_numpy(b)
-    m = rnd((1200, 1000))
+    m = rnd((1500, 1500))
     tm = pygpu.from_numpy(m)
     res = by_threads(lambda: (ta - tb, tm.t() + 0.0,
                               pygpu.relu(ta[:, :, ::2]),
@@ -121,7 +121,7 @@ def test_inplace_copy_fill(restore_threads):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16,
                                    np.int64])
-@pytest.mark.parametrize("n", [BIG, (1 << 21) + 5])
+@pytest.mark.parametrize("n", [BIG, (1 << 22) + 5])
 def test_full_reductions_same_bits(dtype, n, restore_threads):
     if dtype == np.int64:
         a = np.random.default_rng(3).integers(-2**40, 2**40, n)
@@ -141,7 +141,7 @@ def test_full_reductions_same_bits(dtype, n, restore_threads):
 
 
 def test_reductions_over_dims_same_bits(restore_threads):
-    a = rnd((64, 20000))
+    a = rnd((64, 40000))
     t = pygpu.from_numpy(a)
     res = by_threads(lambda: (t.sum(1), t.sum(0), t.mean(1)) + t.max(1))
     assert_same_bits(res)
@@ -151,7 +151,7 @@ def test_reductions_over_dims_same_bits(restore_threads):
 
 
 def test_max_nan_and_ties_across_pieces(restore_threads):
-    n = (1 << 21) + 3
+    n = (1 << 22) + 3
     a = np.zeros(n, np.float32)
     a[70000] = 5.0
     a[1900000] = 5.0         # a tie in a later piece: the first wins

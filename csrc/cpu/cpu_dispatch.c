@@ -12,13 +12,14 @@
 /* Loops of this much work or more run without the GIL, and of the second
  * amount on the thread pool.  Work is counted in elements of a cheap loop
  * (an add or a relu: ~0.3 ns each); random numbers count as several.
- * Splitting costs a thread wake-up and a join (~10 us measured), and on a
- * machine whose other cores are busy it gains nothing and waits for a
- * worker that was preempted: relu_ measured up to 1.45x slower at 2^17 to
- * 2^19 elements there, about even from 2^20.  Hence a threshold where the
- * loop takes ~100 us or more. */
+ * Splitting costs a thread wake-up and a join (~10 us), and on a machine
+ * whose other cores are busy it gains nothing and waits for a worker that
+ * was preempted inside its task.  Measured on 2 cores with other work
+ * running (load ~4), split against unsplit: 2^17 to 2^19 elements up to
+ * 1.45x slower, 2^20 1.1x to 1.6x slower, 2^24 0.7x to 1.1x.  Hence a
+ * threshold where a loop takes half a millisecond or more. */
 #define CPU_NOGIL_THRESHOLD (1 << 16)
-#define CPU_PARALLEL_THRESHOLD (1 << 20)
+#define CPU_PARALLEL_THRESHOLD (1 << 21)
 /* Elements' worth of work of one uniform / normal number. */
 #define CPU_UNIFORM_WORK 4
 #define CPU_NORMAL_WORK 16
