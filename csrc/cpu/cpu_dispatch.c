@@ -219,13 +219,12 @@ run_large(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, int64_t work)
     fn(k);
 }
 
-static int
-run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
+/* Loops past the small ones: without the GIL, split when large enough.
+ * Out of line, so that run's path for small loops stays a compare and a
+ * call. */
+static __attribute__((noinline)) void
+run_sized(int kind, pygpu_kernel_fn fn, pygpu_kargs *k)
 {
-    (void)what;
-    if (kind >= PYGPU_K_FIRST_CALL) {
-        return fn(k);
-    }
     int64_t work = k->numel;
     if (kind == PYGPU_K_RANDOM) {
         work *= k->flag ? CPU_NORMAL_WORK : CPU_UNIFORM_WORK;
@@ -237,6 +236,21 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
     }
     else {
         fn(k);
+    }
+}
+
+static int
+run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
+{
+    (void)what;
+    if (kind >= PYGPU_K_FIRST_CALL) {
+        return fn(k);
+    }
+    if (k->numel < CPU_NOGIL_THRESHOLD / CPU_NORMAL_WORK) {
+        fn(k);
+    }
+    else {
+        run_sized(kind, fn, k);
     }
     return 0;
 }
