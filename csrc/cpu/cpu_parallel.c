@@ -27,6 +27,8 @@
 /* Rounds the caller polls the workers' exit before it sleeps: a job's
  * tasks end together, so the wait is usually short. */
 #define SPIN_ROUNDS 2000
+/* Workers started at most, whatever the thread count asked for. */
+#define MAX_WORKERS 1023
 
 static struct {
     pthread_mutex_t lock;  /* guards every field but next and active */
@@ -123,6 +125,9 @@ static void
 start_workers_locked(void)
 {
     int want = threads_locked() - 1;
+    if (want > MAX_WORKERS) {
+        want = MAX_WORKERS;
+    }
     if (pool.nworkers > 0 || want <= 0) {
         return;
     }

@@ -22,7 +22,7 @@ typedef void (*pygpu_task_fn)(void *ctx, int64_t task);
 void pygpu_parallel_run(int64_t ntasks, pygpu_task_fn fn, void *ctx);
 
 /* Threads a job may use (the caller included), at least 1.  By default
- * the CPUs this process may run on. */
+ * the CPUs this process may run on.  At most 1024 run (1023 workers). */
 int pygpu_get_num_threads(void);
 /* Sets it (n >= 1; the caller checks); waits for a running job first. */
 void pygpu_set_num_threads(int n);
