@@ -183,7 +183,8 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_join_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_split_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_flip_functions) < 0 ||
-        PyModule_AddFunctions(m, pygpu_index_functions) < 0) {
+        PyModule_AddFunctions(m, pygpu_index_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_thread_functions) < 0) {
         goto fail;
     }
     if (PyModule_AddStringConstant(m, "__version__", PYGPU_VERSION) < 0 ||
