@@ -2,13 +2,18 @@
 numpy, in one run, on the same device.  Every case validates its result
 against NumPy before timing.  Figures are medians of many repetitions.
 
-  python benchmarks/bench_ops.py [--json PATH] [--quick]
+  python benchmarks/bench_ops.py [--json PATH] [--quick] [--before DIR]
+
+--before DIR also times an earlier build (a copy of the pygpu package with
+its extension at DIR/pygpu) in the same run, interleaved with this one, as
+impl 'before'; the ratios pygpu/before are then after/before.
 
 CPU rows always run; CUDA rows run when pygpu sees a GPU (torch and cupy
 rows when those import and see it too).
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -38,23 +43,34 @@ def per_call_us(fn, inner=200, reps=31, sync=None):
     return compare({"x": (fn, sync)}, inner, reps)["x"]
 
 
-def compare(impls, inner=200, reps=31):
+def compare(impls, inner=200, reps=31, settle=0.0):
     """Median microseconds per call of each {name: (fn, sync)}, timed in
-    interleaved rounds so that drifts of the machine hit all alike."""
+    interleaved rounds so that drifts of the machine hit all alike, each
+    round starting one place further along.  On the CPU, whichever
+    implementation follows torch runs while torch's OpenMP threads still
+    spin on the cores (measured 1.5x slower on 2 cores in a fixed order),
+    hence the rotation; settle: seconds to sleep (untimed) after each
+    batch, to let such threads go idle."""
     for fn, sync in impls.values():
         for _ in range(inner):
             fn()
         if sync:
             sync()
     times = {name: [] for name in impls}
-    for _ in range(reps):
-        for name, (fn, sync) in impls.items():
+    names = list(impls)
+    for rep in range(reps):
+        # each implementation takes each place in the round in turn: the
+        # one right after a library whose threads spin runs slower
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            fn, sync = impls[name]
             t0 = time.perf_counter()
             for _ in range(inner):
                 fn()
             if sync:
                 sync()
             times[name].append((time.perf_counter() - t0) / inner)
+            if settle:
+                time.sleep(settle)
     return {name: statistics.median(v) * 1e6 for name, v in times.items()}
 
 
@@ -95,55 +111,113 @@ def ratios(group, case, higher_is_better, base):
 
 
 # ------------------------------------------------------------------ CPU
-def bench_cpu(quick):
+def load_before(path):
+    """A second build of pygpu (the package folder copied, with its _C
+    extension, to PATH/pygpu) imported as pygpu_before, so that an earlier
+    build is timed in the same run, interleaved with this one."""
+    import importlib.util
+    init = os.path.join(path, "pygpu", "__init__.py")
+    spec = importlib.util.spec_from_file_location(
+        "pygpu_before", init,
+        submodule_search_locations=[os.path.dirname(init)])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["pygpu_before"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def cpu_case(case, inputs, make, ref, rtol, inner, reps=41, flop=None,
+             peers=None, before=None):
+    """Times make(module, *tensors) for pygpu (and the earlier build) on
+    inputs converted by each, with the peers {name: fn}, and reports the
+    times (or TFLOP/s when flop is given) and the ratios."""
+    impls = {}
+    for name, mod in (("pygpu", pygpu), ("before", before)):
+        if mod is None:
+            continue
+        ts = [mod.from_numpy(x) for x in inputs]
+        fn = make(mod, *ts)
+        if ref is not None:
+            out = fn()
+            got = (out if out is not None else ts[0]).numpy()
+            check(f"cpu {case} ({name})", got, ref, rtol)
+        impls[name] = (fn, None)
+    for name, fn in (peers or {}).items():
+        impls[name] = (fn, None)
+    for impl, us in compare(impls, inner, reps, settle=0.005).items():
+        if flop is None:
+            report("cpu", case, impl, us, "us")
+        else:
+            report("cpu", case, impl, flop / us / 1e6, "TFLOP/s")
+    ratios("cpu", case, flop is not None, "numpy")
+
+
+def bench_cpu(quick, before):
     rng = np.random.default_rng(0)
+    tt = torch.from_numpy if torch is not None else None
+
+    def peers(**kw):
+        return {k: v for k, v in kw.items() if v}
+
     for n in ([1 << 10, 1 << 22] if quick else [1 << 10, 1 << 20, 1 << 24]):
         a = rng.standard_normal(n).astype(np.float32)
-        t = pygpu.from_numpy(a)
-        check("cpu relu", pygpu.relu(t).numpy(), np.maximum(a, 0), 0)
-        inner = 2000 if n <= 1 << 12 else max(3, (1 << 24) // n)
-        case = f"relu n={n}"
-        # out of place: both allocate their result
-        impls = {"pygpu": (lambda: pygpu.relu(t), None),
-                 "numpy": (lambda: np.maximum(a, 0), None)}
-        if torch is not None:
-            ta = torch.from_numpy(a)
-            impls["torch"] = (lambda: torch.relu(ta), None)
-        for impl, us in compare(impls, inner).items():
-            report("cpu", case, impl, us, "us")
-        ratios("cpu", case, False, "numpy")
-        # in place: relu_ against np.maximum(x, 0, out=x)
-        case = f"relu_ n={n}"
-        c = a.copy()
-        tc = pygpu.from_numpy(c)
-        impls = {"pygpu": (lambda: pygpu.relu_(tc), None),
-                 "numpy": (lambda: np.maximum(c, 0, out=c), None)}
-        for impl, us in compare(impls, inner).items():
-            report("cpu", case, impl, us, "us")
-        ratios("cpu", case, False, "numpy")
-        case = f"add n={n}"
         b = rng.standard_normal(n).astype(np.float32)
-        tb = pygpu.from_numpy(b)
-        check("cpu add", (t + tb).numpy(), a + b, 1e-6)
-        impls = {"pygpu": (lambda: t + tb, None),
-                 "numpy": (lambda: np.add(a, b), None)}
-        for impl, us in compare(impls, inner).items():
-            report("cpu", case, impl, us, "us")
-        ratios("cpu", case, False, "numpy")
-    for n in ([256, 1024] if quick else [256, 1024, 2048]):
+        inner = 2000 if n <= 1 << 12 else max(3, (1 << 24) // n)
+        ta = tt(a) if tt else None
+        tb = tt(b) if tt else None
+        # out of place: all allocate their result
+        cpu_case(f"relu n={n}", [a], lambda m, x: lambda: m.relu(x),
+                 np.maximum(a, 0), 0, inner, before=before,
+                 peers=peers(numpy=lambda: np.maximum(a, 0),
+                             torch=ta is not None and
+                             (lambda: torch.relu(ta))))
+        # in place, on a copy each (relu_ of relu_ stays the same work)
+        c = a.copy()
+        tc = tt(c.copy()) if tt else None
+        cpu_case(f"relu_ n={n}", [c], lambda m, x: lambda: m.relu_(x),
+                 np.maximum(a, 0), 0, inner, before=before,
+                 peers=peers(numpy=lambda: np.maximum(c, 0, out=c),
+                             torch=tc is not None and
+                             (lambda: torch.relu_(tc))))
+        cpu_case(f"add n={n}", [a, b], lambda m, x, y: lambda: x + y,
+                 a + b, 1e-6, inner, before=before,
+                 peers=peers(numpy=lambda: np.add(a, b),
+                             torch=ta is not None and (lambda: ta + tb)))
+        cpu_case(f"sum n={n}", [a], lambda m, x: lambda: m.sum(x),
+                 a.astype(np.float64).sum(), 1e-5, inner, before=before,
+                 peers=peers(numpy=lambda: np.sum(a),
+                             torch=ta is not None and
+                             (lambda: torch.sum(ta))))
+        d = np.empty_like(a)
+        td = tt(np.empty_like(a)) if tt else None
+        cpu_case(f"copy_ n={n}", [np.empty_like(a), a],
+                 lambda m, x, y: lambda: x.copy_(y), a, 0, inner,
+                 before=before,
+                 peers=peers(numpy=lambda: np.copyto(d, a),
+                             torch=td is not None and
+                             (lambda: td.copy_(ta))))
+    # random numbers: short (the per-element cost shows) and long
+    for n in ([1 << 10] if quick else [1 << 10, 1 << 20]):
+        inner = 2000 if n <= 1 << 12 else 5
+        gen = np.random.default_rng(1)
+        cpu_case(f"randn n={n}", [], lambda m: lambda: m.randn(n), None, 0,
+                 inner, before=before,
+                 peers=peers(numpy=lambda: gen.standard_normal(
+                     n, dtype=np.float32),
+                     torch=tt is not None and (lambda: torch.randn(n))))
+    sizes = [16, 256, 1024] if quick else [16, 256, 1024, 2048]
+    for n in sizes:
         a = rng.standard_normal((n, n)).astype(np.float32)
         b = rng.standard_normal((n, n)).astype(np.float32)
-        ta, tb = pygpu.from_numpy(a), pygpu.from_numpy(b)
-        check("cpu matmul", (ta @ tb).numpy(),
-              a.astype(np.float64) @ b.astype(np.float64), 1e-4)
-        case = f"matmul f32 {n}^3"
-        inner = max(1, int(2e8 / n**3))
-        flop = 2.0 * n**3
-        impls = {"pygpu": (lambda: ta @ tb, None),
-                 "numpy": (lambda: np.matmul(a, b), None)}
-        for impl, us in compare(impls, inner, reps=9).items():
-            report("cpu", case, impl, flop / us / 1e6, "TFLOP/s")
-        ratios("cpu", case, True, "numpy")
+        ta = tt(a) if tt else None
+        tb = tt(b) if tt else None
+        inner = max(1, int(2e8 / n**3)) if n > 64 else 5000
+        cpu_case(f"matmul f32 {n}^3", [a, b],
+                 lambda m, x, y: lambda: x @ y,
+                 a.astype(np.float64) @ b.astype(np.float64), 1e-4, inner,
+                 reps=9 if n > 64 else 31, flop=2.0 * n**3, before=before,
+                 peers=peers(numpy=lambda: np.matmul(a, b),
+                             torch=ta is not None and (lambda: ta @ tb)))
 
 
 # ----------------------------------------------------------------- CUDA
@@ -273,17 +347,26 @@ def main():
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--quick", action="store_true", help="fewer sizes")
     ap.add_argument("--cpu-only", action="store_true")
+    ap.add_argument("--before", metavar="PATH",
+                    help="also time the pygpu package copied to PATH/pygpu "
+                    "(an earlier build), as impl 'before'")
     args = ap.parse_args()
+    before = load_before(args.before) if args.before else None
     print(f"pygpu {pygpu.__version__}, numpy {np.__version__}, torch "
           f"{getattr(torch, '__version__', 'absent')}, cupy "
           f"{getattr(cupy, '__version__', 'absent')}")
-    bench_cpu(args.quick)
+    if torch is not None:
+        torch.set_grad_enabled(False)
+    bench_cpu(args.quick, before)
     if HAS_CUDA and not args.cpu_only:
         print("device:", pygpu.cuda.get_device_name())
         bench_cuda(args.quick)
     if args.json:
         meta = provenance()
         meta.update({"pygpu": pygpu.__version__, "numpy": np.__version__,
+                     "before": args.before and "pygpu build at " +
+                     os.path.basename(os.path.normpath(args.before)),
+                     "threads": pygpu.get_num_threads(),
                      "torch": getattr(torch, "__version__", None),
                      "cupy": getattr(cupy, "__version__", None),
                      "device": pygpu.cuda.get_device_name() if HAS_CUDA

@@ -148,3 +148,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E4
 from ._type_info import (can_cast, finfo, get_default_dtype, iinfo,  # noqa: E402,E501
                          is_floating_point, promote_types, result_type,
                          set_default_dtype)
+
+# threads of the CPU loops
+from ._C import get_num_threads, set_num_threads  # noqa: E402
+__all__ += ["get_num_threads", "set_num_threads"]

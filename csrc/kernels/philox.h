@@ -29,23 +29,37 @@ PYGPU_HD uint32_t pygpu_mulhilo32(uint32_t a, uint32_t b, uint32_t *hi)
     return (uint32_t)p;
 }
 
+/* The generator's constants: round multipliers and key increments. */
+#define PYGPU_PHILOX_M0 0xD2511F53u
+#define PYGPU_PHILOX_M1 0xCD9E8D57u
+#define PYGPU_PHILOX_W0 0x9E3779B9u
+#define PYGPU_PHILOX_W1 0xBB67AE85u
+#define PYGPU_PHILOX_ROUNDS 10
+
+/* One round on the counter words c[0..3] under key words (k0, k1). */
+PYGPU_HD void pygpu_philox_round(uint32_t *c0, uint32_t *c1, uint32_t *c2,
+                                 uint32_t *c3, uint32_t k0, uint32_t k1)
+{
+    uint32_t hi0, hi1;
+    uint32_t lo0 = pygpu_mulhilo32(PYGPU_PHILOX_M0, *c0, &hi0);
+    uint32_t lo1 = pygpu_mulhilo32(PYGPU_PHILOX_M1, *c2, &hi1);
+    uint32_t n0 = hi1 ^ *c1 ^ k0;
+    uint32_t n2 = hi0 ^ *c3 ^ k1;
+    *c0 = n0;
+    *c1 = lo1;
+    *c2 = n2;
+    *c3 = lo0;
+}
+
 PYGPU_HD pygpu_u32x4 pygpu_philox(uint64_t counter, uint64_t seed)
 {
     uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32);
     uint32_t c2 = 0, c3 = 0;
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    for (int r = 0; r < 10; r++) {
-        uint32_t hi0, hi1;
-        uint32_t lo0 = pygpu_mulhilo32(0xD2511F53u, c0, &hi0);
-        uint32_t lo1 = pygpu_mulhilo32(0xCD9E8D57u, c2, &hi1);
-        uint32_t n0 = hi1 ^ c1 ^ k0;
-        uint32_t n2 = hi0 ^ c3 ^ k1;
-        c0 = n0;
-        c1 = lo1;
-        c2 = n2;
-        c3 = lo0;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
+    for (int r = 0; r < PYGPU_PHILOX_ROUNDS; r++) {
+        pygpu_philox_round(&c0, &c1, &c2, &c3, k0, k1);
+        k0 += PYGPU_PHILOX_W0;
+        k1 += PYGPU_PHILOX_W1;
     }
     pygpu_u32x4 out;
     out.v[0] = c0;
@@ -73,23 +87,45 @@ PYGPU_HD double pygpu_u01_f64(uint32_t x)
     return (double)x * (1.0 / 4294967296.0);
 }
 
-/* Standard normal from two words (Box-Muller); `second` picks the sine
- * branch.  u1 is taken in (0, 1] so the logarithm is finite. */
-PYGPU_HD double pygpu_normal_f64(uint32_t w0, uint32_t w1, int second)
+/* Standard normal from two words (Box-Muller): the radius from w0, the
+ * angle from w1; `second` picks the sine branch.  u1 is taken in (0, 1] so
+ * the logarithm is finite.  Both numbers of a pair share radius and angle,
+ * which the CPU computes once per pair. */
+PYGPU_HD double pygpu_normal_radius_f64(uint32_t w0)
 {
     double u1 = ((double)w0 + 1.0) * (1.0 / 4294967296.0);
+    return sqrt(-2.0 * log(u1));
+}
+
+PYGPU_HD double pygpu_normal_angle_f64(uint32_t w1)
+{
     double u2 = (double)w1 * (1.0 / 4294967296.0);
-    double r = sqrt(-2.0 * log(u1));
-    double t = 6.283185307179586 * u2;
+    return 6.283185307179586 * u2;
+}
+
+PYGPU_HD double pygpu_normal_f64(uint32_t w0, uint32_t w1, int second)
+{
+    double r = pygpu_normal_radius_f64(w0);
+    double t = pygpu_normal_angle_f64(w1);
     return second ? r * sin(t) : r * cos(t);
+}
+
+PYGPU_HD float pygpu_normal_radius_f32(uint32_t w0)
+{
+    float u1 = ((float)(w0 >> 8) + 1.0f) * (1.0f / 16777216.0f);
+    return sqrtf(-2.0f * logf(u1));
+}
+
+PYGPU_HD float pygpu_normal_angle_f32(uint32_t w1)
+{
+    float u2 = (float)(w1 >> 8) * (1.0f / 16777216.0f);
+    return 6.2831853f * u2;
 }
 
 PYGPU_HD float pygpu_normal_f32(uint32_t w0, uint32_t w1, int second)
 {
-    float u1 = ((float)(w0 >> 8) + 1.0f) * (1.0f / 16777216.0f);
-    float u2 = (float)(w1 >> 8) * (1.0f / 16777216.0f);
-    float r = sqrtf(-2.0f * logf(u1));
-    float t = 6.2831853f * u2;
+    float r = pygpu_normal_radius_f32(w0);
+    float t = pygpu_normal_angle_f32(w1);
     return second ? r * sinf(t) : r * cosf(t);
 }
 

@@ -19,6 +19,7 @@ extern PyMethodDef pygpu_reduce_functions[];  /* ops_reduce.c */
 extern PyMethodDef pygpu_matmul_functions[];  /* ops_matmul.c */
 extern PyMethodDef pygpu_linear_functions[];  /* ops_linear.c */
 extern PyMethodDef pygpu_random_functions[];  /* ops_random.c */
+extern PyMethodDef pygpu_thread_functions[];  /* ops_threads.c */
 /* Tensor methods, getset and number slots (tensor_methods.c). */
 extern PyMethodDef pygpu_tensor_methods[];
 extern PyGetSetDef pygpu_tensor_getset[];

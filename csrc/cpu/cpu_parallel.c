@@ -1,0 +1,282 @@
+/* cpu_parallel.c - the worker threads of the CPU loops (see cpu_parallel.h).
+ *
+ * A pool of its own rather than OpenMP: GNU OpenMP's pool hangs in a forked
+ * child once the parent has used it, and fork is common in Python
+ * (multiprocessing, DataLoader-like workers).  Here fork handlers make the
+ * fork wait for a running job, and the child forgets the parent's workers
+ * (they were not copied) and starts new ones on its first job.
+ *
+ * One job at a time: a second thread that asks while a job runs does its
+ * tasks alone.  A job is published under `lock` with a new generation
+ * number; each worker that sees it open joins (active++), claims task
+ * numbers from the atomic counter `next` until none are left, and leaves
+ * (active--).  The caller claims tasks too, then closes the job and waits
+ * for the workers that joined: a worker that wakes after the close skips
+ * the job, so a slow wake-up never delays the caller past its own work.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cpu/cpu_parallel.h"
+
+/* Rounds the caller polls the workers' exit before it sleeps: a job's
+ * tasks end together, so the wait is usually short. */
+#define SPIN_ROUNDS 2000
+/* Workers started at most, whatever the thread count asked for. */
+#define MAX_WORKERS 1023
+
+static struct {
+    pthread_mutex_t lock;  /* guards every field but next and active */
+    pthread_cond_t wake;   /* workers: a job was published, or stop */
+    pthread_cond_t done;   /* the caller: active dropped to 0 */
+    int nthreads;          /* threads per job, caller included; 0: unset */
+    int nworkers;          /* workers started (nthreads - 1 once started) */
+    pthread_t *workers;
+    int stop;              /* workers exit */
+    /* The job. */
+    uint64_t generation;
+    int open;
+    pygpu_task_fn fn;
+    void *ctx;
+    int64_t ntasks;
+    atomic_llong next;
+    atomic_int active;
+} pool = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .done = PTHREAD_COND_INITIALIZER,
+};
+
+/* Held for the whole of a job, of set_num_threads and of a fork. */
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void
+claim_tasks(pygpu_task_fn fn, void *ctx, int64_t ntasks)
+{
+    for (;;) {
+        int64_t t = atomic_fetch_add(&pool.next, 1);
+        if (t >= ntasks) {
+            return;
+        }
+        fn(ctx, t);
+    }
+}
+
+static void *
+worker_main(void *arg)
+{
+    (void)arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        while (!pool.stop && !(pool.open && pool.generation != seen)) {
+            pthread_cond_wait(&pool.wake, &pool.lock);
+        }
+        if (pool.stop) {
+            break;
+        }
+        seen = pool.generation;
+        pygpu_task_fn fn = pool.fn;
+        void *ctx = pool.ctx;
+        int64_t ntasks = pool.ntasks;
+        atomic_fetch_add(&pool.active, 1);
+        pthread_mutex_unlock(&pool.lock);
+        claim_tasks(fn, ctx, ntasks);
+        pthread_mutex_lock(&pool.lock);
+        if (atomic_fetch_sub(&pool.active, 1) == 1) {
+            pthread_cond_signal(&pool.done);
+        }
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return NULL;
+}
+
+static int
+default_threads(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+        return CPU_COUNT(&set);
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* Under pool.lock. */
+static int
+threads_locked(void)
+{
+    if (pool.nthreads == 0) {
+        pool.nthreads = default_threads();
+    }
+    return pool.nthreads;
+}
+
+/* Starts the workers if they are not running; under pool.lock.  Workers
+ * block every signal: Python handles signals on its main thread.  If a
+ * thread cannot be made, the pool runs with those it has. */
+static void
+start_workers_locked(void)
+{
+    int want = threads_locked() - 1;
+    if (want > MAX_WORKERS) {
+        want = MAX_WORKERS;
+    }
+    if (pool.nworkers > 0 || want <= 0) {
+        return;
+    }
+    pool.workers = malloc((size_t)want * sizeof(pthread_t));
+    if (pool.workers == NULL) {
+        return;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    while (pool.nworkers < want &&
+           pthread_create(&pool.workers[pool.nworkers], NULL, worker_main,
+                          NULL) == 0) {
+        pool.nworkers++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Ends the workers and forgets them; the job lock held, not pool.lock. */
+static void
+stop_workers(void)
+{
+    pthread_mutex_lock(&pool.lock);
+    pool.stop = 1;
+    pthread_cond_broadcast(&pool.wake);
+    int n = pool.nworkers;
+    pthread_mutex_unlock(&pool.lock);
+    for (int i = 0; i < n; i++) {
+        pthread_join(pool.workers[i], NULL);
+    }
+    pthread_mutex_lock(&pool.lock);
+    free(pool.workers);
+    pool.workers = NULL;
+    pool.nworkers = 0;
+    pool.stop = 0;
+    pthread_mutex_unlock(&pool.lock);
+}
+
+/* fork: wait for the running job and hold everything across the fork. */
+static void
+before_fork(void)
+{
+    pthread_mutex_lock(&job_lock);
+    pthread_mutex_lock(&pool.lock);
+}
+
+static void
+after_fork_parent(void)
+{
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&job_lock);
+}
+
+/* The child has only the forking thread: no workers, no job; the thread
+ * count stays as the parent set it. */
+static void
+after_fork_child(void)
+{
+    pthread_mutex_init(&job_lock, NULL);
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_cond_init(&pool.wake, NULL);
+    pthread_cond_init(&pool.done, NULL);
+    free(pool.workers);
+    pool.workers = NULL;
+    pool.nworkers = 0;
+    pool.stop = 0;
+    pool.open = 0;
+    atomic_store(&pool.active, 0);
+}
+
+static void
+register_atfork(void)
+{
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+/* Waits until no worker is inside the job: a short poll, then sleep. */
+static void
+wait_workers(void)
+{
+    for (int i = 0; i < SPIN_ROUNDS; i++) {
+        if (atomic_load(&pool.active) == 0) {
+            return;
+        }
+    }
+    pthread_mutex_lock(&pool.lock);
+    while (atomic_load(&pool.active) != 0) {
+        pthread_cond_wait(&pool.done, &pool.lock);
+    }
+    pthread_mutex_unlock(&pool.lock);
+}
+
+void
+pygpu_parallel_run(int64_t ntasks, pygpu_task_fn fn, void *ctx)
+{
+    if (ntasks <= 0) {
+        return;
+    }
+    if (ntasks == 1 || pthread_mutex_trylock(&job_lock) != 0) {
+        for (int64_t t = 0; t < ntasks; t++) {
+            fn(ctx, t);
+        }
+        return;
+    }
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&pool.lock);
+    start_workers_locked();
+    int parallel = pool.nworkers > 0;
+    if (parallel) {
+        pool.fn = fn;
+        pool.ctx = ctx;
+        pool.ntasks = ntasks;
+        atomic_store(&pool.next, 0);
+        pool.generation++;
+        pool.open = 1;
+        pthread_cond_broadcast(&pool.wake);
+    }
+    pthread_mutex_unlock(&pool.lock);
+    if (parallel) {
+        claim_tasks(fn, ctx, ntasks);
+        pthread_mutex_lock(&pool.lock);
+        pool.open = 0;
+        pthread_mutex_unlock(&pool.lock);
+        wait_workers();
+    }
+    else {
+        for (int64_t t = 0; t < ntasks; t++) {
+            fn(ctx, t);
+        }
+    }
+    pthread_mutex_unlock(&job_lock);
+}
+
+int
+pygpu_get_num_threads(void)
+{
+    pthread_mutex_lock(&pool.lock);
+    int n = threads_locked();
+    pthread_mutex_unlock(&pool.lock);
+    return n;
+}
+
+void
+pygpu_set_num_threads(int n)
+{
+    pthread_mutex_lock(&job_lock);
+    stop_workers();
+    pthread_mutex_lock(&pool.lock);
+    pool.nthreads = n < 1 ? 1 : n;
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&job_lock);
+}

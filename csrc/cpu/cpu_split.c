@@ -1,0 +1,151 @@
+/* cpu_split.c - elementwise, fill and random rows split into tasks for the
+ * thread pool.
+ *
+ * An elementwise geometry is cut into boxes: the leading dims 0 .. d-1 are
+ * taken one index at a time and dim d is cut into `cuts` ranges, d being
+ * the first dim at which there are enough pieces.  Each task runs the row
+ * on its box through a copy of the row's arguments whose geometry holds
+ * dims d .. ndim-1 and whose pointers start at the box.  Every element is
+ * computed by the same loop as before, so the results do not depend on the
+ * cut.  Random numbers are cut at multiples of 4 elements, each part
+ * starting its Philox counter where the whole would be (cpu_random.c), so
+ * they are the same numbers as well.
+ */
+#include "memory/memory.h"
+#include "cpu/cpu_parallel.h"
+#include "cpu/cpu_split.h"
+
+typedef struct {
+    pygpu_kernel_fn fn;
+    const pygpu_kargs *k;
+    int nops;              /* operands of the geometry, output first */
+    size_t esize[3];       /* their element sizes */
+    int d;                 /* the dim that is cut */
+    int64_t cuts;          /* ranges of dim d */
+} box_job;
+
+static void
+box_task(void *ctx, int64_t t)
+{
+    const box_job *j = ctx;
+    const pygpu_geom *g = j->k->g;
+    int64_t lead = t / j->cuts, r = t % j->cuts;
+    int64_t len = g->shape[j->d];
+    int64_t lo = len * r / j->cuts, hi = len * (r + 1) / j->cuts;
+    int64_t off[3] = {0, 0, 0};
+    for (int d = j->d - 1; d >= 0; d--) {
+        int64_t i = lead % g->shape[d];
+        lead /= g->shape[d];
+        for (int op = 0; op < j->nops; op++) {
+            off[op] += i * g->stride[op][d];
+        }
+    }
+    pygpu_geom sub;
+    sub.ndim = g->ndim - j->d;
+    for (int d = 0; d < sub.ndim; d++) {
+        sub.shape[d] = g->shape[j->d + d];
+        for (int op = 0; op < 3; op++) {
+            sub.stride[op][d] = g->stride[op][j->d + d];
+        }
+    }
+    sub.shape[0] = hi - lo;
+    for (int op = 0; op < j->nops; op++) {
+        off[op] += lo * g->stride[op][j->d];
+    }
+    pygpu_kargs local = *j->k;
+    local.g = &sub;
+    local.out = (char *)j->k->out + off[0] * (int64_t)j->esize[0];
+    for (int op = 1; op < j->nops; op++) {
+        local.in[op - 1] =
+            (const char *)j->k->in[op - 1] + off[op] * (int64_t)j->esize[op];
+    }
+    j->fn(&local);
+}
+
+static size_t
+esize(int dtype)
+{
+    return (size_t)pygpu_dtype_table[dtype].itemsize;
+}
+
+static int
+split_geom(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, int64_t parts)
+{
+    const pygpu_geom *g = k->g;
+    if (g->ndim == 0) {
+        return -1;
+    }
+    box_job j = {.fn = fn, .k = k, .esize = {esize(k->dtype)}};
+    switch (kind) {
+    case PYGPU_K_BINARY:
+        j.nops = 3;
+        j.esize[1] = esize(k->in_dtypes[0]);
+        j.esize[2] = esize(k->in_dtypes[1]);
+        break;
+    case PYGPU_K_BINARY_SCALAR:
+    case PYGPU_K_COPY:
+        j.nops = 2;
+        j.esize[1] = esize(k->in_dtypes[0]);
+        break;
+    case PYGPU_K_UNARY:
+        j.nops = 2;
+        j.esize[1] = j.esize[0];
+        break;
+    default:
+        return -1;
+    }
+    /* The first dim d with lead * shape[d] >= parts, lead being the
+     * product of the dims before it. */
+    int64_t lead = 1;
+    int d = 0;
+    while (d < g->ndim - 1 && lead * g->shape[d] < parts) {
+        lead *= g->shape[d];
+        d++;
+    }
+    int64_t cuts = (parts + lead - 1) / lead;
+    j.d = d;
+    j.cuts = cuts < g->shape[d] ? cuts : g->shape[d];
+    pygpu_parallel_run(lead * j.cuts, box_task, &j);
+    return 0;
+}
+
+/* FILL and RANDOM: contiguous ranges, multiples of 4 elements. */
+typedef struct {
+    pygpu_kernel_fn fn;
+    const pygpu_kargs *k;
+    int kind;
+    int64_t parts;
+} range_job;
+
+static void
+range_task(void *ctx, int64_t t)
+{
+    const range_job *j = ctx;
+    int64_t quads = (j->k->numel + 3) / 4;
+    int64_t lo = quads * t / j->parts * 4;
+    int64_t hi = quads * (t + 1) / j->parts * 4;
+    if (hi > j->k->numel) {
+        hi = j->k->numel;
+    }
+    pygpu_kargs local = *j->k;
+    local.out = (char *)j->k->out + lo * (int64_t)esize(j->k->dtype);
+    local.numel = hi - lo;
+    if (j->kind == PYGPU_K_RANDOM) {
+        local.philox.offset += (uint64_t)(lo / 4);
+    }
+    if (local.numel > 0) {
+        j->fn(&local);
+    }
+}
+
+int
+pygpu_cpu_split_elementwise(int kind, pygpu_kernel_fn fn, pygpu_kargs *k,
+                            int64_t parts)
+{
+    if (kind == PYGPU_K_FILL || kind == PYGPU_K_RANDOM) {
+        range_job j = {.fn = fn, .k = k, .kind = kind, .parts = parts};
+        pygpu_parallel_run(parts, range_task, &j);
+        return 0;
+    }
+    return split_geom(kind, fn, k, parts);
+}
