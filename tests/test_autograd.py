@@ -371,3 +371,84 @@ def test_out_argument_refused_with_grad(device):
     with pytest.raises(RuntimeError, match="don't support automatic "
                        "differentiation"):
         pygpu.add(x, x, out=out)
+
+
+# ---------------------------------------- binary math, clamp, joins, softmax
+@pytest.mark.parametrize("fn", [
+    lambda a, b: a ** b, lambda a, b: a ** 3, lambda a, b: 2.0 ** b,
+    lambda a, b: a ** 0.5 + b, lambda a, b: pygpu.maximum(a, b),
+    lambda a, b: pygpu.minimum(a, b), lambda a, b: pygpu.fmod(a, b),
+    lambda a, b: pygpu.remainder(a, b), lambda a, b: pygpu.fmod(a, 0.7) + b,
+], ids=["pow", "pow_int", "rpow", "sqrt_pow", "maximum", "minimum", "fmod",
+        "remainder", "fmod_scalar"])
+def test_binary_math_gradcheck(device, fn):
+    a = leaf((3, 4), device, 40, 0.5)
+    b = leaf((4,), device, 41, 0.5)
+    assert gradcheck(fn, (a, b))
+
+
+def test_maximum_splits_ties_and_pow_zero_exponent(device):
+    a = pygpu.tensor([1.0, 2.0, 3.0], dtype=pygpu.float64, device=device,
+                     requires_grad=True)
+    b = pygpu.tensor([1.0, 5.0, 0.0], dtype=pygpu.float64, device=device,
+                     requires_grad=True)
+    pygpu.maximum(a, b).sum().backward()
+    np.testing.assert_array_equal(a.grad.cpu().numpy(), [0.5, 0, 1])
+    np.testing.assert_array_equal(b.grad.cpu().numpy(), [0.5, 1, 0])
+    z = pygpu.zeros(2, dtype=pygpu.float64, device=device, requires_grad=True)
+    (z ** 0).sum().backward()
+    np.testing.assert_array_equal(z.grad.cpu().numpy(), [0, 0])
+
+
+@pytest.mark.parametrize("lo,hi", [(-0.5, 0.5), (None, 0.2), (-0.1, None),
+                                   ("t", "t")])
+def test_clamp_gradcheck(device, lo, hi):
+    x = leaf((4, 3), device, 42)
+    if lo == "t":
+        lo = leaf((3,), device, 43) * 0.1 - 0.5
+        hi = leaf((4, 1), device, 44) * 0.1 + 0.5
+        lo, hi = lo.detach().requires_grad_(), hi.detach().requires_grad_()
+        assert gradcheck(lambda t, l, h: t.clamp(l, h), (x, lo, hi))
+    else:
+        assert gradcheck(lambda t: t.clamp(lo, hi), (x,))
+
+
+def test_cat_stack_split_gradcheck(device):
+    a, b = leaf((2, 3), device, 45), leaf((2, 2), device, 46)
+    c = leaf((2, 3), device, 47)
+    assert gradcheck(lambda x, y: pygpu.cat([x, y], 1), (a, b))
+    assert gradcheck(lambda x, y: pygpu.stack([x, y], 1), (a, c))
+    assert gradcheck(lambda x: pygpu.cat(list(x.split(2, 1))[::-1], 1), (a,))
+    assert gradcheck(lambda x: x.chunk(2, 1)[1] * 2, (a,))
+    assert gradcheck(lambda x: x.narrow(1, 1, 2), (a,))
+    assert gradcheck(lambda x: x.unbind(1)[2], (a,))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: t.softmax(1), lambda t: t.log_softmax(0),
+    lambda t: t.logsumexp(1), lambda t: t.logsumexp((0, 1), keepdim=True),
+    lambda t: t.cumsum(1), lambda t: t.var(1), lambda t: t.std(),
+    lambda t: t.norm(), lambda t: t.norm(1, dim=0),
+    lambda t: t.sum((0, 1)), lambda t: t.mean((1,), keepdim=True),
+], ids=["softmax", "log_softmax", "logsumexp", "logsumexp_all", "cumsum",
+        "var", "std", "norm", "norm1", "sum_tuple", "mean_tuple"])
+def test_reduction_family_gradcheck(device, fn):
+    x = leaf((3, 4), device, 48, 0.3)
+    assert gradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize("fn,name", [
+    (lambda t: t.flip(0), "flip"), (lambda t: t.repeat(2, 1), "repeat"),
+    (lambda t: t[[0, 1]], "indexing with tensors"),
+    (lambda t: pygpu.index_select(t, 0, pygpu.tensor([0])), "index_select"),
+    (lambda t: t.max(), "max"), (lambda t: t.prod(), "prod"),
+    (lambda t: t.cumprod(0), "cumprod"),
+    (lambda t: pygpu.floor_divide(t, 2.0), "floor_divide"),
+    (lambda t: pygpu.cat([t, t, t, t]), "cat of at most"),
+])
+def test_ops_without_a_rule_refuse(device, fn, name):
+    x = leaf((3, 2), device, 49)
+    with pytest.raises(RuntimeError, match=name):
+        fn(x)
+    with pygpu.no_grad():
+        fn(x)  # fine when nothing is recorded

@@ -49,3 +49,103 @@ def test_loss_errors_and_repr():
         F.mse_loss(pygpu.ones(3, 1), pygpu.ones(3))
     assert repr(nn.MSELoss()) == "MSELoss()"
     assert repr(nn.L1Loss(reduction="sum")) == "L1Loss(reduction=sum)"
+
+
+# ------------------------------------------------- cross-entropy and friends
+def np_log_softmax(x, axis):
+    m = x.max(axis, keepdims=True)
+    return x - (np.log(np.exp(x - m).sum(axis, keepdims=True)) + m)
+
+
+def np_cross_entropy(x, t, w=None, ignore=-100, reduction="mean", ls=0.0):
+    """torch's documented formulas, classes in axis 1."""
+    logp = np.moveaxis(np_log_softmax(x, 1), 1, -1)
+    c = logp.shape[-1]
+    w = np.ones(c) if w is None else w
+    if t.dtype.kind == "f":
+        p = np.moveaxis(t, 1, -1) * (1 - ls) + ls / c
+        loss = -(logp * p * w).sum(-1)
+        return {"mean": loss.mean(), "sum": loss.sum(),
+                "none": loss}[reduction]
+    keep = t != ignore
+    idx = np.where(keep, t, 0)
+    picked = np.take_along_axis(logp, idx[..., None], -1)[..., 0]
+    wt = w[idx] * keep
+    nll = -picked * wt
+    smooth = -(logp * w).sum(-1) * keep
+    loss = (1 - ls) * nll + ls / c * smooth
+    if reduction == "mean":
+        return loss.sum() / wt.sum()
+    return loss.sum() if reduction == "sum" else loss
+
+
+CE_CASES = [dict(), dict(weight=True), dict(label_smoothing=0.2),
+            dict(weight=True, label_smoothing=0.3, reduction="sum"),
+            dict(reduction="none", weight=True), dict(ignore=True),
+            dict(probs=True), dict(probs=True, label_smoothing=0.1,
+                                   weight=True)]
+
+
+@pytest.mark.parametrize("kw", CE_CASES)
+@pytest.mark.parametrize("shape", [(6, 5), (2, 5, 3)])
+def test_cross_entropy_against_numpy(device, kw, shape):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape)
+    c = shape[1]
+    tshape = (shape[0],) + shape[2:]
+    if kw.get("probs"):
+        t = rng.random(shape)
+        t /= t.sum(1, keepdims=True)
+    else:
+        t = rng.integers(0, c, tshape)
+        if kw.get("ignore"):
+            t.reshape(-1)[1] = -100
+    w = rng.random(c) + 0.5 if kw.get("weight") else None
+    red, ls = kw.get("reduction", "mean"), kw.get("label_smoothing", 0.0)
+    want = np_cross_entropy(x, t, w, -100, red, ls)
+    X = pygpu.tensor(x, device=device, requires_grad=True)
+    args = dict(reduction=red, label_smoothing=ls)
+    if w is not None:
+        args["weight"] = pygpu.tensor(w, device=device)
+    got = F.cross_entropy(X, pygpu.tensor(t, device=device), **args)
+    np.testing.assert_allclose(got.detach().cpu().numpy(), want,
+                               rtol=1e-10, atol=1e-12)
+    mod = nn.CrossEntropyLoss(weight=args.get("weight"), reduction=red,
+                              label_smoothing=ls)
+    np.testing.assert_allclose(
+        mod(X, pygpu.tensor(t, device=device)).detach().cpu().numpy(), want,
+        rtol=1e-10, atol=1e-12)
+    tt = pygpu.tensor(t, device=device)
+    assert gradcheck(lambda v: F.cross_entropy(v, tt, **args), (X,))
+
+
+def test_nll_and_bce_with_logits_against_numpy(device):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((5, 4))
+    t = rng.integers(0, 4, 5)
+    logp = np_log_softmax(x, 1)
+    X = pygpu.tensor(logp, device=device, requires_grad=True)
+    got = F.nll_loss(X, pygpu.tensor(t, device=device))
+    np.testing.assert_allclose(got.item(), -logp[np.arange(5), t].mean(),
+                               rtol=1e-12)
+    z = rng.standard_normal((4, 3)) * 4
+    y = (rng.random((4, 3)) > 0.5).astype(np.float64)
+    pw = rng.random(3) + 0.5
+    sig = 1 / (1 + np.exp(-z))
+    want = -(pw * y * np.log(sig) + (1 - y) * np.log(1 - sig)).mean()
+    Z = pygpu.tensor(z, device=device, requires_grad=True)
+    Y = pygpu.tensor(y, device=device)
+    PW = pygpu.tensor(pw, device=device)
+    got = nn.BCEWithLogitsLoss(pos_weight=PW)(Z, Y)
+    np.testing.assert_allclose(got.item(), want, rtol=1e-10)
+    assert gradcheck(lambda v: F.binary_cross_entropy_with_logits(
+        v, Y, pos_weight=PW), (Z,))
+
+
+def test_cross_entropy_errors():
+    x = pygpu.randn(3, 4)
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        F.cross_entropy(x, pygpu.tensor([0, 7, 1]))
+    with pytest.raises(ValueError, match="label_smoothing must be between"):
+        F.cross_entropy(x, pygpu.tensor([0, 1, 1]), label_smoothing=1.5)
+    assert repr(nn.CrossEntropyLoss()) == "CrossEntropyLoss()"

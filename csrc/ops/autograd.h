@@ -124,6 +124,26 @@ enum { PYGPU_AG_RESHAPE, PYGPU_AG_PERMUTE, PYGPU_AG_EXPAND, PYGPU_AG_COPY,
        PYGPU_AG_INDEX };
 PyObject *pygpu_ag_view(int kind, TensorObject *in, const int *perm,
                         PyObject *key, PyObject *res);
+/* res, a view of in along dim: [start, stop) (select: the one index
+ * start, the dim dropped), recorded as an INDEX view. */
+PyObject *pygpu_ag_view_along(TensorObject *in, int dim, int64_t start,
+                              int64_t stop, int select, PyObject *res);
+/* RuntimeError "the derivative of <name> is not implemented ..." when an
+ * op over in[0..n) would be recorded; 0 otherwise. */
+int pygpu_ag_refuse(const char *name, int n, TensorObject *const *in);
+/* res = cat (stack: stack) of items[0..n) along dim, recorded; n at most
+ * PYGPU_NODE_MAX_IN. */
+PyObject *pygpu_ag_cat(PyObject *const *items, int n, int dim, int stack,
+                       PyObject *res);
+
+/* The rule of pow, maximum, minimum, fmod and remainder (autograd_math.c;
+ * the Node as binary_node makes it: flag bit i set when operand i is the
+ * number n->scalar; both tensors saved, pow's output in slot 2). */
+int pygpu_ag_math_backward(pygpu_node *n, TensorObject *g,
+                           TensorObject **grads);
+/* clamp(x, lo, hi) (lo, hi: numbers, tensors or NULL), recorded. */
+PyObject *pygpu_ag_clamp(TensorObject *x, PyObject *lo, PyObject *hi,
+                         PyObject *res);
 
 /* ------------------------------------------- engine (autograd_engine.c) */
 /* What a pass does besides running Nodes: for autograd.grad, the Nodes

@@ -161,7 +161,17 @@ out_refused(PyObject *res, const char *name)
 
 static const char *const binary_names[PYGPU_NBINOPS] = {
     [PYGPU_ADD] = "AddBackward0", [PYGPU_SUB] = "SubBackward0",
-    [PYGPU_MUL] = "MulBackward0", [PYGPU_DIV] = "DivBackward0"};
+    [PYGPU_MUL] = "MulBackward0", [PYGPU_DIV] = "DivBackward0",
+    [PYGPU_POW] = "PowBackward0", [PYGPU_MAXIMUM] = "MaximumBackward0",
+    [PYGPU_MINIMUM] = "MinimumBackward0", [PYGPU_FMOD] = "FmodBackward0",
+    [PYGPU_REMAINDER] = "RemainderBackward0"};
+
+/* Ops whose rule reads both operands (saved). */
+static int
+reads_operands(int op)
+{
+    return op != PYGPU_ADD && op != PYGPU_SUB;
+}
 
 /* flag: bit 0 a is a scalar (in node->scalar), bit 1 b is. */
 static int
@@ -240,7 +250,10 @@ binary_node(int op, PyObject *a, PyObject *b)
                      "autograd yet", pygpu_binop_names[op]);
         return NULL;
     }
-    pygpu_node *n = pygpu_ag_node(binary_names[op], binary_backward, 2, in);
+    pygpu_node *n = pygpu_ag_node(binary_names[op],
+                                  op <= PYGPU_DIV ? binary_backward
+                                                  : pygpu_ag_math_backward,
+                                  2, in);
     if (n == NULL) {
         return NULL;
     }
@@ -254,8 +267,7 @@ binary_node(int op, PyObject *a, PyObject *b)
                 return NULL;
             }
         }
-        else if ((op == PYGPU_MUL || op == PYGPU_DIV) &&
-                 pygpu_ag_save(n, i, in[i]) < 0) {
+        else if (reads_operands(op) && pygpu_ag_save(n, i, in[i]) < 0) {
             Py_DECREF(n);
             return NULL;
         }
@@ -277,7 +289,13 @@ pygpu_ag_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
     if (res == NULL || res == Py_NotImplemented) {
         return res;
     }
-    return finish(res, binary_node(op, a, b));
+    pygpu_node *n = binary_node(op, a, b);
+    /* a number to a tensor power: the exponent's gradient reads out */
+    if (n != NULL && op == PYGPU_POW && (n->flag & 1) &&
+        pygpu_ag_save(n, 2, (TensorObject *)res) < 0) {
+        Py_CLEAR(n);
+    }
+    return finish(res, n);
 }
 
 /* ------------------------------------------------------------ in place */
@@ -304,12 +322,12 @@ pygpu_ag_binary_inplace(int op, TensorObject *a, PyObject *b)
     }
     /* a's old value is gone after the op: products whose other operand
      * needs a gradient would need it. */
-    if ((op == PYGPU_MUL || op == PYGPU_DIV) &&
-        (pygpu_requires_grad(tb) || tb == a)) {
+    if (reads_operands(op) && (op > PYGPU_DIV || pygpu_requires_grad(tb) ||
+                               tb == a)) {
         PyErr_Format(PyExc_RuntimeError,
-                     "pygpu's autograd does not record in-place %s_ when "
-                     "the other operand requires grad; use the out-of-place "
-                     "form", pygpu_binop_names[op]);
+                     "pygpu's autograd does not record in-place %s_ here "
+                     "(its derivative needs the value it overwrites); use "
+                     "the out-of-place form", pygpu_binop_names[op]);
         return NULL;
     }
     pygpu_node *n = binary_node(op, (PyObject *)a, b);

@@ -317,3 +317,104 @@ pygpu_ag_to(TensorObject *src, pygpu_device dev, int dtype)
     return (TensorObject *)pygpu_ag_view(PYGPU_AG_COPY, src, NULL, NULL,
                                          res);
 }
+
+PyObject *
+pygpu_ag_view_along(TensorObject *in, int dim, int64_t start, int64_t stop,
+                    int select, PyObject *res)
+{
+    if (res == NULL || !pygpu_ag_wanted(1, &in)) {
+        return res;
+    }
+    PyObject *key = PyTuple_New(dim + 1);
+    for (int d = 0; key != NULL && d <= dim; d++) {
+        PyObject *k = d < dim   ? PySlice_New(NULL, NULL, NULL)
+                      : select ? PyLong_FromLongLong(start)
+                               : NULL;
+        if (d == dim && !select) {
+            PyObject *a = PyLong_FromLongLong(start);
+            PyObject *b = a ? PyLong_FromLongLong(stop) : NULL;
+            k = b ? PySlice_New(a, b, NULL) : NULL;
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+        }
+        if (k == NULL) {
+            Py_CLEAR(key);
+            break;
+        }
+        PyTuple_SET_ITEM(key, d, k);
+    }
+    if (key == NULL) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    res = pygpu_ag_view(PYGPU_AG_INDEX, in, NULL, key, res);
+    Py_DECREF(key);
+    return res;
+}
+
+int
+pygpu_ag_refuse(const char *name, int n, TensorObject *const *in)
+{
+    if (!pygpu_ag_wanted(n, in)) {
+        return 0;
+    }
+    PyErr_Format(PyExc_RuntimeError,
+                 "the derivative of %s is not implemented in pygpu's "
+                 "autograd yet", name);
+    return -1;
+}
+
+/* ------------------------------------------------------------ cat, stack */
+
+/* cat (flag 0): input i's gradient is g's slice along dim (op) at its
+ * offset; stack (flag 1): g's index i along dim, the dim dropped. */
+static int
+cat_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS], at = 0;
+    int dim = n->op;
+    for (int i = 0; i < n->nin; i++) {
+        int64_t len = n->flag ? 1 : n->in_shape[i][dim];
+        if (!n->flag && n->in_ndim[i] != g->ndim) {
+            continue; /* a legacy empty (0,) input: skipped by cat */
+        }
+        if (n->next[i] != NULL) {
+            int k = 0;
+            for (int d = 0; d < g->ndim; d++) {
+                if (n->flag && d == dim) {
+                    continue;
+                }
+                shape[k] = d == dim ? len : g->shape[d];
+                strides[k++] = g->strides[d];
+            }
+            grads[i] = pygpu_tensor_view(g, k, shape, strides,
+                                         at * g->strides[dim]);
+            if (grads[i] == NULL) {
+                return -1;
+            }
+        }
+        at += len;
+    }
+    return 0;
+}
+
+PyObject *
+pygpu_ag_cat(PyObject *const *items, int n, int dim, int stack,
+             PyObject *res)
+{
+    if (res == NULL) {
+        return NULL;
+    }
+    pygpu_node *node = pygpu_ag_node(stack ? "StackBackward0"
+                                           : "CatBackward0",
+                                     cat_backward, n,
+                                     (TensorObject *const *)items);
+    if (node == NULL) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    node->op = dim;
+    node->flag = stack;
+    pygpu_ag_set_grad_fn((TensorObject *)res, node);
+    return res;
+}

@@ -2,7 +2,7 @@
  * min and max numbers or tensors (broadcast), torch's result type over the
  * three, and out= or in place.  Two passes of the maximum and minimum rows
  * (ops_elementwise.c), both computed in the result's dtype. */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 #include <string.h>
 
@@ -151,6 +151,23 @@ clamp(const char *name, TensorObject *x, PyObject *lo, PyObject *hi,
                         "torch.clamp: At least one of 'min' or 'max' must "
                         "not be None");
         return NULL;
+    }
+    TensorObject *ag[4] = {x, lo && Tensor_Check(lo) ? (TensorObject *)lo
+                                                     : NULL,
+                           hi && Tensor_Check(hi) ? (TensorObject *)hi
+                                                  : NULL,
+                           out};
+    if (pygpu_ag_wanted(4, ag)) {
+        if (out != NULL || inplace) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "pygpu's autograd does not record %s with out= or "
+                         "in place; use the out-of-place form", name);
+            return NULL;
+        }
+        int was = pygpu_set_grad_enabled(0);
+        PyObject *r = clamp(name, x, lo, hi, NULL, 0);
+        pygpu_set_grad_enabled(was);
+        return pygpu_ag_clamp(x, lo, hi, r);
     }
     PyObject *ops[3] = {(PyObject *)x, lo, hi};
     int dtype = result_type(name, argnames, ops, 3);

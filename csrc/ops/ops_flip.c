@@ -3,7 +3,7 @@
  * (pygpu_op_copy_geom).  flip reads with negative strides, which only ever
  * live inside the geometry: no view has them.
  */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 #include <string.h>
 
@@ -38,6 +38,9 @@ flip_impl(TensorObject *t, PyObject *const *dims, Py_ssize_t ndims)
     int flipped[PYGPU_MAX_DIMS];
     int64_t st[PYGPU_MAX_DIMS], from = 0;
     pygpu_geom g;
+    if (pygpu_ag_refuse("flip", 1, &t) < 0) {
+        return NULL;
+    }
     if (parse_flip_dims(dims, ndims, t, flipped) < 0) {
         return NULL;
     }
@@ -114,6 +117,9 @@ pygpu_t_repeat(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
     PyObject *seq = NULL;
     PyObject *const *items;
     Py_ssize_t n;
+    if (pygpu_ag_refuse("repeat", 1, &t) < 0) {
+        return NULL;
+    }
     int64_t reps[PYGPU_MAX_DIMS], shape[PYGPU_MAX_DIMS];
     int64_t shape2[2 * PYGPU_MAX_DIMS], ost[2 * PYGPU_MAX_DIMS],
         ist[2 * PYGPU_MAX_DIMS];

@@ -9,7 +9,7 @@
  * records it and the runner raises after reading it back (a sync per
  * call; cuda_dispatch.c).
  */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 #include <string.h>
 
@@ -145,6 +145,9 @@ index_select_impl(TensorObject *t, PyObject **a)
 {
     int dim;
     plan p;
+    if (pygpu_ag_refuse("index_select", 1, &t) < 0) {
+        return NULL;
+    }
     if (pygpu_parse_dim(a[0], t->ndim, &dim) < 0 ||
         check_index("index_select", a[1], t, "int32 or int64") < 0) {
         return NULL;
@@ -182,6 +185,9 @@ gather_impl(TensorObject *t, PyObject **a)
 {
     int dim;
     plan p;
+    if (pygpu_ag_refuse("gather", 1, &t) < 0) {
+        return NULL;
+    }
     char si[256], st[256];
     if (pygpu_parse_dim(a[0], t->ndim, &dim) < 0 ||
         check_index("gather", a[1], t, "int32 or int64") < 0) {

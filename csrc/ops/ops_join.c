@@ -6,7 +6,7 @@
  * the dispatch table, into the input's slice of the output, converting to
  * the promoted dtype as it goes.
  */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 #include <string.h>
 
@@ -196,6 +196,14 @@ cat_impl(const char *fname, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     PyObject **items = PySequence_Fast_ITEMS(seq);
+    int record = pygpu_ag_wanted((int)n, (TensorObject *const *)items);
+    if (record && (n > PYGPU_NODE_MAX_IN || (a[2] && a[2] != Py_None))) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "pygpu's autograd records %s of at most %d tensors and "
+                     "without out=", fname, PYGPU_NODE_MAX_IN);
+        Py_DECREF(seq);
+        return NULL;
+    }
     if (n == 0) {
         PyErr_Format(PyExc_ValueError,
                      "torch.%s(): expected a non-empty list of Tensors",
@@ -263,6 +271,10 @@ cat_impl(const char *fname, PyObject *const *args, Py_ssize_t nargs,
         }
         at += t->shape[dim] * step;
     }
+    if (record && res != NULL) {
+        res = (TensorObject *)pygpu_ag_cat(items, (int)n, dim, 0,
+                                           (PyObject *)res);
+    }
 fail:
     Py_XDECREF(seq);
     return (PyObject *)res;
@@ -298,6 +310,13 @@ stack_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     PyObject **items = PySequence_Fast_ITEMS(seq);
+    int record = pygpu_ag_wanted((int)n, (TensorObject *const *)items);
+    if (record && (n > PYGPU_NODE_MAX_IN || (a[2] && a[2] != Py_None))) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "pygpu's autograd records stack of at most %d tensors "
+                     "and without out=", PYGPU_NODE_MAX_IN);
+        goto fail;
+    }
     if (n == 0) {
         PyErr_SetString(PyExc_RuntimeError,
                         "stack expects a non-empty TensorList");
@@ -348,6 +367,10 @@ stack_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
             Py_CLEAR(res);
             goto fail;
         }
+    }
+    if (record) {
+        res = (TensorObject *)pygpu_ag_cat(items, (int)n, dim, 1,
+                                           (PyObject *)res);
     }
 fail:
     Py_XDECREF(seq);

@@ -1,7 +1,7 @@
 /* ops_split.c - views of parts of a tensor along a dim: split, chunk,
  * unbind and narrow, as module functions and Tensor methods, with torch's
  * rules and words; and expand_as.  Nothing is copied. */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 #include <string.h>
 
@@ -12,8 +12,10 @@ narrowed(TensorObject *t, int dim, int64_t start, int64_t len)
     int64_t shape[PYGPU_MAX_DIMS];
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
     shape[dim] = len;
-    return (PyObject *)pygpu_tensor_view(t, t->ndim, shape, t->strides,
-                                         start * t->strides[dim]);
+    return pygpu_ag_view_along(
+        t, dim, start, start + len, 0,
+        (PyObject *)pygpu_tensor_view(t, t->ndim, shape, t->strides,
+                                      start * t->strides[dim]));
 }
 
 /* n views along dim, of sizes[i] or, with sizes NULL, of step each (the
@@ -190,8 +192,10 @@ unbind_impl(TensorObject *t, PyObject **a)
     Py_ssize_t n = (Py_ssize_t)t->shape[dim];
     PyObject *r = PyTuple_New(n);
     for (Py_ssize_t i = 0; r != NULL && i < n; i++) {
-        PyObject *v = (PyObject *)pygpu_tensor_view(
-            t, t->ndim - 1, shape, strides, (int64_t)i * t->strides[dim]);
+        PyObject *v = pygpu_ag_view_along(
+            t, dim, (int64_t)i, 0, 1,
+            (PyObject *)pygpu_tensor_view(t, t->ndim - 1, shape, strides,
+                                          (int64_t)i * t->strides[dim]));
         if (v == NULL) {
             Py_CLEAR(r);
             break;

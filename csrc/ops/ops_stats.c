@@ -10,27 +10,37 @@
  * min |x|, 0 the count of nonzeros, another p (sum |x|^p)^(1/p) with
  * |x|^p taken as exp(p log |x|).
  */
+#include "ops/autograd.h"
 #include "ops/reduce.h"
 
 #include <math.h>
 #include <string.h>
 
-/* x op= scalar, in place; steals x.  New reference or NULL. */
+/* Where a step may write: x itself, or nothing (a new tensor) when autograd
+ * records x (its history must see the step as an op of its own). */
+static TensorObject *
+scratch(TensorObject *x)
+{
+    return pygpu_ag_wanted(1, &x) ? NULL : x;
+}
+
+/* x op= scalar, in place when allowed; steals x.  New reference or NULL. */
 static TensorObject *
 scalar_inplace(int op, TensorObject *x, double s)
 {
     PyObject *f = x ? PyFloat_FromDouble(s) : NULL;
-    PyObject *r = f ? pygpu_op_binary(op, (PyObject *)x, f, x) : NULL;
+    PyObject *r = f ? pygpu_op_binary(op, (PyObject *)x, f, scratch(x))
+                    : NULL;
     Py_XDECREF(f);
     Py_XDECREF(x);
     return (TensorObject *)r;
 }
 
-/* op(x), in place; steals x. */
+/* op(x), in place when allowed; steals x. */
 static TensorObject *
 unary_inplace(int op, TensorObject *x)
 {
-    PyObject *r = x ? pygpu_op_unary(op, x, 1) : NULL;
+    PyObject *r = x ? pygpu_op_unary(op, x, scratch(x) != NULL) : NULL;
     Py_XDECREF(x);
     return (TensorObject *)r;
 }
@@ -79,7 +89,7 @@ var_std(TensorObject *t, PyObject *dimobj, double correction, int keepdim,
           : NULL;
     if (d != NULL && pygpu_numel(d->ndim, d->shape) > 0) {
         PyObject *sq = pygpu_op_binary(PYGPU_MUL, (PyObject *)d,
-                                       (PyObject *)d, d);
+                                       (PyObject *)d, scratch(d));
         Py_SETREF(d, (TensorObject *)sq);
     }
     r = d ? (TensorObject *)pygpu_reduce_over(PYGPU_SUM, d, dimobj, keepdim,
@@ -174,7 +184,7 @@ norm(TensorObject *t, double p, PyObject *dimobj, int keepdim)
     }
     else if (p == 2) {
         PyObject *sq = pygpu_op_binary(PYGPU_MUL, (PyObject *)a,
-                                       (PyObject *)a, a);
+                                       (PyObject *)a, scratch(a));
         Py_SETREF(a, (TensorObject *)sq);
     }
     else if (p != 1) {

@@ -108,7 +108,9 @@ pygpu_tensor_assign(TensorObject *dst, TensorObject *src)
 {
     PyObject *shape = NULL, *expanded = NULL;
     int rc = -1;
-    if (pygpu_check_write(dst, src, NULL) < 0) {
+    if (pygpu_ag_refuse("copy_ (or t[k] = v) from a tensor that requires "
+                        "grad", 1, &src) < 0 ||
+        pygpu_check_write(dst, src, NULL) < 0) {
         return -1;
     }
     if (dst->dtype == src->dtype &&

@@ -9,7 +9,7 @@
  * these keys here.  Bool and uint8 tensors and lists of bools are masks,
  * not ours.
  */
-#include "ops/ops.h"
+#include "ops/autograd.h"
 
 #include <string.h>
 
@@ -324,7 +324,8 @@ pygpu_index_get(TensorObject *t, PyObject *key)
     adv a;
     int64_t shape[PYGPU_MAX_DIMS], st[3][PYGPU_MAX_DIMS];
     TensorObject *res = NULL;
-    if (adv_parse(t, key, &a) < 0) {
+    if (pygpu_ag_refuse("indexing with tensors", 1, &t) < 0 ||
+        adv_parse(t, key, &a) < 0) {
         return NULL;
     }
     int nd = adv_shape(&a, shape, st);
@@ -377,7 +378,9 @@ pygpu_index_put(TensorObject *t, PyObject *key, PyObject *value)
     int64_t shape[PYGPU_MAX_DIMS], st[3][PYGPU_MAX_DIMS];
     TensorObject *val = NULL;
     int rc = -1;
-    if (adv_parse(t, key, &a) < 0) {
+    TensorObject *vt = Tensor_Check(value) ? (TensorObject *)value : NULL;
+    if (pygpu_ag_refuse("index_put", 1, &vt) < 0 ||
+        adv_parse(t, key, &a) < 0) {
         return -1;
     }
     TensorObject *v = a.view;

@@ -112,17 +112,13 @@ def cross_entropy(input, target, weight=None, ignore_index=-100,
         if label_smoothing:
             p = p * (1 - label_smoothing) + label_smoothing / ncls
         return _reduce(-(logp * p * w).sum(-1), reduction)
-    onehot, per, wsum, wn = _class_weights(target, ncls, weight,
+    onehot, _, wsum, _ = _class_weights(target, ncls, weight,
                                            ignore_index, input.device,
                                            input.dtype)
     loss = -(logp * onehot * w).sum(-1)
     if label_smoothing:
-        keep = (per != 0) if weight is not None else onehot.sum(-1)
+        keep = onehot.sum(-1)  # 0 for ignored samples
         smooth = -(logp * w).sum(-1) * keep
-        if weight is not None:  # rows with weight 0 are kept
-            keep_np = (onehot.sum(-1)).detach().cpu().numpy()
-            smooth = -(logp * w).sum(-1) * from_numpy(keep_np).to(
-                input.device, input.dtype)
         loss = loss * (1 - label_smoothing) + \
             smooth * (label_smoothing / ncls)
     if reduction == "mean":

@@ -12,6 +12,7 @@ import copy
 from itertools import chain
 
 from .. import _C, cuda
+from ..autograd.grad_mode import is_grad_enabled
 from .module import Module
 from .parameter import Parameter
 
@@ -70,16 +71,7 @@ def gather(outputs, target_device, dim=0):
     target = _as_device(target_device)
     first = outputs[0]
     if isinstance(first, _C.Tensor):
-        dim = dim % max(first.ndim, 1)
-        shape = list(first.shape)
-        shape[dim] = sum(o.shape[dim] for o in outputs)
-        out = _C.empty(shape, dtype=first.dtype, device=target)
-        head, at = (slice(None),) * dim, 0
-        for o in outputs:
-            n = o.shape[dim]
-            out[head + (slice(at, at + n),)] = o.to(target)
-            at += n
-        return out
+        return _C.cat([o.to(target) for o in outputs], dim)
     if isinstance(first, (tuple, list)):
         return type(first)(gather(list(x), target, dim)
                            for x in zip(*outputs))
@@ -143,6 +135,12 @@ class DataParallel(Module):
             inputs, kwargs = ((),), ({},)
         if len(self.device_ids) == 1:
             return self.module(*inputs[0], **kwargs[0])
+        if is_grad_enabled() and any(p.requires_grad
+                                     for p in self.module.parameters()):
+            raise RuntimeError(
+                "nn.DataParallel over several devices records no gradients "
+                "for the module's parameters yet: run it under "
+                "pygpu.no_grad(), or on one device")
         replicas = replicate(self.module, self.device_ids[:len(inputs)])
         outputs = parallel_apply(replicas, inputs, kwargs)
         return gather(outputs, self.output_device, self.dim)
