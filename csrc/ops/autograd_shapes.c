@@ -104,9 +104,18 @@ matmul_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     if (a == NULL || b == NULL) {
         return -1;
     }
-    a1 = a->ndim == 1 ? insert_dim(a, 0) : (TensorObject *)Py_NewRef(a);
-    b1 = b->ndim == 1 ? insert_dim(b, 1) : (TensorObject *)Py_NewRef(b);
-    g1 = as_dtype(g, a->dtype);
+    /* Under autocast the operands may differ in dtype: the products run
+     * in the wider one (the engine converts each result back). */
+    int dt = pygpu_promote(a->dtype, b->dtype);
+    a1 = as_dtype(a, dt);
+    b1 = as_dtype(b, dt);
+    g1 = as_dtype(g, dt);
+    if (a1 != NULL && a->ndim == 1) {
+        Py_SETREF(a1, insert_dim(a1, 0));
+    }
+    if (b1 != NULL && b->ndim == 1) {
+        Py_SETREF(b1, insert_dim(b1, 1));
+    }
     if (a1 == NULL || b1 == NULL || g1 == NULL) {
         goto fail;
     }
@@ -176,12 +185,19 @@ static int
 linear_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 {
     TensorObject *x = pygpu_ag_saved(n, 0), *w = pygpu_ag_saved(n, 1);
-    TensorObject *gy = NULL, *t = NULL, *u = NULL;
+    TensorObject *gy = NULL, *t = NULL, *u = NULL, *xc = NULL;
     int rc = -1;
     if (x == NULL || w == NULL) {
         return -1;
     }
+    /* Under autocast x and w may differ in dtype: the products run in w's
+     * (the engine converts each result back to its input's dtype). */
     gy = as_dtype(g, w->dtype);
+    xc = as_dtype(x, w->dtype);
+    if (xc == NULL) {
+        goto fail;
+    }
+    x = xc;
     if (gy != NULL && n->flag) {
         TensorObject *y = pygpu_ag_saved(n, 2);
         TensorObject *mask = y ? (TensorObject *)pygpu_op_unary(PYGPU_SIGN,
@@ -221,6 +237,7 @@ fail:
     Py_XDECREF(gy);
     Py_XDECREF(t);
     Py_XDECREF(u);
+    Py_XDECREF(xc);
     return rc;
 }
 
