@@ -90,7 +90,7 @@ def save_curve(losses, path):
     ax.plot(range(1, len(losses) + 1), losses, marker="o")
     ax.set_xlabel("epoch")
     ax.set_ylabel("training loss (cross-entropy)")
-    ax.set_title("784-256-10 MLP on the 8x8 digits (pygpu)")
+    ax.set_title("64-256-10 MLP on the 8x8 digits (pygpu)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     print(f"loss curve: {path}")

@@ -1,0 +1,121 @@
+"""One training step of the tutorial's model (784-256-relu-10 float32):
+forward, cross-entropy, backward and an Adam step, at batch 32 and 4096,
+pygpu against torch with the same weights and data on the same device
+(CUDA when present) and on the CPU.  Both libraries start from the same
+weights and take one step on the same batch first, and the updated weights
+are compared (so the timed steps do the same work); figures are medians of
+interleaved rounds (bench_ops.compare), so the ratios come from one run.
+
+  python benchmarks/bench_train.py [--json PATH] [--quick] [--cpu-only]
+"""
+import argparse
+import json
+
+import numpy as np
+
+import pygpu
+from pygpu import nn
+from bench_ops import HAS_CUDA, TORCH_CUDA, compare, ratios, report, rows, \
+    torch
+from provenance import provenance
+
+BATCHES = (32, 4096)
+
+
+def pygpu_step(device, w, xs, ys):
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(),
+                          nn.Linear(256, 10)).to(device)
+    with pygpu.no_grad():
+        for p, v in zip(model.parameters(), w):
+            p.copy_(pygpu.tensor(v, device=device))
+    opt = pygpu.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    x = pygpu.tensor(xs, device=device)
+    y = pygpu.tensor(ys, device=device)
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return model, step
+
+
+def torch_step(device, w, xs, ys):
+    model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 10)).to(device)
+    with torch.no_grad():
+        for p, v in zip(model.parameters(), w):
+            p.copy_(torch.from_numpy(v))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x = torch.tensor(xs, device=device)
+    y = torch.tensor(ys, device=device)
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return model, step
+
+
+def bench(device, quick):
+    rng = np.random.default_rng(0)
+    pygpu.manual_seed(0)
+    init = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+    w = [p.detach().numpy().copy() for p in init.parameters()]
+    sync = pygpu.cuda.synchronize if device == "cuda" else None
+    tsync = torch.cuda.synchronize if device == "cuda" and torch else None
+    for batch in BATCHES:
+        xs = rng.standard_normal((batch, 784)).astype(np.float32)
+        ys = rng.integers(0, 10, batch)
+        pm, pstep = pygpu_step(device, w, xs, ys)
+        impls = {"pygpu": (pstep, sync)}
+        ploss = pstep().item()
+        if torch is not None and (device == "cpu" or TORCH_CUDA):
+            tm, tstep = torch_step(device, w, xs, ys)
+            tloss = tstep().item()
+            assert abs(ploss - tloss) <= 1e-4 * abs(tloss), (ploss, tloss)
+            for a, b in zip(pm.parameters(), tm.parameters()):
+                np.testing.assert_allclose(a.detach().cpu().numpy(),
+                                           b.detach().cpu().numpy(),
+                                           rtol=1e-3, atol=1e-4)
+            impls["torch"] = (tstep, tsync)
+        inner = max(3, int(4e8 / (batch * 784 * 256 * 6)) * 4)
+        if quick:
+            inner = max(2, inner // 4)
+        case = f"train step b={batch}"
+        for impl, us in compare(impls, inner, 11 if quick else 21).items():
+            report(device, case, impl, us, "us")
+        ratios(device, case, False, "torch")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--cpu-only", action="store_true")
+    args = ap.parse_args()
+    print(f"pygpu {pygpu.__version__}, numpy {np.__version__}, torch "
+          f"{getattr(torch, '__version__', 'absent')}")
+    bench("cpu", args.quick)
+    if HAS_CUDA and not args.cpu_only:
+        print("device:", pygpu.cuda.get_device_name())
+        bench("cuda", args.quick)
+    if args.json:
+        meta = provenance()
+        meta.update({"pygpu": pygpu.__version__, "numpy": np.__version__,
+                     "torch": getattr(torch, "__version__", None),
+                     "device": pygpu.cuda.get_device_name() if HAS_CUDA
+                     else "cpu",
+                     "model": "784-256-relu-10 float32, CrossEntropyLoss, "
+                              "Adam(lr=1e-3)"})
+        with open(args.json, "w") as f:
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
