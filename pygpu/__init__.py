@@ -15,12 +15,15 @@ except ImportError as _err:
         "`python -m pip install -e .` in the source tree (or install "
         "pygpu with `python -m pip install .` and import it from "
         "elsewhere)", name=__name__ + "._C") from _err
+import builtins as _builtins
+
 import numpy as _np
 
 from ._C import (
     Size,
     Tensor,
     add,
+    bfloat16,
     bmm,
     device,
     div,
@@ -34,6 +37,7 @@ from ._C import (
     full,
     full_like,
     initial_seed,
+    int32,
     int64,
     manual_seed,
     matmul,
@@ -53,9 +57,11 @@ from ._C import (
     sub,
     sum,
     tensor,
+    uint8,
     zeros,
     zeros_like,
 )
+from ._C import bool  # noqa: A004 - torch.bool shadows the builtin here too
 from ._C import OutOfMemoryError, CudaError
 from . import _C
 from .version import __version__
@@ -67,10 +73,12 @@ half = float16
 double = float64
 long = int64
 float = float32  # noqa: A001 - torch.float is float32
+int = int32  # noqa: A001 - torch.int is int32
 
 __all__ = [
     "Size", "Tensor", "device", "dtype", "float16", "float32", "float64",
-    "int64", "half", "double", "long", "float", "tensor", "from_numpy",
+    "int64", "half", "double", "long", "float", "bool", "uint8", "int32",
+    "int", "bfloat16", "tensor", "from_numpy",
     "empty", "zeros", "ones", "full", "rand", "randn", "empty_like",
     "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
     "manual_seed", "initial_seed", "matmul", "mm", "bmm", "add", "sub",
@@ -112,7 +120,8 @@ def equal(input: Tensor, other: Tensor) -> bool:
                            f"{input.device} and {other.device}!")
     if input.shape != other.shape:
         return False
-    return bool(_np.array_equal(input.cpu().numpy(), other.cpu().numpy()))
+    return _builtins.bool(_np.array_equal(input.cpu().numpy(),
+                                          other.cpu().numpy()))
 
 
 from . import amp  # noqa: E402

@@ -77,7 +77,15 @@ typedef struct pygpu_backend {
 
 /* The rows of a backend that runs every dtype with one function per
  * kind, named after the kind as below (each backend file defines them). */
-#define PYGPU_ALL_DTYPES(fn) {fn, fn, fn, fn}
+#define PYGPU_ALL_DTYPES(fn) {fn, fn, fn, fn, fn, fn, fn, fn}
+/* Reductions run on the first four dtypes; the front end widens the
+ * others (bool, uint8, int32 to int64, bfloat16 to float32) first. */
+#define PYGPU_WIDE_DTYPES(fn)                                                \
+    {[PYGPU_FLOAT32] = fn, [PYGPU_FLOAT16] = fn, [PYGPU_FLOAT64] = fn,       \
+     [PYGPU_INT64] = fn}
+#define PYGPU_FLOAT_DTYPES(fn)                                               \
+    {[PYGPU_FLOAT32] = fn, [PYGPU_FLOAT16] = fn, [PYGPU_FLOAT64] = fn,       \
+     [PYGPU_BFLOAT16] = fn}
 #define PYGPU_ROWS_BY_KIND                                                   \
     {                                                                        \
         [PYGPU_K_BINARY] = PYGPU_ALL_DTYPES(binary),                         \
@@ -85,8 +93,8 @@ typedef struct pygpu_backend {
         [PYGPU_K_UNARY] = PYGPU_ALL_DTYPES(unary),                           \
         [PYGPU_K_COPY] = PYGPU_ALL_DTYPES(copy),                             \
         [PYGPU_K_FILL] = PYGPU_ALL_DTYPES(fill),                             \
-        [PYGPU_K_REDUCE] = PYGPU_ALL_DTYPES(reduce),                         \
-        [PYGPU_K_RANDOM] = PYGPU_ALL_DTYPES(random_numbers),                 \
+        [PYGPU_K_REDUCE] = PYGPU_WIDE_DTYPES(reduce),                        \
+        [PYGPU_K_RANDOM] = PYGPU_FLOAT_DTYPES(random_numbers),               \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
     }

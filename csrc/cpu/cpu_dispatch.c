@@ -86,14 +86,15 @@ to_float32(TensorObject *t)
 }
 
 /* out = numpy.matmul(a, b, out=out) over views of the tensors' memory.
- * float16 goes through float32 (NumPy has no BLAS for it). */
+ * float16 and bfloat16 go through float32 (NumPy has no BLAS for them,
+ * and no bfloat16 at all). */
 static int
 cpu_matmul(TensorObject *out, TensorObject *a, TensorObject *b)
 {
     PyObject *aa = NULL, *ba = NULL, *oa = NULL, *r = NULL;
     TensorObject *a32 = NULL, *b32 = NULL, *o32 = NULL;
     int rc = -1;
-    if (out->dtype == PYGPU_FLOAT16) {
+    if (out->dtype == PYGPU_FLOAT16 || out->dtype == PYGPU_BFLOAT16) {
         a32 = to_float32(a);
         b32 = a32 ? to_float32(b) : NULL;
         o32 = b32 ? pygpu_tensor_empty(out->ndim, out->shape, PYGPU_FLOAT32,

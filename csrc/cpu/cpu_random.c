@@ -7,8 +7,8 @@
  *   uniform: word k through the u01 function of the output type;
  *   normal:  elements 4c+0, 4c+1 are Box-Muller of words (0, 1) with
  *            second = 0, 1; elements 4c+2, 4c+3 the same of words (2, 3).
- * float16 is computed as float (pygpu_u01_f16 / pygpu_normal_f32) and
- * rounded once.  Counters wrap modulo 2^64, as the uint64 arithmetic does.
+ * float16 and bfloat16 are computed as float (pygpu_u01_f16 / _bf16,
+ * pygpu_normal_f32) and rounded once.  Counters wrap modulo 2^64, as the uint64 arithmetic does.
  */
 #include <stdint.h>
 
@@ -23,6 +23,8 @@
 #define NORMAL_F32(w, k)                                                     \
     pygpu_normal_f32((w).v[(k) & 2], (w).v[((k) & 2) + 1], (k) & 1)
 #define NORMAL_F16(w, k) pygpu_float_to_half(NORMAL_F32(w, k))
+#define UNIFORM_BF16(w, k) pygpu_float_to_bf16(pygpu_u01_bf16((w).v[k]))
+#define NORMAL_BF16(w, k) pygpu_float_to_bf16(NORMAL_F32(w, k))
 #define NORMAL_F64(w, k)                                                     \
     pygpu_normal_f64((w).v[(k) & 2], (w).v[((k) & 2) + 1], (k) & 1)
 
@@ -54,6 +56,8 @@ RANDOM_LOOP(uniform_f64, double, UNIFORM_F64)
 RANDOM_LOOP(normal_f32, float, NORMAL_F32)
 RANDOM_LOOP(normal_f16, uint16_t, NORMAL_F16)
 RANDOM_LOOP(normal_f64, double, NORMAL_F64)
+RANDOM_LOOP(uniform_bf16, uint16_t, UNIFORM_BF16)
+RANDOM_LOOP(normal_bf16, uint16_t, NORMAL_BF16)
 
 void pygpu_cpu_random(int dtype, void *out, int64_t n, int normal,
                       pygpu_philox_state st)
@@ -81,6 +85,13 @@ void pygpu_cpu_random(int dtype, void *out, int64_t n, int normal,
             normal_f64(out, n, st);
         } else {
             uniform_f64(out, n, st);
+        }
+        break;
+    case PYGPU_BFLOAT16:
+        if (normal) {
+            normal_bf16(out, n, st);
+        } else {
+            uniform_bf16(out, n, st);
         }
         break;
     default:

@@ -22,13 +22,20 @@ extern "C" {
 /* CUDA devices pygpu serves (per-device tables are this long). */
 #define PYGPU_MAX_DEVICES 64
 
-/* Scalar types.  The codes index pygpu_dtype_table (csrc/dtype.c). */
+/* Scalar types.  The codes index pygpu_dtype_table (csrc/dtype.c).
+ * bool is one byte holding 0 or 1; bfloat16 is the top half of a float32
+ * (kernels/bfloat16.h).  bool, uint8 and int32 are computed in int64
+ * (results wrap to the type; bool stores x != 0), bfloat16 in float. */
 enum pygpu_scalar {
     PYGPU_FLOAT32 = 0,
     PYGPU_FLOAT16 = 1,
     PYGPU_FLOAT64 = 2,
     PYGPU_INT64 = 3,
-    PYGPU_NDTYPES = 4
+    PYGPU_BOOL = 4,
+    PYGPU_UINT8 = 5,
+    PYGPU_INT32 = 6,
+    PYGPU_BFLOAT16 = 7,
+    PYGPU_NDTYPES = 8
 };
 
 /* The elementwise ops, one row each: X(ENUM, name).  The enum value is

@@ -175,6 +175,32 @@ PYGPU_RULE int64_t pygpu_f32_to_i64(float x)
     return pygpu_f64_to_i64((double)x);
 }
 
+/* float -> int32 truncates toward zero; NaN, the infinities and values
+ * outside the int32 range give INT32_MIN, as x86 and torch's CPU do.
+ * float -> uint8 is the low byte of that int32 (300.0 -> 44, -1.0 -> 255,
+ * NaN -> 0), torch's and NumPy's values on x86.  int64 -> int32 and
+ * uint8 wrap (keep the low bits). */
+PYGPU_RULE int32_t pygpu_f64_to_i32(double x)
+{
+    if (x > -2147483649.0 && x < 2147483648.0) {
+        return (int32_t)x;
+    }
+    return INT32_MIN;
+}
+
+PYGPU_RULE uint8_t pygpu_f64_to_u8(double x)
+{
+    return (uint8_t)(uint32_t)pygpu_f64_to_i32(x);
+}
+
+PYGPU_RULE int32_t pygpu_i64_to_i32(int64_t x)
+{
+    uint32_t low = (uint32_t)(uint64_t)x;
+    return low <= (uint32_t)INT32_MAX ? (int32_t)low
+                                      : (int32_t)(low - 0x80000000u) +
+                                            INT32_MIN;
+}
+
 /* The int64 rules of the floating functions, which the kernel tables
  * instantiate but the ops never reach (their int64 inputs promote to
  * float32): the function in double, converted back. */

@@ -105,23 +105,26 @@ pygpu_op_fill(TensorObject *t, double value)
     pygpu_kargs k;
     k.out = t->data;
     k.s.f = value;
-    k.s.i = (int64_t)value;
+    /* bool: any nonzero value is true (0.5 too); otherwise truncated. */
+    k.s.i = t->dtype == PYGPU_BOOL ? value != 0 : (int64_t)value;
     k.numel = n;
     return pygpu_dispatch(PYGPU_K_FILL, t->device, t->dtype, &k, "fill");
 }
 
 /* ----------------------------------------------------- type promotion */
 
-enum { CAT_INT = 0, CAT_FLOAT = 1 };
+#define CAT_BOOL PYGPU_CAT_BOOL
+#define CAT_INT PYGPU_CAT_INT
+#define CAT_FLOAT PYGPU_CAT_FLOAT
 
 static int
 category(int dtype)
 {
-    return pygpu_dtype_table[dtype].is_floating_point ? CAT_FLOAT : CAT_INT;
+    return pygpu_dtype_category(dtype);
 }
 
 /* torch's result type of tensor a with tensor b: a zero-dim tensor only
- * decides the type when it is of a higher category (int < float). */
+ * decides the type when it is of a higher category (bool < int < float). */
 static int
 result_type_tt(const TensorObject *a, const TensorObject *b)
 {
@@ -134,6 +137,60 @@ result_type_tt(const TensorObject *a, const TensorObject *b)
                                                         : dim->dtype;
 }
 
+/* The result dtype of a tensor of `dtype` with a Python number of
+ * category scat: the number decides only when of a higher category, a
+ * float giving the default dtype (float32), an int int64. */
+static int
+result_type_ts(int dtype, int scat)
+{
+    if (scat <= category(dtype)) {
+        return dtype;
+    }
+    return scat == CAT_FLOAT ? PYGPU_FLOAT32 : PYGPU_INT64;
+}
+
+/* The dtype an op computes in for result type `dtype`: true division of
+ * bools and integers gives float32, as in torch. */
+static int
+compute_dtype(int op, int dtype)
+{
+    return op == PYGPU_DIV && category(dtype) != CAT_FLOAT ? PYGPU_FLOAT32
+                                                           : dtype;
+}
+
+/* torch refuses - on bool operands (a Python bool counts as one). */
+static int
+check_bool_sub(int op, int a_bool, int b_bool)
+{
+    if (op != PYGPU_SUB || (!a_bool && !b_bool)) {
+        return 0;
+    }
+    PyErr_SetString(PyExc_RuntimeError,
+                    a_bool && b_bool
+                        ? "Subtraction, the `-` operator, with two bool "
+                          "tensors is not supported. Use the `^` or "
+                          "`logical_xor()` operator instead."
+                        : "Subtraction, the `-` operator, with a bool tensor "
+                          "is not supported. If you are trying to invert a "
+                          "mask, use the `~` or `logical_not()` operator "
+                          "instead.");
+    return -1;
+}
+
+/* out= / in place: torch's canCast, no move to a lower category. */
+static int
+check_out_cast(int dtype, const TensorObject *out)
+{
+    if (category(dtype) > category(out->dtype)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "result type %s can't be cast to the desired output "
+                     "type %s", pygpu_dtype_table[dtype].scalar_name,
+                     pygpu_dtype_table[out->dtype].scalar_name);
+        return -1;
+    }
+    return 0;
+}
+
 /* A Python number as an operand: its value and category; 0 if obj is not
  * a number we take, -1 with an exception. */
 static int
@@ -143,6 +200,12 @@ scalar_operand(PyObject *obj, pygpu_scalar_value *v, int *cat)
         v->f = PyFloat_AS_DOUBLE(obj);
         v->i = (int64_t)v->f;
         *cat = CAT_FLOAT;
+        return 1;
+    }
+    if (PyBool_Check(obj)) {
+        v->i = obj == Py_True;
+        v->f = (double)v->i;
+        *cat = CAT_BOOL;
         return 1;
     }
     if (PyLong_Check(obj)) {
@@ -186,20 +249,14 @@ binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
 {
     TensorObject *res = NULL;
     pygpu_geom g;
-    int dtype = scat > category(t->dtype) ? PYGPU_FLOAT32 : t->dtype;
-    if (op == PYGPU_DIV && dtype == PYGPU_INT64) {
-        dtype = PYGPU_FLOAT32; /* true division */
+    if (check_bool_sub(op, t->dtype == PYGPU_BOOL, scat == CAT_BOOL) < 0) {
+        return NULL;
     }
+    int dtype = compute_dtype(op, result_type_ts(t->dtype, scat));
     if (out != NULL) {
         if (pygpu_check_same_device(t, out) < 0 ||
-            check_out_shape(out, t->ndim, t->shape) < 0) {
-            return NULL;
-        }
-        if (category(dtype) > category(out->dtype)) {
-            PyErr_Format(PyExc_RuntimeError,
-                         "result type Float can't be cast to the desired "
-                         "output type %s",
-                         out->dtype == PYGPU_INT64 ? "Long" : "Float");
+            check_out_shape(out, t->ndim, t->shape) < 0 ||
+            check_out_cast(dtype, out) < 0) {
             return NULL;
         }
         dtype = out->dtype;
@@ -233,18 +290,14 @@ binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
                                shape) < 0) {
         return NULL;
     }
-    int dtype = result_type_tt(a, b);
-    if (op == PYGPU_DIV && dtype == PYGPU_INT64) {
-        dtype = PYGPU_FLOAT32;
+    if (check_bool_sub(op, a->dtype == PYGPU_BOOL, b->dtype == PYGPU_BOOL) <
+        0) {
+        return NULL;
     }
+    int dtype = compute_dtype(op, result_type_tt(a, b));
     if (out != NULL) {
-        if (check_out_shape(out, ndim, shape) < 0) {
-            return NULL;
-        }
-        if (category(dtype) > category(out->dtype)) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "result type Float can't be cast to the desired "
-                            "output type Long");
+        if (check_out_shape(out, ndim, shape) < 0 ||
+            check_out_cast(dtype, out) < 0) {
             return NULL;
         }
         dtype = out->dtype;
@@ -326,21 +379,53 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
 
 /* ---------------------------------------------------------------- unary */
 
+/* The unary ops torch refuses on bool tensors, in its words. */
+static int
+check_bool_unary(int op, const TensorObject *a)
+{
+    if (a->dtype != PYGPU_BOOL) {
+        return 0;
+    }
+    switch (op) {
+    case PYGPU_NEG:
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Negation, the `-` operator, on a bool tensor is not "
+                        "supported. If you are trying to invert a mask, use "
+                        "the `~` or `logical_not()` operator instead.");
+        return -1;
+    case PYGPU_RELU:
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Boolean inputs not supported for relu");
+        return -1;
+    case PYGPU_ABS:
+    case PYGPU_FLOOR:
+    case PYGPU_CEIL:
+    case PYGPU_ROUND:
+        PyErr_Format(PyExc_RuntimeError, "\"%s\" not implemented for 'Bool'",
+                     pygpu_unop_names[op]);
+        return -1;
+    default:
+        return 0;
+    }
+}
+
 PyObject *
 pygpu_op_unary(int op, TensorObject *a, int inplace)
 {
     pygpu_geom g;
-    if (inplace && pygpu_check_write(a, a, NULL) < 0) {
+    if ((inplace && pygpu_check_write(a, a, NULL) < 0) ||
+        check_bool_unary(op, a) < 0) {
         return NULL;
     }
-    /* A floating function of an int64 tensor: the result is float32, as
-     * in torch; the input is converted first and the op runs in place on
-     * the copy.  In place, the Float result cannot go back to Long. */
-    int promote = pygpu_unop_promotes_int(op) && category(a->dtype) == CAT_INT;
+    /* A floating function of a bool or integer tensor: the result is
+     * float32, as in torch; the input is converted first and the op runs
+     * in place on the copy.  In place, the Float result cannot go back. */
+    int promote =
+        pygpu_unop_promotes_int(op) && category(a->dtype) != CAT_FLOAT;
     if (promote && inplace) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "result type Float can't be cast to the desired "
-                        "output type Long");
+        PyErr_Format(PyExc_RuntimeError,
+                     "result type Float can't be cast to the desired output "
+                     "type %s", pygpu_dtype_table[a->dtype].scalar_name);
         return NULL;
     }
     TensorObject *res =

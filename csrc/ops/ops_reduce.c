@@ -6,6 +6,18 @@
 
 static const char *const redop_names[] = {"sum", "mean", "max"};
 
+/* The dtype a reduction runs in: the table's reductions cover float32,
+ * float16, float64 and int64. */
+static int
+reduce_dtype(int dtype)
+{
+    if (dtype == PYGPU_BFLOAT16) {
+        return PYGPU_FLOAT32;
+    }
+    return pygpu_dtype_category(dtype) == PYGPU_CAT_FLOAT ? dtype
+                                                          : PYGPU_INT64;
+}
+
 /* Reduce contiguous `in` seen as [outer, n, inner] into out (and
  * indices). */
 static int
@@ -72,11 +84,17 @@ reduce_dim(int op, TensorObject *t, int dim, int keepdim, int want_indices)
         }
         return NULL;
     }
-    in = pygpu_tensor_contiguous(t);
+    /* bool, uint8 and int32 reduce in int64 (sum gives int64, as in
+     * torch), bfloat16 in float32; max converts back. */
+    int wide = reduce_dtype(t->dtype);
+    int final = op == PYGPU_SUM ? (wide == PYGPU_INT64 ? wide : t->dtype)
+                                : t->dtype;
+    in = wide == t->dtype ? pygpu_tensor_contiguous(t)
+                          : pygpu_tensor_to(t, t->device, wide);
     if (in == NULL) {
         goto fail;
     }
-    out = pygpu_tensor_empty(ndim, shape, t->dtype, t->device);
+    out = pygpu_tensor_empty(ndim, shape, wide, t->device);
     if (out == NULL) {
         goto fail;
     }
@@ -89,6 +107,12 @@ reduce_dim(int op, TensorObject *t, int dim, int keepdim, int want_indices)
     if (outer * inner > 0 &&
         run_reduce(op, out, indices, in, outer, n, inner) < 0) {
         goto fail;
+    }
+    if (final != wide) {
+        Py_SETREF(out, pygpu_tensor_to(out, out->device, final));
+        if (out == NULL) {
+            goto fail;
+        }
     }
     if (want_indices) {
         result = PyStructSequence_New(pygpu_state->MaxResult_Type);
@@ -117,7 +141,7 @@ pygpu_op_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim)
         PyErr_Format(PyExc_RuntimeError,
                      "mean(): could not infer output dtype. Input dtype must "
                      "be either a floating point or complex dtype. Got: %s",
-                     t->dtype == PYGPU_INT64 ? "Long" : "?");
+                     pygpu_dtype_table[t->dtype].scalar_name);
         return NULL;
     }
     if (dimobj == NULL || dimobj == Py_None) {
