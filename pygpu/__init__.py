@@ -15,10 +15,6 @@ except ImportError as _err:
         "`python -m pip install -e .` in the source tree (or install "
         "pygpu with `python -m pip install .` and import it from "
         "elsewhere)", name=__name__ + "._C") from _err
-import builtins as _builtins
-
-import numpy as _np
-
 from ._C import (
     Size,
     Tensor,
@@ -30,21 +26,30 @@ from ._C import (
     dtype,
     empty,
     empty_like,
+    eq,
     float16,
     float32,
     float64,
     from_numpy,
     full,
     full_like,
+    ge,
+    gt,
     initial_seed,
     int32,
     int64,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    lt,
     manual_seed,
     matmul,
     max,
     mean,
     mm,
     mul,
+    ne,
     neg,
     ones,
     ones_like,
@@ -90,6 +95,8 @@ __all__ = [
     "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "finfo", "iinfo", "promote_types",
     "result_type", "can_cast", "get_default_dtype", "is_floating_point",
+    "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite",
+    "isclose", "allclose",
 ]
 
 # The unary ops of csrc/ops/op_list.h, each pygpu.<name>.
@@ -107,26 +114,10 @@ def numel(input: Tensor) -> int:
     return input.numel()
 
 
-def equal(input: Tensor, other: Tensor) -> bool:
-    """True if the two tensors have the same size and equal elements (NaN
-    equals nothing), as torch.equal: a Python bool."""
-    for name, x in (("input", input), ("other", other)):
-        if not isinstance(x, Tensor):
-            raise TypeError(f"equal(): argument '{name}' must be Tensor, "
-                            f"not {type(x).__name__}")
-    if input.device != other.device:
-        raise RuntimeError("Expected all tensors to be on the same device, "
-                           "but found at least two devices, "
-                           f"{input.device} and {other.device}!")
-    if input.shape != other.shape:
-        return False
-    return _builtins.bool(_np.array_equal(input.cpu().numpy(),
-                                          other.cpu().numpy()))
-
-
 from . import amp  # noqa: E402
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,E501
 from .serialization import load, save  # noqa: E402
+from ._compare import allclose, equal, isclose  # noqa: E402
 from . import autograd  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402,E501
                        is_inference_mode_enabled, no_grad, set_grad_enabled)

@@ -24,6 +24,9 @@ enum pygpu_kind {
     PYGPU_K_FILL,          /* contiguous out[0..numel) = s */
     PYGPU_K_REDUCE,        /* out (indices) = op over [outer, n, inner] */
     PYGPU_K_RANDOM,        /* contiguous uniform (flag: normal) numbers */
+    PYGPU_K_COMPARE,       /* out (bool) = in[0] op in[1] over g, in the
+                              row's dtype, the inputs converted from their
+                              in_dtypes */
     /* Kinds past here take tensors and raise themselves (0 or -1). */
     PYGPU_K_MATMUL,        /* t[0] = t[1] @ t[2]; t[3], t[4]: them as
                               batches of matrices over mm.bshape */
@@ -37,8 +40,8 @@ enum pygpu_kind {
  * (the hot elementwise paths set just those, uninitialised otherwise);
  * pygpu_dispatch sets the rest. */
 typedef struct pygpu_kargs {
-    int op;                    /* enum pygpu_binop / unop / redop */
-    int in_dtypes[2];          /* BINARY*, COPY: dtypes of in[] */
+    int op;                    /* enum pygpu_binop / unop / redop / cmpop */
+    int in_dtypes[2];          /* BINARY*, COPY, COMPARE: dtypes of in[] */
     void *out;
     const void *in[2];
     const pygpu_geom *g;       /* the elementwise kinds */
@@ -95,6 +98,7 @@ typedef struct pygpu_backend {
         [PYGPU_K_FILL] = PYGPU_ALL_DTYPES(fill),                             \
         [PYGPU_K_REDUCE] = PYGPU_WIDE_DTYPES(reduce),                        \
         [PYGPU_K_RANDOM] = PYGPU_FLOAT_DTYPES(random_numbers),               \
+        [PYGPU_K_COMPARE] = PYGPU_ALL_DTYPES(compare),                       \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
     }

@@ -45,6 +45,14 @@ unary(pygpu_kargs *k)
 }
 
 static int
+compare(pygpu_kargs *k)
+{
+    pygpu_cpu_compare(k->op, k->dtype, k->out, k->in_dtypes[0], k->in[0],
+                      k->in_dtypes[1], k->in[1], k->g);
+    return 0;
+}
+
+static int
 copy(pygpu_kargs *k)
 {
     pygpu_cpu_copy(k->dtype, k->out, k->in_dtypes[0], k->in[0], k->g);

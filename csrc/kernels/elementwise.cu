@@ -39,33 +39,6 @@ template <typename T, int OP> struct ScalarFn {
     }
 };
 
-/* Element i of an input of dtype `dtype` as T, converted as CopyFn would
- * (the dtype is uniform across a launch, so the switch never diverges).
- * Mixed inputs and conversions read through this switch rather than a
- * kernel per pair of dtypes, which keeps the build small. */
-template <typename T>
-__device__ __forceinline__ T load_as(const void *p, int dtype, int64_t i)
-{
-    switch (dtype) {
-    case PYGPU_FLOAT32:
-        return convert<T>(static_cast<const float *>(p)[i]);
-    case PYGPU_FLOAT16:
-        return convert<T>(static_cast<const __half *>(p)[i]);
-    case PYGPU_FLOAT64:
-        return convert<T>(static_cast<const double *>(p)[i]);
-    case PYGPU_BOOL:
-        return convert<T>(static_cast<const bool *>(p)[i]);
-    case PYGPU_UINT8:
-        return convert<T>(static_cast<const uint8_t *>(p)[i]);
-    case PYGPU_INT32:
-        return convert<T>(static_cast<const int32_t *>(p)[i]);
-    case PYGPU_BFLOAT16:
-        return convert<T>(static_cast<const pygpu_bf16_t *>(p)[i]);
-    default:
-        return convert<T>(static_cast<const int64_t *>(p)[i]);
-    }
-}
-
 /* The first four dtypes have kernels of their own for every case; the
  * four added after them (bool, uint8, int32, bfloat16) run their
  * same-dtype binary ops through the mixed functors and take the strided

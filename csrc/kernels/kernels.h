@@ -77,6 +77,12 @@ static inline int pygpu_unop_promotes_int(int op)
     return op >= PYGPU_NUNOPS_INT && op < PYGPU_NUNOPS;
 }
 
+/* Comparisons: a bool result of two inputs converted to their promoted
+ * dtype, compared in its compute type (rules.h: pygpu_<name>_f/_d/_i). */
+#define PYGPU_COMPARE_OPS(X)                                                 \
+    X(EQ, eq) X(NE, ne) X(LT, lt) X(LE, le) X(GT, gt) X(GE, ge)
+enum pygpu_cmpop { PYGPU_COMPARE_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NCMPOPS };
+
 /* Reductions. */
 enum pygpu_redop {
     PYGPU_SUM = 0,
@@ -132,6 +138,12 @@ void pygpu_cpu_binary_scalar_mixed(int op, int dtype, void *out,
                                    int a_dtype, const void *a,
                                    pygpu_scalar_value s, int scalar_first,
                                    const pygpu_geom *g);
+/* out (bool: 0 or 1 bytes) = a <op> b (enum pygpu_cmpop), a (a_dtype)
+ * and b (b_dtype) converted to dtype as pygpu_cpu_copy does, then
+ * compared in dtype's compute type; NaN compares unequal to everything. */
+void pygpu_cpu_compare(int op, int dtype, void *out, int a_dtype,
+                       const void *a, int b_dtype, const void *b,
+                       const pygpu_geom *g);
 /* out = op(a); geom uses operands 0 and 1.  RELU keeps NaN. */
 void pygpu_cpu_unary(int op, int dtype, void *out, const void *a,
                      const pygpu_geom *g);
@@ -193,6 +205,10 @@ cudaError_t pygpu_cuda_binary_scalar_mixed(int op, int dtype, void *out,
                                            cudaStream_t stream);
 cudaError_t pygpu_cuda_unary(int op, int dtype, void *out, const void *a,
                              const pygpu_geom *g, cudaStream_t stream);
+/* See pygpu_cpu_compare (kernels/compare.cu). */
+cudaError_t pygpu_cuda_compare(int op, int dtype, void *out, int a_dtype,
+                               const void *a, int b_dtype, const void *b,
+                               const pygpu_geom *g, cudaStream_t stream);
 cudaError_t pygpu_cuda_copy(int out_dtype, void *out, int in_dtype,
                             const void *a, const pygpu_geom *g,
                             cudaStream_t stream);

@@ -71,6 +71,20 @@ PYGPU_RULE int64_t pygpu_div_i(int64_t x, int64_t y)
     return x / y;
 }
 
+/* ------------------------------------------------------- comparisons */
+
+/* 1 or 0; NaN is unequal to everything (ne is 1, the others 0). */
+#define PYGPU_COMPARE_RULES(name, OPER)                                      \
+    PYGPU_RULE int pygpu_##name##_f(float x, float y) { return x OPER y; }   \
+    PYGPU_RULE int pygpu_##name##_d(double x, double y) { return x OPER y; } \
+    PYGPU_RULE int pygpu_##name##_i(int64_t x, int64_t y) { return x OPER y; }
+PYGPU_COMPARE_RULES(eq, ==)
+PYGPU_COMPARE_RULES(ne, !=)
+PYGPU_COMPARE_RULES(lt, <)
+PYGPU_COMPARE_RULES(le, <=)
+PYGPU_COMPARE_RULES(gt, >)
+PYGPU_COMPARE_RULES(ge, >=)
+
 /* ------------------------------------------------------------- unary */
 
 PYGPU_RULE float pygpu_neg_f(float x) { return -x; }

@@ -160,6 +160,7 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_linear_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_autocast_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_random_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_compare_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_cuda_functions) < 0) {
         goto fail;
     }

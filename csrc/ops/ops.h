@@ -19,6 +19,7 @@ extern PyMethodDef pygpu_reduce_functions[];  /* ops_reduce.c */
 extern PyMethodDef pygpu_matmul_functions[];  /* ops_matmul.c */
 extern PyMethodDef pygpu_linear_functions[];  /* ops_linear.c */
 extern PyMethodDef pygpu_random_functions[];  /* ops_random.c */
+extern PyMethodDef pygpu_compare_functions[]; /* ops_compare.c */
 /* Tensor methods, getset and number slots (tensor_methods.c). */
 extern PyMethodDef pygpu_tensor_methods[];
 extern PyGetSetDef pygpu_tensor_getset[];
@@ -103,6 +104,25 @@ int pygpu_check_matmul_pair(const TensorObject *a, const TensorObject *b);
 int pygpu_tensor_arg(PyObject *x, const char *fname, const char *arg);
 /* Fill a contiguous tensor with a value. */
 int pygpu_op_fill(TensorObject *t, double value);
+/* The same with the value exact (int64 beyond 2^53 too); bool is true for
+ * any nonzero value. */
+int pygpu_op_fill_value(TensorObject *t, pygpu_scalar_value value);
+/* torch's promotion of operands (ops_elementwise.c): two tensors (a 0-d
+ * one decides only when of a higher category), a tensor's dtype with a
+ * Python number of category scat (PYGPU_CAT_*). */
+int pygpu_result_type_tt(const TensorObject *a, const TensorObject *b);
+int pygpu_result_type_ts(int dtype, int scat);
+/* A Python bool, int or float as a value and its category: 1, 0 when obj
+ * is none of those, -1 with an exception (int overflow). */
+int pygpu_scalar_operand(PyObject *obj, pygpu_scalar_value *v, int *cat);
+/* x is a 0-d CPU tensor next to a CUDA tensor `other` (torch moves it). */
+int pygpu_is_cpu_scalar_tensor(PyObject *x, PyObject *other);
+/* a <op> b (enum pygpu_cmpop), either a Python number (one a tensor), as a
+ * bool tensor, or into out (any dtype, the result's shape); a new
+ * reference, Py_NotImplemented for other operands, or NULL
+ * (ops_compare.c). */
+PyObject *pygpu_op_compare(int op, PyObject *a, PyObject *b,
+                           TensorObject *out);
 /* Fill a contiguous float tensor with random numbers from the device's
  * generator (normal != 0: standard normal). */
 int pygpu_op_random(TensorObject *t, int normal);

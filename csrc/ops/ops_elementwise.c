@@ -96,6 +96,23 @@ run_unary(int op, TensorObject *out, TensorObject *a, const pygpu_geom *g,
 }
 
 int
+pygpu_op_fill_value(TensorObject *t, pygpu_scalar_value value)
+{
+    int64_t n = pygpu_numel(t->ndim, t->shape);
+    if (n == 0) {
+        return 0;
+    }
+    pygpu_kargs k;
+    k.out = t->data;
+    k.s = value;
+    if (t->dtype == PYGPU_BOOL) {
+        k.s.i = value.f != 0 || value.i != 0;
+    }
+    k.numel = n;
+    return pygpu_dispatch(PYGPU_K_FILL, t->device, t->dtype, &k, "fill");
+}
+
+int
 pygpu_op_fill(TensorObject *t, double value)
 {
     int64_t n = pygpu_numel(t->ndim, t->shape);
@@ -125,8 +142,8 @@ category(int dtype)
 
 /* torch's result type of tensor a with tensor b: a zero-dim tensor only
  * decides the type when it is of a higher category (bool < int < float). */
-static int
-result_type_tt(const TensorObject *a, const TensorObject *b)
+int
+pygpu_result_type_tt(const TensorObject *a, const TensorObject *b)
 {
     int za = a->ndim == 0, zb = b->ndim == 0;
     if (za == zb) {
@@ -140,8 +157,8 @@ result_type_tt(const TensorObject *a, const TensorObject *b)
 /* The result dtype of a tensor of `dtype` with a Python number of
  * category scat: the number decides only when of a higher category, a
  * float giving the default dtype (float32), an int int64. */
-static int
-result_type_ts(int dtype, int scat)
+int
+pygpu_result_type_ts(int dtype, int scat)
 {
     if (scat <= category(dtype)) {
         return dtype;
@@ -193,8 +210,8 @@ check_out_cast(int dtype, const TensorObject *out)
 
 /* A Python number as an operand: its value and category; 0 if obj is not
  * a number we take, -1 with an exception. */
-static int
-scalar_operand(PyObject *obj, pygpu_scalar_value *v, int *cat)
+int
+pygpu_scalar_operand(PyObject *obj, pygpu_scalar_value *v, int *cat)
 {
     if (PyFloat_Check(obj)) {
         v->f = PyFloat_AS_DOUBLE(obj);
@@ -252,7 +269,7 @@ binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
     if (check_bool_sub(op, t->dtype == PYGPU_BOOL, scat == CAT_BOOL) < 0) {
         return NULL;
     }
-    int dtype = compute_dtype(op, result_type_ts(t->dtype, scat));
+    int dtype = compute_dtype(op, pygpu_result_type_ts(t->dtype, scat));
     if (out != NULL) {
         if (pygpu_check_same_device(t, out) < 0 ||
             check_out_shape(out, t->ndim, t->shape) < 0 ||
@@ -294,7 +311,7 @@ binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
         0) {
         return NULL;
     }
-    int dtype = compute_dtype(op, result_type_tt(a, b));
+    int dtype = compute_dtype(op, pygpu_result_type_tt(a, b));
     if (out != NULL) {
         if (check_out_shape(out, ndim, shape) < 0 ||
             check_out_cast(dtype, out) < 0) {
@@ -319,8 +336,8 @@ binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
 }
 
 /* A 0-d CPU tensor next to a CUDA tensor acts as a scalar, as in torch. */
-static int
-is_cpu_scalar_tensor(PyObject *x, PyObject *other)
+int
+pygpu_is_cpu_scalar_tensor(PyObject *x, PyObject *other)
 {
     return Tensor_Check(x) && Tensor_Check(other) &&
            ((TensorObject *)x)->ndim == 0 &&
@@ -341,10 +358,10 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
                           Tensor_Check(b) ? (TensorObject *)b : NULL) < 0) {
         return NULL;
     }
-    if (is_cpu_scalar_tensor(b, a) || is_cpu_scalar_tensor(a, b)) {
+    if (pygpu_is_cpu_scalar_tensor(b, a) || pygpu_is_cpu_scalar_tensor(a, b)) {
         /* Moved next to the other operand (one element), it keeps its
          * standing as a 0-d tensor in type promotion, as in torch. */
-        PyObject **which = is_cpu_scalar_tensor(b, a) ? &b : &a;
+        PyObject **which = pygpu_is_cpu_scalar_tensor(b, a) ? &b : &a;
         TensorObject *other = (TensorObject *)(which == &b ? a : b);
         item = *which == (PyObject *)out
                    ? Py_NewRef(*which) /* written to: the device check */
@@ -359,11 +376,11 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
     if (Tensor_Check(a) && Tensor_Check(b)) {
         res = binary_tensors(op, (TensorObject *)a, (TensorObject *)b, out);
     }
-    else if (Tensor_Check(a) && (r = scalar_operand(b, &s, &cat)) != 0) {
+    else if (Tensor_Check(a) && (r = pygpu_scalar_operand(b, &s, &cat)) != 0) {
         res = r < 0 ? NULL
                     : binary_scalar(op, (TensorObject *)a, s, cat, 0, out);
     }
-    else if (Tensor_Check(b) && (r = scalar_operand(a, &s, &cat)) != 0) {
+    else if (Tensor_Check(b) && (r = pygpu_scalar_operand(a, &s, &cat)) != 0) {
         res = r < 0 ? NULL
                     : binary_scalar(op, (TensorObject *)b, s, cat, 1, out);
     }

@@ -1,6 +1,7 @@
 /* tensor_methods.c - the Tensor's method table, and the small methods
  * that are neither conversions, views nor ops (attributes: tensor_attrs.c). */
 #include "ops/ops.h"
+#include "ops/compare_methods.h"
 #include "ops/op_list.h"
 
 /* Defined in tensor_convert.c, tensor_views.c and the ops files. */
@@ -446,5 +447,6 @@ PyMethodDef pygpu_tensor_methods[] = {
     {"max", FASTKW(pygpu_t_max),
      "max($self, /, dim=None, keepdim=False)\n--\n\n"
      "The maximum of all elements; over dim, a (values, indices) pair."},
+    PYGPU_COMPARE_METHODS
     {NULL},
 };
