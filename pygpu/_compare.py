@@ -17,7 +17,7 @@ def _check_tensors(fname, input, other):
 
 def _all(mask):
     """Whether every element of a bool tensor is true (True when empty)."""
-    return mask.numel() == 0 or not (mask == False).max().item()  # noqa: E712
+    return mask.all().item()
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -37,13 +37,13 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     close = input == other
     if input.dtype.is_floating_point:
         if equal_nan:
-            close = close + isnan(input) * isnan(other)  # or, and of bools
+            close = close | (isnan(input) & isnan(other))
         diff = abs(input - other)
         within = diff <= atol + rtol * abs(other)
-        close = close + isfinite(diff) * within
+        close = close | (isfinite(diff) & within)
     elif rtol != 0 or atol != 0:
         diff = abs(input.double() - other.double())
-        close = close + (diff <= atol + rtol * abs(other.double()))
+        close = close | (diff <= atol + rtol * abs(other.double()))
     return close
 
 

@@ -27,6 +27,8 @@ enum pygpu_kind {
     PYGPU_K_COMPARE,       /* out (bool) = in[0] op in[1] over g, in the
                               row's dtype, the inputs converted from their
                               in_dtypes */
+    PYGPU_K_MASKED_COPY,   /* out = in[0] (bool) ? in[1] : out over g, in[1]
+                              converted from in_dtypes[1] */
     /* Kinds past here take tensors and raise themselves (0 or -1). */
     PYGPU_K_MATMUL,        /* t[0] = t[1] @ t[2]; t[3], t[4]: them as
                               batches of matrices over mm.bshape */
@@ -99,6 +101,7 @@ typedef struct pygpu_backend {
         [PYGPU_K_REDUCE] = PYGPU_WIDE_DTYPES(reduce),                        \
         [PYGPU_K_RANDOM] = PYGPU_FLOAT_DTYPES(random_numbers),               \
         [PYGPU_K_COMPARE] = PYGPU_ALL_DTYPES(compare),                       \
+        [PYGPU_K_MASKED_COPY] = PYGPU_ALL_DTYPES(masked_copy),               \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
     }

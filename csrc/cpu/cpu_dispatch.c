@@ -53,6 +53,14 @@ compare(pygpu_kargs *k)
 }
 
 static int
+masked_copy(pygpu_kargs *k)
+{
+    pygpu_cpu_masked_copy(k->dtype, k->out, k->in[0], k->in_dtypes[1],
+                          k->in[1], k->g);
+    return 0;
+}
+
+static int
 copy(pygpu_kargs *k)
 {
     pygpu_cpu_copy(k->dtype, k->out, k->in_dtypes[0], k->in[0], k->g);

@@ -213,6 +213,16 @@ void pygpu_cpu_for_each_row(const pygpu_geom *g, int nops,
 
 PYGPU_BINARY_OPS(BINARY_ROW)
 
+/* The bitwise ops: the integer dtypes and bool only. */
+#define BITWISE_ROW(OP, name)                                                \
+    BINARY_LOOPS(name##_i64, int64_t, int64_t, AS_IS, AS_IS, pygpu_##name##_i) \
+    BINARY_LOOPS(name##_b8, uint8_t, int64_t, LD_b8, ST_BOOL,                \
+                 pygpu_##name##_i)                                           \
+    BINARY_LOOPS(name##_u8, uint8_t, int64_t, LD_u8, ST_U8, pygpu_##name##_i) \
+    BINARY_LOOPS(name##_i32, int32_t, int64_t, LD_i32, pygpu_i64_to_i32,     \
+                 pygpu_##name##_i)
+PYGPU_BITWISE_OPS(BITWISE_ROW)
+
 /* Loops indexed [op][dtype]. */
 #define BY_DTYPE(PREFIX)                                                     \
     {[PYGPU_FLOAT32] = PREFIX##f32, [PYGPU_FLOAT16] = PREFIX##f16,           \
@@ -220,9 +230,15 @@ PYGPU_BINARY_OPS(BINARY_ROW)
      [PYGPU_BOOL] = PREFIX##b8, [PYGPU_UINT8] = PREFIX##u8,                  \
      [PYGPU_INT32] = PREFIX##i32, [PYGPU_BFLOAT16] = PREFIX##bf16}
 
+#define BY_INT_DTYPE(PREFIX)                                                 \
+    {[PYGPU_INT64] = PREFIX##i64, [PYGPU_BOOL] = PREFIX##b8,                 \
+     [PYGPU_UINT8] = PREFIX##u8, [PYGPU_INT32] = PREFIX##i32}
+
 #define BINARY_ENTRY(OP, name) [PYGPU_##OP] = BY_DTYPE(name##_),
+#define BITWISE_ENTRY(OP, name) [PYGPU_##OP] = BY_INT_DTYPE(name##_),
+/* NULL where there is no loop (the bitwise ops of floating dtypes). */
 static const inner_loop binary_loops[PYGPU_NBINOPS][PYGPU_NDTYPES] = {
-    PYGPU_BINARY_OPS(BINARY_ENTRY)
+    PYGPU_BINARY_OPS(BINARY_ENTRY) PYGPU_BITWISE_OPS(BITWISE_ENTRY)
 };
 
 #define BY_DTYPE_SIDE(name, SIDE)                                            \
@@ -232,19 +248,28 @@ static const inner_loop binary_loops[PYGPU_NBINOPS][PYGPU_NDTYPES] = {
      [PYGPU_INT32] = name##_i32_##SIDE,                                      \
      [PYGPU_BFLOAT16] = name##_bf16_##SIDE},
 
+#define BY_INT_DTYPE_SIDE(name, SIDE)                                        \
+    {[PYGPU_INT64] = name##_i64_##SIDE, [PYGPU_BOOL] = name##_b8_##SIDE,     \
+     [PYGPU_UINT8] = name##_u8_##SIDE, [PYGPU_INT32] = name##_i32_##SIDE},
+
 #define SCALAR_ENTRY_RHS(OP, name) [PYGPU_##OP] = BY_DTYPE_SIDE(name, rhs)
 #define SCALAR_ENTRY_LHS(OP, name) [PYGPU_##OP] = BY_DTYPE_SIDE(name, lhs)
+#define BITWISE_ENTRY_RHS(OP, name) [PYGPU_##OP] = BY_INT_DTYPE_SIDE(name, rhs)
+#define BITWISE_ENTRY_LHS(OP, name) [PYGPU_##OP] = BY_INT_DTYPE_SIDE(name, lhs)
 
 /* Indexed [scalar_first][op][dtype]. */
 static const inner_loop scalar_loops[2][PYGPU_NBINOPS][PYGPU_NDTYPES] = {
-    {PYGPU_BINARY_OPS(SCALAR_ENTRY_RHS)},
-    {PYGPU_BINARY_OPS(SCALAR_ENTRY_LHS)},
+    {PYGPU_BINARY_OPS(SCALAR_ENTRY_RHS) PYGPU_BITWISE_OPS(BITWISE_ENTRY_RHS)},
+    {PYGPU_BINARY_OPS(SCALAR_ENTRY_LHS) PYGPU_BITWISE_OPS(BITWISE_ENTRY_LHS)},
 };
 
 void pygpu_cpu_binary(int op, int dtype, void *out, const void *a,
                       const void *b, const pygpu_geom *g)
 {
     if (op < 0 || op >= PYGPU_NBINOPS || !valid_dtype(dtype)) {
+        return;
+    }
+    if (binary_loops[op][dtype] == NULL) {
         return;
     }
     char *base[3] = {(char *)out, (char *)a, (char *)b};
@@ -282,6 +307,9 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
                              const pygpu_geom *g)
 {
     if (op < 0 || op >= PYGPU_NBINOPS || !valid_dtype(dtype)) {
+        return;
+    }
+    if (scalar_loops[scalar_first != 0][op][dtype] == NULL) {
         return;
     }
     pygpu_cpu_scalar sv = pygpu_cpu_scalar_in(dtype, s);

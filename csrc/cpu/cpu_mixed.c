@@ -75,6 +75,9 @@ void pygpu_cpu_binary_mixed(int op, int dtype, void *out, int a_dtype,
     }
     mixed_ctx m = {dtype, dtype, {a_dtype, b_dtype},
                    pygpu_cpu_binary_loop(op, dtype), NULL};
+    if (m.op == NULL) {
+        return; /* a bitwise op of a floating dtype: refused before */
+    }
     char *base[3] = {(char *)out, (char *)a, (char *)b};
     size_t esize[3] = {pygpu_cpu_dtype_size[dtype],
                        pygpu_cpu_dtype_size[a_dtype],
@@ -93,6 +96,9 @@ void pygpu_cpu_binary_scalar_mixed(int op, int dtype, void *out,
     pygpu_cpu_scalar sv = pygpu_cpu_scalar_in(dtype, s);
     mixed_ctx m = {dtype, dtype, {a_dtype, dtype},
                    pygpu_cpu_scalar_loop(scalar_first, op, dtype), &sv};
+    if (m.op == NULL) {
+        return;
+    }
     char *base[3] = {(char *)out, (char *)a, NULL};
     size_t esize[3] = {pygpu_cpu_dtype_size[dtype],
                        pygpu_cpu_dtype_size[a_dtype], 0};

@@ -245,6 +245,23 @@ PYGPU_UNARY_OPS(PYGPU_CUDA_UNARY_RULE)
     };
 PYGPU_BINARY_OPS(PYGPU_CUDA_BINARY_RULE)
 
+#define PYGPU_CUDA_BITWISE_RULE(OP, name)                                    \
+    template <> struct binary_rule<PYGPU_##OP> {                            \
+        static __device__ __forceinline__ int64_t apply(int64_t x,           \
+                                                        int64_t y)           \
+        {                                                                    \
+            return pygpu_##name##_i(x, y);                                   \
+        }                                                                    \
+    };
+PYGPU_BITWISE_OPS(PYGPU_CUDA_BITWISE_RULE)
+
+/* Whether binary op OP has a kernel for storage type T: the bitwise ops
+ * for the integer types and bool only. */
+template <int OP, typename T> constexpr bool binary_op_defined()
+{
+    return OP < PYGPU_NBINOPS_ARITH || std::is_same<acc_t<T>, int64_t>::value;
+}
+
 /* relu in its compute type A, from the rule. */
 template <typename A> __device__ __forceinline__ A relu(A x)
 {

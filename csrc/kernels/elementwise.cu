@@ -178,9 +178,13 @@ extern "C" cudaError_t pygpu_cuda_binary_mixed(int op, int dtype, void *out,
     return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
         return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
-            BinaryMixedFn<T, decltype(code)::value> f{(T *)out, a, b, a_dtype,
-                                                      b_dtype};
-            return launch_elementwise<3>(f, g, stream);
+            constexpr int OP = decltype(code)::value;
+            if constexpr (!binary_op_defined<OP, T>()) {
+                return cudaErrorInvalidValue;
+            } else {
+                BinaryMixedFn<T, OP> f{(T *)out, a, b, a_dtype, b_dtype};
+                return launch_elementwise<3>(f, g, stream);
+            }
         });
     });
 }
@@ -196,9 +200,14 @@ extern "C" cudaError_t pygpu_cuda_binary_scalar_mixed(
     return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
         return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
-            ScalarMixedFn<T, decltype(code)::value> f{
-                (T *)out, a, a_dtype, scalar_as<acc_t<T>>(s), scalar_first};
-            return launch_elementwise<2>(f, g, stream);
+            constexpr int OP = decltype(code)::value;
+            if constexpr (!binary_op_defined<OP, T>()) {
+                return cudaErrorInvalidValue;
+            } else {
+                ScalarMixedFn<T, OP> f{(T *)out, a, a_dtype,
+                                       scalar_as<acc_t<T>>(s), scalar_first};
+                return launch_elementwise<2>(f, g, stream);
+            }
         });
     });
 }
@@ -215,9 +224,13 @@ extern "C" cudaError_t pygpu_cuda_binary(int op, int dtype, void *out,
                                            g, stream);
         } else {
             return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
-                BinaryFn<T, decltype(code)::value> f{(T *)out, (const T *)a,
-                                                     (const T *)b};
-                return launch_elementwise<3>(f, g, stream);
+                constexpr int OP = decltype(code)::value;
+                if constexpr (!binary_op_defined<OP, T>()) {
+                    return cudaErrorInvalidValue;
+                } else {
+                    BinaryFn<T, OP> f{(T *)out, (const T *)a, (const T *)b};
+                    return launch_elementwise<3>(f, g, stream);
+                }
             });
         }
     });
@@ -237,10 +250,14 @@ extern "C" cudaError_t pygpu_cuda_binary_scalar(int op, int dtype, void *out,
                                                   scalar_first, g, stream);
         } else {
             return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
-                ScalarFn<T, decltype(code)::value> f{
-                    (T *)out, (const T *)a, scalar_as<acc_t<T>>(s),
-                    scalar_first};
-                return launch_elementwise<2>(f, g, stream);
+                constexpr int OP = decltype(code)::value;
+                if constexpr (!binary_op_defined<OP, T>()) {
+                    return cudaErrorInvalidValue;
+                } else {
+                    ScalarFn<T, OP> f{(T *)out, (const T *)a,
+                                      scalar_as<acc_t<T>>(s), scalar_first};
+                    return launch_elementwise<2>(f, g, stream);
+                }
             });
         }
     });

@@ -43,6 +43,11 @@ enum pygpu_scalar {
  * CPU loops, the CUDA functors and the names in messages are generated
  * from these rows (see "Adding an op" in docs/architecture.md). */
 #define PYGPU_BINARY_OPS(X) X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div)
+/* The bitwise ops follow them in enum pygpu_binop: bool and integer
+ * dtypes only (rules pygpu_<name>_i alone; the front end refuses floats,
+ * and no loop or kernel exists for them). */
+#define PYGPU_BITWISE_OPS(X)                                                 \
+    X(AND, bitwise_and) X(OR, bitwise_or) X(XOR, bitwise_xor)
 /* Unary ops come in two lists.  Those of PYGPU_UNARY_INT_OPS keep the
  * input's dtype (int64 stays int64).  Those of PYGPU_UNARY_FLOAT_OPS are
  * floating functions: an int64 input promotes to float32 (torch's default
@@ -62,7 +67,11 @@ enum pygpu_scalar {
 #define PYGPU_OP_ENUM_ROW(OP, name) PYGPU_##OP,
 
 /* Binary elementwise operators. */
-enum pygpu_binop { PYGPU_BINARY_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NBINOPS };
+enum pygpu_binop {
+    PYGPU_BINARY_OPS(PYGPU_OP_ENUM_ROW)
+    PYGPU_BITWISE_OPS(PYGPU_OP_ENUM_ROW)
+    PYGPU_NBINOPS
+};
 
 /* Unary elementwise operators. */
 enum pygpu_unop { PYGPU_UNARY_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NUNOPS };
@@ -70,6 +79,14 @@ enum pygpu_unop { PYGPU_UNARY_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NUNOPS };
 /* Rows counted: the float ops follow the int ops in the enum. */
 #define PYGPU_OP_COUNT_ROW(OP, name) +1
 enum { PYGPU_NUNOPS_INT = 0 PYGPU_UNARY_INT_OPS(PYGPU_OP_COUNT_ROW) };
+/* The arithmetic binary ops, before the bitwise ones. */
+enum { PYGPU_NBINOPS_ARITH = 0 PYGPU_BINARY_OPS(PYGPU_OP_COUNT_ROW) };
+
+/* Nonzero for the bitwise ops (integers and bool only). */
+static inline int pygpu_binop_is_bitwise(int op)
+{
+    return op >= PYGPU_NBINOPS_ARITH && op < PYGPU_NBINOPS;
+}
 
 /* Nonzero when an int64 input of unary op `op` promotes to float32. */
 static inline int pygpu_unop_promotes_int(int op)
@@ -144,6 +161,11 @@ void pygpu_cpu_binary_scalar_mixed(int op, int dtype, void *out,
 void pygpu_cpu_compare(int op, int dtype, void *out, int a_dtype,
                        const void *a, int b_dtype, const void *b,
                        const pygpu_geom *g);
+/* out[i] = cond[i] ? a[i] : out[i] over g (operands 0 out, 1 cond (bool),
+ * 2 a), a (a_dtype) converted to dtype as pygpu_cpu_copy does: where,
+ * masked_fill and mask assignment. */
+void pygpu_cpu_masked_copy(int dtype, void *out, const void *cond,
+                           int a_dtype, const void *a, const pygpu_geom *g);
 /* out = op(a); geom uses operands 0 and 1.  RELU keeps NaN. */
 void pygpu_cpu_unary(int op, int dtype, void *out, const void *a,
                      const pygpu_geom *g);
@@ -205,6 +227,10 @@ cudaError_t pygpu_cuda_binary_scalar_mixed(int op, int dtype, void *out,
                                            cudaStream_t stream);
 cudaError_t pygpu_cuda_unary(int op, int dtype, void *out, const void *a,
                              const pygpu_geom *g, cudaStream_t stream);
+/* See pygpu_cpu_masked_copy (kernels/mask.cu). */
+cudaError_t pygpu_cuda_masked_copy(int dtype, void *out, const void *cond,
+                                   int a_dtype, const void *a,
+                                   const pygpu_geom *g, cudaStream_t stream);
 /* See pygpu_cpu_compare (kernels/compare.cu). */
 cudaError_t pygpu_cuda_compare(int op, int dtype, void *out, int a_dtype,
                                const void *a, int b_dtype, const void *b,

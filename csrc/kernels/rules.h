@@ -71,6 +71,12 @@ PYGPU_RULE int64_t pygpu_div_i(int64_t x, int64_t y)
     return x / y;
 }
 
+/* The bitwise ops, on int64 (bool, uint8 and int32 are computed in int64
+ * and stored back, which gives their own bitwise results). */
+PYGPU_RULE int64_t pygpu_bitwise_and_i(int64_t x, int64_t y) { return x & y; }
+PYGPU_RULE int64_t pygpu_bitwise_or_i(int64_t x, int64_t y) { return x | y; }
+PYGPU_RULE int64_t pygpu_bitwise_xor_i(int64_t x, int64_t y) { return x ^ y; }
+
 /* ------------------------------------------------------- comparisons */
 
 /* 1 or 0; NaN is unequal to everything (ne is 1, the others 0). */

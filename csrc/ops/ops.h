@@ -20,6 +20,8 @@ extern PyMethodDef pygpu_matmul_functions[];  /* ops_matmul.c */
 extern PyMethodDef pygpu_linear_functions[];  /* ops_linear.c */
 extern PyMethodDef pygpu_random_functions[];  /* ops_random.c */
 extern PyMethodDef pygpu_compare_functions[]; /* ops_compare.c */
+extern PyMethodDef pygpu_logical_functions[]; /* ops_logical.c */
+extern PyMethodDef pygpu_where_functions[];   /* ops_where.c */
 /* Tensor methods, getset and number slots (tensor_methods.c). */
 extern PyMethodDef pygpu_tensor_methods[];
 extern PyGetSetDef pygpu_tensor_getset[];
@@ -36,6 +38,14 @@ PyObject *pygpu_t_imul(PyObject *a, PyObject *b);
 PyObject *pygpu_t_idiv(PyObject *a, PyObject *b);
 PyObject *pygpu_t_matmul(PyObject *a, PyObject *b);
 PyObject *pygpu_t_neg(PyObject *a);
+/* & | ^ ~ and their in-place forms (ops_logical.c). */
+PyObject *pygpu_t_and(PyObject *a, PyObject *b);
+PyObject *pygpu_t_or(PyObject *a, PyObject *b);
+PyObject *pygpu_t_xor(PyObject *a, PyObject *b);
+PyObject *pygpu_t_iand(PyObject *a, PyObject *b);
+PyObject *pygpu_t_ior(PyObject *a, PyObject *b);
+PyObject *pygpu_t_ixor(PyObject *a, PyObject *b);
+PyObject *pygpu_t_invert(PyObject *a);
 PyObject *pygpu_t_pos(PyObject *a);
 int pygpu_t_bool(PyObject *a);
 PyObject *pygpu_t_nb_float(PyObject *a);
@@ -123,6 +133,11 @@ int pygpu_is_cpu_scalar_tensor(PyObject *x, PyObject *other);
  * (ops_compare.c). */
 PyObject *pygpu_op_compare(int op, PyObject *a, PyObject *b,
                            TensorObject *out);
+/* out[i] = cond[i] ? a[i] : out[i], cond (bool) and a (any dtype,
+ * converted) broadcast to out's shape (ops_where.c); `what` names the op
+ * in errors. */
+int pygpu_op_masked_copy(TensorObject *out, TensorObject *cond,
+                         TensorObject *a, const char *what);
 /* Fill a contiguous float tensor with random numbers from the device's
  * generator (normal != 0: standard normal). */
 int pygpu_op_random(TensorObject *t, int normal);

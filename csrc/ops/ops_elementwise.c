@@ -175,6 +175,18 @@ compute_dtype(int op, int dtype)
                                                            : dtype;
 }
 
+/* The bitwise ops take bool and integer dtypes only, in torch's words. */
+static int
+check_bitwise(int op, int dtype)
+{
+    if (!pygpu_binop_is_bitwise(op) || category(dtype) != CAT_FLOAT) {
+        return 0;
+    }
+    PyErr_Format(PyExc_RuntimeError, "\"%s_cpu\" not implemented for '%s'",
+                 pygpu_binop_names[op], pygpu_dtype_table[dtype].scalar_name);
+    return -1;
+}
+
 /* torch refuses - on bool operands (a Python bool counts as one). */
 static int
 check_bool_sub(int op, int a_bool, int b_bool)
@@ -270,6 +282,9 @@ binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
         return NULL;
     }
     int dtype = compute_dtype(op, pygpu_result_type_ts(t->dtype, scat));
+    if (check_bitwise(op, dtype) < 0) {
+        return NULL;
+    }
     if (out != NULL) {
         if (pygpu_check_same_device(t, out) < 0 ||
             check_out_shape(out, t->ndim, t->shape) < 0 ||
@@ -312,6 +327,9 @@ binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
         return NULL;
     }
     int dtype = compute_dtype(op, pygpu_result_type_tt(a, b));
+    if (check_bitwise(op, dtype) < 0) {
+        return NULL;
+    }
     if (out != NULL) {
         if (check_out_shape(out, ndim, shape) < 0 ||
             check_out_cast(dtype, out) < 0) {

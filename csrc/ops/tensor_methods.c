@@ -2,6 +2,7 @@
  * that are neither conversions, views nor ops (attributes: tensor_attrs.c). */
 #include "ops/ops.h"
 #include "ops/compare_methods.h"
+#include "ops/logical_methods.h"
 #include "ops/op_list.h"
 
 /* Defined in tensor_convert.c, tensor_views.c and the ops files. */
@@ -448,5 +449,6 @@ PyMethodDef pygpu_tensor_methods[] = {
      "max($self, /, dim=None, keepdim=False)\n--\n\n"
      "The maximum of all elements; over dim, a (values, indices) pair."},
     PYGPU_COMPARE_METHODS
+    PYGPU_LOGICAL_METHODS
     {NULL},
 };

@@ -79,7 +79,7 @@ static double scalar_compute_value(int dt, pygpu_scalar_value s)
 void test_binary(void)
 {
     for (int dt = 0; dt < SELFTEST_NDTYPES; dt++) {
-        for (int op = 0; op < PYGPU_NBINOPS; op++) {
+        for (int op = 0; op < PYGPU_NBINOPS_ARITH; op++) {
             const std::vector<GeomCase> geoms =
                 geom_cases(op == PYGPU_ADD || op == PYGPU_DIV);
             Case c("binary %s %s", DTYPE_NAME[dt], BINOP_NAME[op]);
@@ -104,7 +104,7 @@ void test_binary_scalar(void)
      * signs of float zeros. */
     const pygpu_scalar_value scalars[] = {{1.5, 7}, {-0.1, -3}, {0.0, 0}};
     for (int dt = 0; dt < SELFTEST_NDTYPES; dt++) {
-        for (int op = 0; op < PYGPU_NBINOPS; op++) {
+        for (int op = 0; op < PYGPU_NBINOPS_ARITH; op++) {
             for (int first = 0; first < 2; first++) {
                 /* The big shapes once per dtype, each with another op. */
                 const std::vector<GeomCase> geoms =
