@@ -29,6 +29,9 @@ enum pygpu_kind {
                               in_dtypes */
     PYGPU_K_MASKED_COPY,   /* out = in[0] (bool) ? in[1] : out over g, in[1]
                               converted from in_dtypes[1] */
+    PYGPU_K_INDEX_ROWS,    /* rows of `inner` elements: out row j = in[0]
+                              row indices[j] for j < n (flag: scatter, the
+                              other way round); indices on the device */
     /* Kinds past here take tensors and raise themselves (0 or -1). */
     PYGPU_K_MATMUL,        /* t[0] = t[1] @ t[2]; t[3], t[4]: them as
                               batches of matrices over mm.bshape */
@@ -102,6 +105,7 @@ typedef struct pygpu_backend {
         [PYGPU_K_RANDOM] = PYGPU_FLOAT_DTYPES(random_numbers),               \
         [PYGPU_K_COMPARE] = PYGPU_ALL_DTYPES(compare),                       \
         [PYGPU_K_MASKED_COPY] = PYGPU_ALL_DTYPES(masked_copy),               \
+        [PYGPU_K_INDEX_ROWS] = PYGPU_ALL_DTYPES(index_rows),                 \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
     }

@@ -61,6 +61,14 @@ masked_copy(pygpu_kargs *k)
 }
 
 static int
+index_rows(pygpu_kargs *k)
+{
+    pygpu_cpu_index_rows(k->dtype, k->out, k->in[0], k->indices, k->n,
+                         k->inner, k->flag);
+    return 0;
+}
+
+static int
 copy(pygpu_kargs *k)
 {
     pygpu_cpu_copy(k->dtype, k->out, k->in_dtypes[0], k->in[0], k->g);

@@ -1,10 +1,12 @@
-/* cpu_mask.c - the CPU loop of the masked copy (where, masked_fill, mask
- * assignment): out[i] = cond[i] ? a[i] : out[i].  a is converted to out's
- * dtype a chunk at a time by the conversion loops (as cpu_mixed.c does);
- * the selection itself only moves elements, by size.
+/* cpu_mask.c - the CPU loops of the masked copy (where, masked_fill, mask
+ * assignment): out[i] = cond[i] ? a[i] : out[i], and of the row gather and
+ * scatter of boolean-mask indexing.  For the masked copy, a is converted
+ * to out's dtype a chunk at a time by the conversion loops (as cpu_mixed.c
+ * does); the selection itself only moves elements, by size.
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cpu/cpu_loops.h"
 #include "kernels/kernels.h"
@@ -81,4 +83,19 @@ void pygpu_cpu_masked_copy(int dtype, void *out, const void *cond,
     size_t esize[3] = {pygpu_cpu_dtype_size[dtype], 1,
                        pygpu_cpu_dtype_size[a_dtype]};
     pygpu_cpu_for_each_row(g, 3, base, esize, masked_row, &m);
+}
+
+void pygpu_cpu_index_rows(int dtype, void *out, const void *in,
+                          const int64_t *idx, int64_t n, int64_t row,
+                          int scatter)
+{
+    if (dtype < 0 || dtype >= PYGPU_NDTYPES || n <= 0 || row <= 0) {
+        return;
+    }
+    size_t bytes = (size_t)row * pygpu_cpu_dtype_size[dtype];
+    for (int64_t j = 0; j < n; j++) {
+        size_t from = (size_t)(scatter ? j : idx[j]) * bytes;
+        size_t to = (size_t)(scatter ? idx[j] : j) * bytes;
+        memcpy((char *)out + to, (const char *)in + from, bytes);
+    }
 }

@@ -63,6 +63,13 @@ masked_copy(pygpu_kargs *k)
 }
 
 static int
+index_rows(pygpu_kargs *k)
+{
+    return pygpu_cuda_index_rows(k->dtype, k->out, k->in[0], k->indices, k->n,
+                                 k->inner, k->flag, k->stream);
+}
+
+static int
 copy(pygpu_kargs *k)
 {
     return pygpu_cuda_copy(k->dtype, k->out, k->in_dtypes[0], k->in[0], k->g,

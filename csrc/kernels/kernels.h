@@ -166,6 +166,12 @@ void pygpu_cpu_compare(int op, int dtype, void *out, int a_dtype,
  * masked_fill and mask assignment. */
 void pygpu_cpu_masked_copy(int dtype, void *out, const void *cond,
                            int a_dtype, const void *a, const pygpu_geom *g);
+/* Whole rows of `row` contiguous elements of dtype: gather (scatter == 0)
+ * out row j = in row idx[j], or scatter: out row idx[j] = in row j, for
+ * j < n (boolean-mask indexing; idx holds distinct rows). */
+void pygpu_cpu_index_rows(int dtype, void *out, const void *in,
+                          const int64_t *idx, int64_t n, int64_t row,
+                          int scatter);
 /* out = op(a); geom uses operands 0 and 1.  RELU keeps NaN. */
 void pygpu_cpu_unary(int op, int dtype, void *out, const void *a,
                      const pygpu_geom *g);
@@ -231,6 +237,10 @@ cudaError_t pygpu_cuda_unary(int op, int dtype, void *out, const void *a,
 cudaError_t pygpu_cuda_masked_copy(int dtype, void *out, const void *cond,
                                    int a_dtype, const void *a,
                                    const pygpu_geom *g, cudaStream_t stream);
+/* See pygpu_cpu_index_rows (kernels/mask.cu); idx is device memory. */
+cudaError_t pygpu_cuda_index_rows(int dtype, void *out, const void *in,
+                                  const int64_t *idx, int64_t n, int64_t row,
+                                  int scatter, cudaStream_t stream);
 /* See pygpu_cpu_compare (kernels/compare.cu). */
 cudaError_t pygpu_cuda_compare(int op, int dtype, void *out, int a_dtype,
                                const void *a, int b_dtype, const void *b,

@@ -1,6 +1,7 @@
 /* tensor_index.c - t[key] and t[key] = value for ints, slices (positive
  * steps), None, Ellipsis and bools: views of the same memory, and a
- * broadcast copy into such a view. */
+ * broadcast copy into such a view.  A bool tensor key goes to
+ * boolean-mask indexing (ops_mask.c). */
 #include "ops/ops.h"
 
 #include <string.h>
@@ -57,6 +58,9 @@ pygpu_t_getitem(PyObject *op, PyObject *key)
     PyObject *tuple = NULL, *r = NULL;
     int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS], offset = 0;
     int n = 0, src = 0, nidx = 0, nbool = 0, bool_pos[PYGPU_MAX_DIMS];
+    if (pygpu_is_mask_index(key)) {
+        return pygpu_mask_getitem(t, (TensorObject *)key);
+    }
     if (PyTuple_Check(key)) {
         tuple = Py_NewRef(key);
     }
@@ -181,6 +185,10 @@ pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value)
     if (value == NULL) {
         PyErr_SetString(PyExc_TypeError, "tensor items cannot be deleted");
         return -1;
+    }
+    if (pygpu_is_mask_index(key)) {
+        return pygpu_mask_setitem((TensorObject *)op, (TensorObject *)key,
+                                  value);
     }
     view = (TensorObject *)pygpu_t_getitem(op, key);
     if (view == NULL) {
