@@ -80,6 +80,9 @@ from ._C import (
 )
 from ._C import bool  # noqa: A004 - torch.bool shadows the builtin here too
 from ._C import OutOfMemoryError, CudaError
+# reductions, scans and softmax
+from ._C import (amax, amin, argmax, argmin, cumprod, cumsum, log_softmax,
+                 logsumexp, min, norm, prod, softmax, std, var)
 from . import _C
 from .version import __version__
 from . import backends, cuda, nn
@@ -107,15 +110,33 @@ __all__ = [
     "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "finfo", "iinfo", "promote_types",
     "result_type", "can_cast", "get_default_dtype", "is_floating_point",
+    "set_default_dtype",
     "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite",
     "isclose", "allclose", "logical_not", "logical_and", "logical_or",
     "logical_xor", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
     "where", "masked_fill", "any", "all",
 ]
 
+__all__ += ["amax", "amin", "argmax", "argmin", "cumprod", "cumsum",
+            "log_softmax", "logsumexp", "min", "norm", "prod", "softmax",
+            "std", "var"]
+# Binary math (csrc/ops/ops_binary_math.c, ops_clamp.c).
+from ._C import (clamp, clip, floor_divide, fmod, maximum, minimum,  # noqa: E402,E501
+                 pow, remainder)
+__all__ += ["pow", "maximum", "minimum", "clamp", "clip", "fmod",
+            "remainder", "floor_divide"]
+
 # The unary ops of csrc/ops/op_list.h, each pygpu.<name>.
 globals().update((name, getattr(_C, name)) for name in _C._unary_ops)
 __all__ += _C._unary_ops
+
+# creation, joining and splitting (tensor_range.c, ops_join.c, ops_split.c)
+from ._C import (arange, cat, chunk, concat, concatenate, eye,  # noqa: E402
+                 flip, gather, index_select, linspace, narrow, split, stack,
+                 unbind)
+__all__ += ["arange", "linspace", "eye", "cat", "concat", "concatenate",
+            "stack", "split", "chunk", "unbind", "narrow", "flip",
+            "index_select", "gather"]
 
 
 def is_tensor(obj: object) -> bool:
@@ -136,4 +157,5 @@ from . import autograd  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402,E501
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 from ._type_info import (can_cast, finfo, get_default_dtype, iinfo,  # noqa: E402,E501
-                         is_floating_point, promote_types, result_type)
+                         is_floating_point, promote_types, result_type,
+                         set_default_dtype)

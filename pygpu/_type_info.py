@@ -13,12 +13,13 @@ Python bool bool.
 import builtins
 import math
 
+from . import _C
 from ._C import (Tensor, bfloat16, dtype, float16, float32, float64, int32,
                  int64, uint8)
 from ._C import bool as _bool
 
 __all__ = ["finfo", "iinfo", "promote_types", "result_type", "can_cast",
-           "get_default_dtype", "is_floating_point"]
+           "get_default_dtype", "set_default_dtype", "is_floating_point"]
 
 # dtype -> (category, rank): the promotion table.  The larger pair wins;
 # equal pairs of different dtypes (float16, bfloat16) give float32.
@@ -43,8 +44,16 @@ _INT_FORMAT = {uint8: (8, False), int32: (32, True), int64: (64, True)}
 
 def get_default_dtype():
     """The dtype of floating-point tensors made without a dtype: float32
-    (fixed: there is no set_default_dtype)."""
-    return float32
+    unless set_default_dtype changed it."""
+    return _C.get_default_dtype()
+
+
+def set_default_dtype(d):
+    """Make d (a floating dtype) the default dtype, process-wide: of
+    factories given no dtype, Python floats in tensor() and promotion, true
+    division and the floating functions of integer tensors.  TypeError for
+    other dtypes, as torch."""
+    _C.set_default_dtype(d)
 
 
 def is_floating_point(input):

@@ -16,6 +16,7 @@ import gc
 import io
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -275,6 +276,39 @@ def _save_load():
     pygpu.load(buf)
 
 
+def _binary_math_out():
+    a = pygpu.ones(3, 4)
+    i = pygpu.tensor([[1, 2, 3, 4]])
+    a ** 2
+    2 ** i
+    a.pow_(1.5)
+    pygpu.maximum(a, i)
+    pygpu.clamp(i, 0.5, pygpu.ones(3, 1))
+    hi = pygpu.ones(3, 4)
+    pygpu.clamp(a, a, hi, out=hi)
+    i // 2
+    a % 0.75
+    pygpu.fmod(i, i)
+    pygpu.add(a, 1, out=pygpu.empty(0))
+    pygpu.add(a, i, out=pygpu.empty(3, 4, dtype=pygpu.float64))
+    pygpu.exp(i, out=pygpu.empty(0, dtype=pygpu.float64))
+    pygpu.sum(a, 1, out=pygpu.empty(0))
+    pygpu.matmul(a, a.T, out=pygpu.empty(3, 3).t())
+    pygpu.empty(2).resize_(3, 5).resize_(1)
+    pygpu.nn.functional.gelu(a, approximate="tanh")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pygpu.mul(a, 2, out=pygpu.empty(1))
+    raising(RuntimeError, pygpu.pow, i, -1)()
+    raising(RuntimeError, pygpu.clamp, a)()
+    raising(RuntimeError, pygpu.add, a, 1,
+            out=pygpu.empty(3, 4, dtype=pygpu.int64))()
+    raising(RuntimeError, pygpu.mm, a, a.T,
+            out=pygpu.empty(0, dtype=pygpu.int64))()
+    raising(TypeError, pygpu.sum, a, 1, out=1)()
+    raising(RuntimeError, i.__floordiv__, 0)()
+
+
 FAMILIES = {
     "factories": _factories, "views": _views, "indexing": _indexing,
     "elementwise": _elementwise, "in_place": _in_place,
@@ -282,9 +316,11 @@ FAMILIES = {
     "conversions": _conversions, "nn_forward": _nn_forward,
     "repr": _repr, "save_load": _save_load,
     "masks_and_dtypes": _masks_and_dtypes,
+    "binary_math_out": _binary_math_out,
 }
 # The slow ones (Python-level work per cycle) run fewer cycles.
-FEWER = {"repr": 5, "save_load": 10, "factories": 2, "products": 2}
+FEWER = {"repr": 5, "save_load": 10, "factories": 2, "products": 2,
+         "binary_math_out": 4}
 
 
 @pytest.mark.parametrize("family", FAMILIES)

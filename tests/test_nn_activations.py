@@ -34,10 +34,45 @@ def test_reprs():
     assert repr(nn.GELU()) == "GELU(approximate='none')"
 
 
-def test_gelu_tanh_form_is_refused():
-    with pytest.raises(ValueError, match="tanh"):
-        nn.GELU(approximate="tanh")
-    with pytest.raises(ValueError, match="tanh"):
-        F.gelu(pygpu.ones(2), approximate="tanh")
-    with pytest.raises(ValueError, match="either none or tanh"):
+def gelu_tanh_ref(x):
+    x = x.astype(np.float64)
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) *
+                                  (x + 0.044715 * x ** 3)))
+
+
+@pytest.mark.parametrize("dt", [pygpu.float32, pygpu.float16,
+                                pygpu.float64], ids=repr)
+def test_gelu_tanh(device, rng, dt):
+    a = (rng.standard_normal((5, 7)) * 3).astype(dt.numpy_dtype)
+    x = pygpu.tensor(a, device=device)
+    got = F.gelu(x, approximate="tanh")
+    assert got.dtype is dt
+    rtol = {pygpu.float32: 1e-5, pygpu.float16: 1e-2, pygpu.float64: 1e-12}
+    np.testing.assert_allclose(got.cpu().numpy().astype(np.float64),
+                               gelu_tanh_ref(a), rtol=rtol[dt] * 4,
+                               atol=rtol[dt])
+    m = nn.GELU(approximate="tanh")
+    assert repr(m) == "GELU(approximate='tanh')"
+    np.testing.assert_array_equal(m(x).cpu().numpy(), got.cpu().numpy())
+    # the two forms differ by up to ~1e-3
+    assert not np.array_equal(got.cpu().numpy(), F.gelu(x).cpu().numpy())
+    # strided input, int64 promotes to float32
+    np.testing.assert_allclose(F.gelu(x.T, approximate="tanh").cpu().numpy(),
+                               got.cpu().numpy().T)
+    i = pygpu.tensor([1, -2], device=device)
+    assert F.gelu(i, approximate="tanh").dtype is pygpu.float32
+
+
+def test_gelu_tanh_edges(device):
+    inf, nan = float("inf"), float("nan")
+    x = pygpu.tensor([-inf, inf, nan, -10.0, 10.0, 0.0], device=device)
+    r = F.gelu(x, approximate="tanh").tolist()
+    assert np.isnan(r[0]) and r[1] == inf and np.isnan(r[2])
+    assert r[3] == 0.0 and r[4] == 10.0 and r[5] == 0.0
+
+
+def test_gelu_bad_approximate():
+    with pytest.raises(RuntimeError, match="either none or tanh"):
         F.gelu(pygpu.ones(2), approximate="erf")
+    with pytest.raises(RuntimeError, match="either none or tanh"):
+        nn.GELU(approximate="erf")(pygpu.ones(2))

@@ -32,6 +32,20 @@ enum pygpu_kind {
     PYGPU_K_INDEX_ROWS,    /* rows of `inner` elements: out row j = in[0]
                               row indices[j] for j < n (flag: scatter, the
                               other way round); indices on the device */
+    PYGPU_K_SCAN,          /* out = inclusive scan (op) over [outer, n,
+                              inner] along n */
+    PYGPU_K_SOFTMAX,       /* out = softmax-family op over [outer, n,
+                              inner] along n */
+    PYGPU_K_GATHER,        /* over g, operand 0 the dense side, 1 the
+                              indexed side without its indexed dim, 2 the
+                              index (dtype in_dtypes[1]): i = the index,
+                              wrapped once if negative, checked against
+                              ix.size; flag, a pygpu_gather_mode: READ:
+                              out (dense) = in[0] (indexed) at
+                              +i * ix.stride; SCATTER: in[0] (dense) is
+                              written to out (indexed) there; OFFSETS:
+                              out (int64) = i * ix.stride.  Moves bytes:
+                              one row serves every dtype. */
     /* Kinds past here take tensors and raise themselves (0 or -1). */
     PYGPU_K_MATMUL,        /* t[0] = t[1] @ t[2]; t[3], t[4]: them as
                               batches of matrices over mm.bshape */
@@ -45,8 +59,10 @@ enum pygpu_kind {
  * (the hot elementwise paths set just those, uninitialised otherwise);
  * pygpu_dispatch sets the rest. */
 typedef struct pygpu_kargs {
-    int op;                    /* enum pygpu_binop / unop / redop / cmpop */
-    int in_dtypes[2];          /* BINARY*, COPY, COMPARE: dtypes of in[] */
+    int op;                    /* enum pygpu_binop / unop / redop /
+                                  cmpop / scanop / softop */
+    int in_dtypes[2];          /* BINARY*, COPY, COMPARE, MASKED_COPY,
+                                  GATHER: dtypes of in[] */
     void *out;
     const void *in[2];
     const pygpu_geom *g;       /* the elementwise kinds */
@@ -55,7 +71,7 @@ typedef struct pygpu_kargs {
     int allow_tf32;            /* MATMUL, LINEAR: float32 may use TF32 */
     int64_t numel;             /* elements touched: the CPU's threading */
     int64_t *indices;          /* REDUCE (max over a dim), or NULL */
-    int64_t outer, n, inner;   /* REDUCE */
+    int64_t outer, n, inner;   /* REDUCE, SCAN, SOFTMAX */
     pygpu_philox_state philox; /* RANDOM */
     TensorObject *t[5];        /* MATMUL, LINEAR */
     struct {
@@ -63,6 +79,13 @@ typedef struct pygpu_kargs {
         const int64_t *bshape; /* batch shape */
         int64_t batch;         /* batch items */
     } mm;
+    struct {
+        int64_t stride;        /* GATHER: the indexed dim's stride, */
+        int64_t size;          /* its size, */
+        int dim;               /* its number (for messages); */
+        int failed;            /* the CPU row sets these for the first */
+        int64_t bad;           /* index out of range (CUDA raises) */
+    } ix;
     /* Set by the backend for the row. */
     int dtype;
     int device;
@@ -86,11 +109,15 @@ typedef struct pygpu_backend {
 /* The rows of a backend that runs every dtype with one function per
  * kind, named after the kind as below (each backend file defines them). */
 #define PYGPU_ALL_DTYPES(fn) {fn, fn, fn, fn, fn, fn, fn, fn}
-/* Reductions run on the first four dtypes; the front end widens the
- * others (bool, uint8, int32 to int64, bfloat16 to float32) first. */
+/* Reductions and scans run on the first four dtypes; the front end
+ * widens the others (bool, uint8, int32 to int64, bfloat16 to float32)
+ * first.  The softmax family runs on the three IEEE floating dtypes
+ * (bfloat16 computes in float32). */
 #define PYGPU_WIDE_DTYPES(fn)                                                \
     {[PYGPU_FLOAT32] = fn, [PYGPU_FLOAT16] = fn, [PYGPU_FLOAT64] = fn,       \
      [PYGPU_INT64] = fn}
+#define PYGPU_SOFTMAX_DTYPES(fn)                                             \
+    {[PYGPU_FLOAT32] = fn, [PYGPU_FLOAT16] = fn, [PYGPU_FLOAT64] = fn}
 #define PYGPU_FLOAT_DTYPES(fn)                                               \
     {[PYGPU_FLOAT32] = fn, [PYGPU_FLOAT16] = fn, [PYGPU_FLOAT64] = fn,       \
      [PYGPU_BFLOAT16] = fn}
@@ -106,6 +133,9 @@ typedef struct pygpu_backend {
         [PYGPU_K_COMPARE] = PYGPU_ALL_DTYPES(compare),                       \
         [PYGPU_K_MASKED_COPY] = PYGPU_ALL_DTYPES(masked_copy),               \
         [PYGPU_K_INDEX_ROWS] = PYGPU_ALL_DTYPES(index_rows),                 \
+        [PYGPU_K_SCAN] = PYGPU_WIDE_DTYPES(scan),                            \
+        [PYGPU_K_SOFTMAX] = PYGPU_SOFTMAX_DTYPES(softmax),                   \
+        [PYGPU_K_GATHER] = PYGPU_ALL_DTYPES(gather),                         \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
     }

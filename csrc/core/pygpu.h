@@ -95,6 +95,7 @@ typedef struct pygpu_module_state {
     PyObject *OutOfMemoryError; /* RuntimeError subclass */
     PyObject *CudaError;        /* RuntimeError subclass */
     PyTypeObject *MaxResult_Type; /* (values, indices) struct sequence */
+    PyTypeObject *MinResult_Type; /* the same for min */
     PyObject *dtypes[PYGPU_NDTYPES];
     PyObject *cpu_device;       /* device('cpu') */
     PyObject *np_matmul;        /* numpy.matmul, the CPU matrix product */

@@ -160,8 +160,9 @@ pygpu_tensor_to_ndarray(TensorObject *t)
     if (arr == NULL) {
         return NULL;
     }
-    /* The array keeps the tensor (and so its memory) alive. */
-    if (PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef(t)) < 0) {
+    /* The array keeps the tensor's memory alive (its base, not the
+     * tensor: resize_ and the data setter may move the tensor). */
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef(t->base)) < 0) {
         Py_DECREF(arr);
         return NULL;
     }

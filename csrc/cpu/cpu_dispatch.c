@@ -1,6 +1,7 @@
 /* cpu_dispatch.c - the CPU rows of the dispatch table: each row hands the
  * prepared arguments to a CPU loop (cpu_elementwise.c, cpu_reduce.c,
- * cpu_random.c, cpu_linear.c) or, for products, to NumPy's matmul. */
+ * cpu_scan.c, cpu_softmax.c, cpu_random.c, cpu_linear.c) or, for
+ * products, to NumPy's matmul. */
 #include "memory/memory.h"
 #include "core/dispatch.h"
 
@@ -91,9 +92,40 @@ reduce(pygpu_kargs *k)
 }
 
 static int
+scan(pygpu_kargs *k)
+{
+    pygpu_cpu_scan(k->op, k->dtype, k->out, k->in[0], k->outer, k->n,
+                   k->inner);
+    return 0;
+}
+
+static int
+softmax(pygpu_kargs *k)
+{
+    pygpu_cpu_softmax(k->op, k->dtype, k->out, k->in[0], k->outer, k->n,
+                      k->inner);
+    return 0;
+}
+
+static int
 random_numbers(pygpu_kargs *k)
 {
     pygpu_cpu_random(k->dtype, k->out, k->numel, k->flag, k->philox);
+    return 0;
+}
+
+/* The loop stops at the first index out of range and leaves it in k->ix
+ * for the front end to raise (in torch's words, which differ by op). */
+static int
+gather(pygpu_kargs *k)
+{
+    int scatter = k->flag == PYGPU_GATHER_SCATTER;
+    void *dense = scatter ? (void *)k->in[0] : k->out;
+    void *indexed = scatter ? k->out : (void *)k->in[0];
+    k->ix.failed = pygpu_cpu_gather(
+        pygpu_dtype_table[k->dtype].itemsize, dense, indexed, k->in[1],
+        pygpu_dtype_table[k->in_dtypes[1]].itemsize, k->g, k->ix.stride,
+        k->ix.size, k->flag, &k->ix.bad);
     return 0;
 }
 

@@ -1,5 +1,5 @@
-/* cpu_reduce.c - CPU reductions (sum, mean, max) of a contiguous input seen
- * as [outer, n, inner], over the middle dim.
+/* cpu_reduce.c - CPU reductions (sum, mean, max, min; prod in cpu_prod.c)
+ * of a contiguous input seen as [outer, n, inner], over the middle dim.
  *
  * Two memory layouts, both read in address order:
  *  - inner == 1 (a full reduction, or over the last dim): each output is
@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "cpu/cpu_reduce.h"
 #include "cpu/half.h"
 #include "kernels/kernels.h"
 
@@ -259,12 +260,13 @@ static void reduce_sum_i64(int mean, int64_t *out, const int64_t *in,
     }
 }
 
-/* ---------------------------------------------------------------- max */
+/* ------------------------------------------------------------ max, min */
 
-/* Max with NaN propagation: the first maximum wins; the first NaN wins
- * over everything.  BIGGER(v, m) is "v replaces m": larger, or NaN while m
- * is not (so the first NaN stays).  It is written with | and & rather than
- * || and && so that it stays a branch-free select.
+/* Max (and min, with CMP = LT) with NaN propagation: the first maximum
+ * wins; the first NaN wins over everything.  BIGGER(v, m) is "v replaces
+ * m": larger (CMP), or NaN while m is not (so the first NaN stays).  It
+ * is written with | and & rather than || and && so that it stays a
+ * branch-free select.
  *
  * Contiguous runs (inner == 1) go in blocks of MAX_BLOCK elements: the
  * block's maximum comes from MAX_LANES independent lanes (vector selects),
@@ -275,12 +277,14 @@ static void reduce_sum_i64(int mean, int64_t *out, const int64_t *in,
  * the loop over the lanes stays a loop and is vectorized. */
 #define MAX_BLOCK 4096
 #define MAX_LANES 32
-#define BIGGER(v, m, ISNAN) (((v) > (m)) | (ISNAN(v) & !ISNAN(m)))
+#define GT(a, b) ((a) > (b))
+#define LT(a, b) ((a) < (b))
+#define BIGGER(v, m, ISNAN, CMP) (CMP(v, m) | (ISNAN(v) & !ISNAN(m)))
 /* The same for a value alone, where which NaN it is does not matter. */
-#define TAKES(v, m, ISNAN) (((v) > (m)) | ISNAN(v))
+#define TAKES(v, m, ISNAN, CMP) (CMP(v, m) | ISNAN(v))
 
-#define MAX_CONTIG(SFX, T, ACC, LD, ISNAN)                                   \
-    static ACC block_max_##SFX(const T *restrict x, int64_t m)               \
+#define MAX_CONTIG(SFX, T, ACC, LD, ISNAN, CMP)                              \
+    static ACC block_##SFX(const T *restrict x, int64_t m)                   \
     {                                                                        \
         ACC r = LD(x[0]);                                                    \
         int64_t i = 0;                                                       \
@@ -292,28 +296,28 @@ static void reduce_sum_i64(int mean, int64_t *out, const int64_t *in,
             for (i = MAX_LANES; i + MAX_LANES <= m; i += MAX_LANES) {        \
                 for (int k = 0; k < MAX_LANES; k++) {                        \
                     ACC v = LD(x[i + k]);                                    \
-                    lane[k] = TAKES(v, lane[k], ISNAN) ? v : lane[k];        \
+                    lane[k] = TAKES(v, lane[k], ISNAN, CMP) ? v : lane[k];   \
                 }                                                            \
             }                                                                \
             for (int k = 0; k < MAX_LANES; k++) {                            \
-                r = TAKES(lane[k], r, ISNAN) ? lane[k] : r;                  \
+                r = TAKES(lane[k], r, ISNAN, CMP) ? lane[k] : r;             \
             }                                                                \
         }                                                                    \
         for (; i < m; i++) {                                                 \
             ACC v = LD(x[i]);                                                \
-            r = TAKES(v, r, ISNAN) ? v : r;                                  \
+            r = TAKES(v, r, ISNAN, CMP) ? v : r;                             \
         }                                                                    \
         return r;                                                            \
     }                                                                        \
     /* The first index of the maximum of x[0 .. n), n >= 1. */               \
-    static int64_t max_contig_##SFX(const T *x, int64_t n)                   \
+    static int64_t first_##SFX(const T *x, int64_t n)                        \
     {                                                                        \
         ACC best = LD(x[0]);                                                 \
         int64_t at = 0;                                                      \
         for (int64_t b0 = 0; b0 < n && !ISNAN(best); b0 += MAX_BLOCK) {      \
             int64_t m = n - b0 < MAX_BLOCK ? n - b0 : MAX_BLOCK;             \
-            ACC bm = block_max_##SFX(x + b0, m);                             \
-            if (!BIGGER(bm, best, ISNAN)) {                                  \
+            ACC bm = block_##SFX(x + b0, m);                                 \
+            if (!BIGGER(bm, best, ISNAN, CMP)) {                             \
                 continue;                                                    \
             }                                                                \
             /* A NaN block max means the block holds a NaN; otherwise it     \
@@ -332,14 +336,14 @@ static void reduce_sum_i64(int mean, int64_t *out, const int64_t *in,
 
 /* Over rows (inner > 1), each column of the row buffer takes a row's value
  * when BIGGER, keeping the first index of its maximum or NaN. */
-#define REDUCE_MAX(SFX, T, ACC, LD, ST, ISNAN)                               \
-    MAX_CONTIG(SFX, T, ACC, LD, ISNAN)                                       \
-    static void reduce_max_##SFX(T *out, int64_t *indices, const T *in,      \
+#define REDUCE_MAX(SFX, T, ACC, LD, ST, ISNAN, CMP)                          \
+    MAX_CONTIG(SFX, T, ACC, LD, ISNAN, CMP)                                  \
+    static void reduce_##SFX(T *out, int64_t *indices, const T *in,          \
                                  int64_t outer, int64_t n, int64_t inner)    \
     {                                                                        \
         if (inner == 1) {                                                    \
             for (int64_t o = 0; o < outer; o++) {                            \
-                int64_t at = max_contig_##SFX(in + o * n, n);                \
+                int64_t at = first_##SFX(in + o * n, n);                     \
                 out[o] = in[o * n + at];                                     \
                 if (indices != NULL) {                                       \
                     indices[o] = at;                                         \
@@ -365,7 +369,7 @@ static void reduce_sum_i64(int mean, int64_t *out, const int64_t *in,
                     row += inner;                                            \
                     for (int64_t c = 0; c < wc; c++) {                       \
                         ACC v = LD(row[c]);                                  \
-                        if (BIGGER(v, best[c], ISNAN)) {                     \
+                        if (BIGGER(v, best[c], ISNAN, CMP)) {                \
                             best[c] = v;                                     \
                             at[c] = j;                                       \
                         }                                                    \
@@ -386,11 +390,16 @@ static void reduce_sum_i64(int mean, int64_t *out, const int64_t *in,
         }                                                                    \
     }
 
-REDUCE_MAX(f32, float, float, AS_IS, AS_IS, F_ISNAN)
-REDUCE_MAX(f16, uint16_t, float, pygpu_half_to_float, pygpu_float_to_half,
-           F_ISNAN)
-REDUCE_MAX(f64, double, double, AS_IS, AS_IS, F_ISNAN)
-REDUCE_MAX(i64, int64_t, int64_t, AS_IS, AS_IS, I_ISNAN)
+REDUCE_MAX(max_f32, float, float, AS_IS, AS_IS, F_ISNAN, GT)
+REDUCE_MAX(max_f16, uint16_t, float, pygpu_half_to_float,
+           pygpu_float_to_half, F_ISNAN, GT)
+REDUCE_MAX(max_f64, double, double, AS_IS, AS_IS, F_ISNAN, GT)
+REDUCE_MAX(max_i64, int64_t, int64_t, AS_IS, AS_IS, I_ISNAN, GT)
+REDUCE_MAX(min_f32, float, float, AS_IS, AS_IS, F_ISNAN, LT)
+REDUCE_MAX(min_f16, uint16_t, float, pygpu_half_to_float,
+           pygpu_float_to_half, F_ISNAN, LT)
+REDUCE_MAX(min_f64, double, double, AS_IS, AS_IS, F_ISNAN, LT)
+REDUCE_MAX(min_i64, int64_t, int64_t, AS_IS, AS_IS, I_ISNAN, LT)
 
 /* ------------------------------------------------------------ dispatch */
 
@@ -401,26 +410,35 @@ void pygpu_cpu_reduce(int op, int dtype, void *out, int64_t *indices,
     if (outer <= 0 || inner <= 0 || n < 0) {
         return;
     }
-    if (op == PYGPU_MAX) {
+    if (op == PYGPU_MAX || op == PYGPU_MIN) {
         if (n == 0) {
             return;     /* refused by the caller: nothing to report */
         }
+        int mx = op == PYGPU_MAX;
         switch (dtype) {
         case PYGPU_FLOAT32:
-            reduce_max_f32(out, indices, in, outer, n, inner);
+            (mx ? reduce_max_f32 : reduce_min_f32)(out, indices, in, outer,
+                                                   n, inner);
             break;
         case PYGPU_FLOAT16:
-            reduce_max_f16(out, indices, in, outer, n, inner);
+            (mx ? reduce_max_f16 : reduce_min_f16)(out, indices, in, outer,
+                                                   n, inner);
             break;
         case PYGPU_FLOAT64:
-            reduce_max_f64(out, indices, in, outer, n, inner);
+            (mx ? reduce_max_f64 : reduce_min_f64)(out, indices, in, outer,
+                                                   n, inner);
             break;
         case PYGPU_INT64:
-            reduce_max_i64(out, indices, in, outer, n, inner);
+            (mx ? reduce_max_i64 : reduce_min_i64)(out, indices, in, outer,
+                                                   n, inner);
             break;
         default:
             break;
         }
+        return;
+    }
+    if (op == PYGPU_PROD) {
+        pygpu_cpu_reduce_prod(dtype, out, in, outer, n, inner);
         return;
     }
     if (op != PYGPU_SUM && op != PYGPU_MEAN) {

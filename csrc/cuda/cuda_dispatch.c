@@ -91,10 +91,69 @@ reduce(pygpu_kargs *k)
 }
 
 static int
+scan(pygpu_kargs *k)
+{
+    return pygpu_cuda_scan(k->op, k->dtype, k->out, k->in[0], k->outer,
+                           k->n, k->inner, k->stream);
+}
+
+static int
+softmax(pygpu_kargs *k)
+{
+    return pygpu_cuda_softmax(k->op, k->dtype, k->out, k->in[0], k->outer,
+                              k->n, k->inner, k->stream);
+}
+
+static int
 random_numbers(pygpu_kargs *k)
 {
     return pygpu_cuda_random(k->dtype, k->out, k->numel, k->flag, k->philox,
                              k->stream);
+}
+
+static int
+gather(pygpu_kargs *k)
+{
+    int scatter = k->flag == PYGPU_GATHER_SCATTER;
+    void *dense = scatter ? (void *)k->in[0] : k->out;
+    void *indexed = scatter ? k->out : (void *)k->in[0];
+    return pygpu_cuda_gather(pygpu_dtype_table[k->dtype].itemsize, dense,
+                             indexed, k->in[1],
+                             pygpu_dtype_table[k->in_dtypes[1]].itemsize,
+                             k->g, k->ix.stride, k->ix.size, k->flag,
+                             (int64_t *)k->workspace, k->stream);
+}
+
+/* A gather's kernel records an index out of range in its workspace
+ * instead of trapping (a device-side assert would leave the context
+ * unusable), so every GATHER reads it back: a small copy on the stream
+ * and a wait for it, after which the error names the op and the index
+ * whether or not PYGPU_LAUNCH_BLOCKING is set. */
+static int
+check_gather(pygpu_kargs *k, const char *what)
+{
+    int64_t err[2] = {0, 0};
+    cudaError_t e;
+    cudaStream_t stream = (cudaStream_t)k->stream;
+    Py_BEGIN_ALLOW_THREADS
+    e = cudaMemcpyAsync(err, k->workspace, sizeof(err),
+                        cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) {
+        e = cudaStreamSynchronize(stream);
+    }
+    Py_END_ALLOW_THREADS
+    if (e != cudaSuccess) {
+        return pygpu_cuda_check_launch((int)e, what);
+    }
+    if (err[0] != 0) {
+        return pygpu_raise_cuda_error(
+            (long)cudaErrorAssert, "cudaErrorAssert",
+            "CUDA error: device-side assert triggered (cudaErrorAssert) in "
+            "the %s kernel: index %lld is out of bounds for dimension %d "
+            "with size %lld", what, (long long)err[1], k->ix.dim,
+            (long long)k->ix.size);
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------ products */
@@ -230,7 +289,8 @@ linear(pygpu_kargs *k)
  * current stream, launched once more when the launch ran out of memory the
  * cache can give back, and checked.  A reduction's workspace is taken from
  * the caching allocator first and returned right after the launch: later
- * work on the same stream is ordered after the kernel. */
+ * work on the same stream is ordered after the kernel; a gather's is two
+ * int64 for an index out of range, read back after the kernel. */
 static int
 run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
 {
@@ -238,6 +298,14 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
     int rc, prev;
     if (kind >= PYGPU_K_FIRST_CALL) {
         return fn(k);
+    }
+    if (kind == PYGPU_K_GATHER) {
+        pygpu_device dev = {PYGPU_CUDA, k->device};
+        ws = pygpu_storage_new(dev, 2 * sizeof(int64_t));
+        if (ws == NULL) {
+            return -1;
+        }
+        k->workspace = ws->ptr;
     }
     if (kind == PYGPU_K_REDUCE) {
         size_t wsize = pygpu_cuda_reduce_workspace(k->op, k->dtype, k->outer,
@@ -258,6 +326,9 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
     }
     k->stream = pygpu_cuda_current_stream(k->device);
     PYGPU_CUDA_LAUNCH(rc, k->device, what, fn(k));
+    if (rc == 0 && kind == PYGPU_K_GATHER) {
+        rc = check_gather(k, what);
+    }
     pygpu_cuda_device_restore(k->device, prev);
     Py_XDECREF(ws);
     return rc;

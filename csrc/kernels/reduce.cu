@@ -1,5 +1,5 @@
-/* reduce.cu - sum, mean and max (with the index of the max) over the middle
- * dim of a contiguous input seen as [outer, n, inner].
+/* reduce.cu - sum, mean, prod, max and min (with the index of the max or
+ * min) over the middle dim of a contiguous input seen as [outer, n, inner].
  *
  * Two kernels, by where the reduced elements lie:
  *   rows    (inner == 1): a row is contiguous; a group of threads (a warp
@@ -39,11 +39,16 @@ template <typename A> __device__ __forceinline__ bool is_nan(A x)
     }
 }
 
-/* A running result: value and, for max, the index j it came from. */
+/* A running result: value and, for max and min, the index j it came
+ * from. */
 template <typename A> struct Acc {
     A v;
     int64_t i;
 };
+
+/* The ops that carry an index. */
+template <int OP>
+constexpr bool has_index = OP == PYGPU_MAX || OP == PYGPU_MIN;
 
 template <int OP, typename A> __device__ __forceinline__ Acc<A> identity()
 {
@@ -54,6 +59,14 @@ template <int OP, typename A> __device__ __forceinline__ Acc<A> identity()
         } else {
             return {A(-INFINITY), INT64_MAX};
         }
+    } else if constexpr (OP == PYGPU_MIN) {
+        if constexpr (std::is_integral<A>::value) {
+            return {A(INT64_MAX), INT64_MAX};
+        } else {
+            return {A(INFINITY), INT64_MAX};
+        }
+    } else if constexpr (OP == PYGPU_PROD) {
+        return {A(1), 0};
     } else {
         return {A(0), 0};
     }
@@ -61,19 +74,29 @@ template <int OP, typename A> __device__ __forceinline__ Acc<A> identity()
 
 /* Max is a total order: NaN above everything, then the value, then the
  * smaller index; so any combining order gives the first NaN or else the
- * first maximum, as torch does. */
+ * first maximum, as torch does.  Min alike, NaN still first. */
 template <int OP, typename A>
 __device__ __forceinline__ Acc<A> combine(Acc<A> x, Acc<A> y)
 {
-    if constexpr (OP == PYGPU_MAX) {
+    if constexpr (has_index<OP>) {
         bool xn = is_nan(x.v), yn = is_nan(y.v);
         if (xn != yn) {
             return xn ? x : y;
         }
         if (!xn && x.v != y.v) {
-            return x.v > y.v ? x : y;
+            if constexpr (OP == PYGPU_MAX) {
+                return x.v > y.v ? x : y;
+            } else {
+                return x.v < y.v ? x : y;
+            }
         }
         return x.i <= y.i ? x : y;
+    } else if constexpr (OP == PYGPU_PROD) {
+        if constexpr (std::is_same<A, int64_t>::value) {
+            return {(int64_t)((uint64_t)x.v * (uint64_t)y.v), 0};
+        } else {
+            return {x.v * y.v, 0};
+        }
     } else if constexpr (std::is_same<A, int64_t>::value) {
         /* wraps, as the CPU sum does */
         return {(int64_t)((uint64_t)x.v + (uint64_t)y.v), 0};
@@ -88,7 +111,7 @@ template <int OP, typename A> __device__ Acc<A> warp_reduce(Acc<A> x)
     for (int off = WARP / 2; off > 0; off /= 2) {
         Acc<A> y;
         y.v = __shfl_down_sync(FULL_MASK, x.v, off);
-        y.i = OP == PYGPU_MAX ? __shfl_down_sync(FULL_MASK, x.i, off) : 0;
+        y.i = has_index<OP> ? __shfl_down_sync(FULL_MASK, x.i, off) : 0;
         x = combine<OP>(x, y);
     }
     return x;
@@ -267,7 +290,7 @@ static cudaError_t reduce_launch(T *out, int64_t *indices, const T *in,
 {
     using A = acc_t<T>;
     const int64_t mean_n = OP == PYGPU_MEAN ? n : 0;
-    int64_t *out_idx = OP == PYGPU_MAX ? indices : nullptr;
+    int64_t *out_idx = has_index<OP> ? indices : nullptr;
     const int64_t chunks = reduce_chunks(outer, n, inner);
     if (chunks == 1) {
         return launch_pass1<OP>(out, out_idx, in, outer, n, inner, 1, mean_n,
@@ -276,12 +299,12 @@ static cudaError_t reduce_launch(T *out, int64_t *indices, const T *in,
     if (workspace == nullptr) {
         return cudaErrorInvalidValue;
     }
-    /* Workspace: the int64 indices first (max only), so they are 8-byte
-     * aligned whatever the value size, then the values. */
+    /* Workspace: the int64 indices first (max and min only), so they are
+     * 8-byte aligned whatever the value size, then the values. */
     const int64_t parts = outer * inner * chunks;
-    int64_t *part_idx = OP == PYGPU_MAX ? (int64_t *)workspace : nullptr;
+    int64_t *part_idx = has_index<OP> ? (int64_t *)workspace : nullptr;
     A *part = (A *)((char *)workspace +
-                    (OP == PYGPU_MAX ? parts * sizeof(int64_t) : 0));
+                    (has_index<OP> ? parts * sizeof(int64_t) : 0));
     cudaError_t err = launch_pass1<OP>(part, part_idx, in, outer, n, inner,
                                        chunks, 0, stream);
     if (err != cudaSuccess) {
@@ -313,7 +336,8 @@ extern "C" size_t pygpu_cuda_reduce_workspace(int op, int dtype,
     const size_t acc_size = dtype == PYGPU_FLOAT64 || dtype == PYGPU_INT64
                                 ? 8
                                 : sizeof(float);
-    const size_t idx_size = op == PYGPU_MAX ? sizeof(int64_t) : 0;
+    const size_t idx_size =
+        op == PYGPU_MAX || op == PYGPU_MIN ? sizeof(int64_t) : 0;
     return (size_t)(outer * inner * chunks) * (acc_size + idx_size);
 }
 
@@ -330,11 +354,16 @@ extern "C" cudaError_t pygpu_cuda_reduce(int op, int dtype, void *out,
         return cudaSuccess;
     }
     if (n == 0) {
-        /* Empty sum is 0, empty mean NaN; an empty max has no value. */
-        if (op == PYGPU_MAX) {
+        /* Empty sum is 0, empty mean NaN, empty product 1; an empty max
+         * or min has no value. */
+        if (op == PYGPU_MAX || op == PYGPU_MIN) {
             return cudaErrorInvalidValue;
         }
         pygpu_scalar_value v = {op == PYGPU_MEAN ? (double)NAN : 0.0, 0};
+        if (op == PYGPU_PROD) {
+            v.f = 1.0;
+            v.i = 1;
+        }
         return pygpu_cuda_fill(dtype, out, v, outer * inner, stream);
     }
     return dispatch_dtype(dtype, [&](auto tag) {

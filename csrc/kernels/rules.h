@@ -71,6 +71,124 @@ PYGPU_RULE int64_t pygpu_div_i(int64_t x, int64_t y)
     return x / y;
 }
 
+/* pow, maximum, minimum, fmod, remainder and floor_divide, as torch.
+ * pow is the C library's in floating point (pow(nan, 0) is 1); int64 pow
+ * is repeated squaring with wrap-around, and a negative exponent gives
+ * 1 for a base of 1, +-1 for -1 and 0 otherwise (torch's tensor-exponent
+ * rule; the front end refuses negative int scalar exponents). */
+PYGPU_RULE float pygpu_pow_f(float x, float y) { return powf(x, y); }
+PYGPU_RULE double pygpu_pow_d(double x, double y) { return pow(x, y); }
+PYGPU_RULE int64_t pygpu_pow_i(int64_t x, int64_t y)
+{
+    if (y < 0) {
+        return x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
+    }
+    uint64_t r = 1, b = (uint64_t)x;
+    while (y) {
+        if (y & 1) {
+            r *= b;
+        }
+        y >>= 1;
+        b *= b;
+    }
+    return (int64_t)r;
+}
+
+/* NaN in either operand gives NaN; otherwise the first operand when the
+ * two compare equal (maximum(-0.0, 0.0) is -0.0), as torch. */
+PYGPU_RULE float pygpu_maximum_f(float x, float y)
+{
+    return x != x ? x : y != y ? y : x < y ? y : x;
+}
+PYGPU_RULE double pygpu_maximum_d(double x, double y)
+{
+    return x != x ? x : y != y ? y : x < y ? y : x;
+}
+PYGPU_RULE int64_t pygpu_maximum_i(int64_t x, int64_t y)
+{
+    return x < y ? y : x;
+}
+PYGPU_RULE float pygpu_minimum_f(float x, float y)
+{
+    return x != x ? x : y != y ? y : y < x ? y : x;
+}
+PYGPU_RULE double pygpu_minimum_d(double x, double y)
+{
+    return x != x ? x : y != y ? y : y < x ? y : x;
+}
+PYGPU_RULE int64_t pygpu_minimum_i(int64_t x, int64_t y)
+{
+    return y < x ? y : x;
+}
+
+/* fmod has the sign of the dividend, remainder that of the divisor.  On
+ * int64 a zero divisor gives 0 and -1 gives 0 (no trap); the front end
+ * refuses a zero int scalar divisor, as torch's CPU does. */
+PYGPU_RULE float pygpu_fmod_f(float x, float y) { return fmodf(x, y); }
+PYGPU_RULE double pygpu_fmod_d(double x, double y) { return fmod(x, y); }
+PYGPU_RULE int64_t pygpu_fmod_i(int64_t x, int64_t y)
+{
+    return y == 0 || y == -1 ? 0 : x % y;
+}
+PYGPU_RULE float pygpu_remainder_f(float x, float y)
+{
+    float r = fmodf(x, y);
+    return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+}
+PYGPU_RULE double pygpu_remainder_d(double x, double y)
+{
+    double r = fmod(x, y);
+    return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+}
+PYGPU_RULE int64_t pygpu_remainder_i(int64_t x, int64_t y)
+{
+    int64_t r = pygpu_fmod_i(x, y);
+    return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+}
+
+/* Division rounded toward -inf, computed as torch does: from fmod, so
+ * that floor_divide(x, y) * y + remainder(x, y) is x where it can be; a
+ * zero divisor gives x / 0 (+-inf or NaN).  int64: x / 0 is 0 and
+ * INT64_MIN // -1 wraps (pygpu_div_i). */
+PYGPU_RULE float pygpu_floor_divide_f(float x, float y)
+{
+    if (y == 0) {
+        return x / y;
+    }
+    float m = fmodf(x, y);
+    float d = (x - m) / y;
+    if (m != 0 && (y < 0) != (m < 0)) {
+        d -= 1;
+    }
+    if (d == 0) {
+        return copysignf(0.0f, x / y);
+    }
+    float f = floorf(d);
+    return d - f > 0.5f ? f + 1 : f;
+}
+PYGPU_RULE double pygpu_floor_divide_d(double x, double y)
+{
+    if (y == 0) {
+        return x / y;
+    }
+    double m = fmod(x, y);
+    double d = (x - m) / y;
+    if (m != 0 && (y < 0) != (m < 0)) {
+        d -= 1;
+    }
+    if (d == 0) {
+        return copysign(0.0, x / y);
+    }
+    double f = floor(d);
+    return d - f > 0.5 ? f + 1 : f;
+}
+PYGPU_RULE int64_t pygpu_floor_divide_i(int64_t x, int64_t y)
+{
+    int64_t q = pygpu_div_i(x, y);
+    return y != 0 && y != -1 && (x < 0) != (y < 0) && q * y != x ? q - 1
+                                                                   : q;
+}
+
 /* The bitwise ops, on int64 (bool, uint8 and int32 are computed in int64
  * and stored back, which gives their own bitwise results). */
 PYGPU_RULE int64_t pygpu_bitwise_and_i(int64_t x, int64_t y) { return x & y; }
@@ -175,6 +293,19 @@ PYGPU_RULE float pygpu_gelu_f(float x)
 PYGPU_RULE double pygpu_gelu_d(double x)
 {
     return 0.5 * x * erfc(-x * 0.70710678118654752440);
+}
+
+/* gelu's tanh approximation, torch's approximate='tanh':
+ * x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). */
+PYGPU_RULE float pygpu_gelu_tanh_f(float x)
+{
+    float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(inner));
+}
+PYGPU_RULE double pygpu_gelu_tanh_d(double x)
+{
+    double inner = 0.79788456080286535588 * (x + 0.044715 * x * x * x);
+    return 0.5 * x * (1.0 + tanh(inner));
 }
 
 /* ---------------------------------------------------------- conversion */

@@ -125,10 +125,14 @@ size_t pygpu_allocator_segments(pygpu_allocator *a, pygpu_segment_info *out,
 
 /* The host-memory backend (malloc/free) with a capacity: raw_alloc fails
  * with PYGPU_ALLOC_OOM when the bytes it has handed out would exceed it.
- * mem_info reports (capacity - used, capacity). */
+ * mem_info reports (capacity - used, capacity).  Injected faults: calls
+ * number fail_first .. fail_first + fail_count - 1 of raw_alloc (counted
+ * in `calls` from 1) fail too. */
 typedef struct pygpu_host_backend_ctx {
     size_t capacity;
-    size_t used; /* only through __atomic builtins: raw_alloc runs unlocked */
+    /* Only through __atomic builtins: raw_alloc runs unlocked. */
+    size_t used;
+    long calls, fail_first, fail_count;
 } pygpu_host_backend_ctx;
 void pygpu_host_backend_init(pygpu_alloc_backend *backend,
                              pygpu_host_backend_ctx *ctx, size_t capacity);

@@ -383,6 +383,27 @@ fail:
     return NULL;
 }
 
+static PyObject *Allocator_inject_failure(AllocatorObject *self,
+                                          PyObject *args)
+{
+    pygpu_host_backend_ctx *c = &self->host_ctx;
+    long n, count = 1;
+    if (!PyArg_ParseTuple(args, "l|l:inject_failure", &n, &count)) {
+        return NULL;
+    }
+    if (self->backend.ctx != c) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "inject_failure needs a host-memory Allocator");
+        return NULL;
+    }
+    __atomic_store_n(&c->fail_count, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->calls, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->fail_first, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->fail_count, n > 0 && count > 0 ? count : 0,
+                     __ATOMIC_RELAXED);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Allocator_get_device(AllocatorObject *self, void *closure)
 {
     (void)closure;
@@ -428,6 +449,10 @@ static PyMethodDef Allocator_methods[] = {
      "segments($self, /)\n--\n\n"
      "The segments held, by address: dicts of ptr, size, allocated,\n"
      "is_small and nblocks."},
+    {"inject_failure", (PyCFunction)Allocator_inject_failure, METH_VARARGS,
+     "inject_failure($self, n, count=1, /)\n--\n\n"
+     "Test aid: backend allocations n to n + count - 1 from now (1: the\n"
+     "next) fail as if the device were out of memory; n = 0 turns it off."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef Allocator_getset[] = {

@@ -22,7 +22,14 @@ static int host_raw_alloc(void *ctx, int device, size_t size, void **ptr)
     size_t used = __atomic_load_n(&c->used, __ATOMIC_RELAXED);
     void *base = NULL;
 
+    long call = __atomic_add_fetch(&c->calls, 1, __ATOMIC_RELAXED);
+    long first = __atomic_load_n(&c->fail_first, __ATOMIC_RELAXED);
+    long count = __atomic_load_n(&c->fail_count, __ATOMIC_RELAXED);
+
     (void)device;
+    if (call >= first && call - first < count) {
+        return PYGPU_ALLOC_OOM; /* an injected fault */
+    }
     if (size > SIZE_MAX - HEADER) {
         return PYGPU_ALLOC_OOM;
     }
@@ -72,6 +79,9 @@ void pygpu_host_backend_init(pygpu_alloc_backend *backend,
 {
     ctx->capacity = capacity;
     ctx->used = 0;
+    ctx->calls = 0;
+    ctx->fail_first = 0;
+    ctx->fail_count = 0;
     backend->name = "host";
     backend->raw_alloc = host_raw_alloc;
     backend->raw_free = host_raw_free;

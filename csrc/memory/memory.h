@@ -62,6 +62,9 @@ TensorObject *pygpu_tensor_empty(int ndim, const int64_t *shape, int dtype,
 /* Test aid: when set, every new tensor's memory is filled with 0xFF bytes
  * (NaN for floats, -1 for int64) so that tests see unwritten outputs. */
 void pygpu_set_poison(int on);
+/* Test aid: the nth tensor allocation from now (1: the next) fails with
+ * the device's out-of-memory error; 0 turns it off. */
+void pygpu_set_fail_allocation_in(long n);
 /* A contiguous tensor over a storage (which it references). */
 TensorObject *pygpu_tensor_on_storage(StorageObject *st, int ndim,
                                       const int64_t *shape, int dtype,

@@ -1,18 +1,59 @@
 /* tensor_alloc.c - new tensors with memory of their own: a NumPy array
  * on the CPU (so that from_numpy and .numpy() share memory), a Storage of
- * the device's caching allocator on CUDA; and the tests' poisoning of new
- * memory. */
+ * the device's caching allocator on CUDA; and two test aids: poisoning of
+ * new memory, and an injected failure of the Nth allocation (so that the
+ * error path of every allocation an op makes can be walked). */
 #include "memory/memory.h"
 
 #include <stdatomic.h>
 #include <string.h>
 
 static atomic_int poison = 0;
+static atomic_long fail_in = 0; /* > 0: allocations until one fails */
 
 void
 pygpu_set_poison(int on)
 {
     atomic_store(&poison, on ? 1 : 0);
+}
+
+void
+pygpu_set_fail_allocation_in(long n)
+{
+    atomic_store(&fail_in, n > 0 ? n : 0);
+}
+
+/* Counts an allocation down; nonzero when it is the one to fail. */
+static int
+injected_failure(void)
+{
+    long n = atomic_load(&fail_in);
+    while (n > 0) {
+        if (atomic_compare_exchange_weak(&fail_in, &n, n - 1)) {
+            return n == 1;
+        }
+    }
+    return 0;
+}
+
+/* The device's out-of-memory error for an injected failure; -1. */
+static int
+raise_injected(pygpu_device dev, size_t nbytes)
+{
+    char size[32];
+    pygpu_format_size(size, sizeof(size), (uint64_t)nbytes);
+    if (dev.type == PYGPU_CUDA) {
+        PyErr_Format(pygpu_state->OutOfMemoryError,
+                     "CUDA out of memory. Tried to allocate %s "
+                     "(failure injected for testing).", size);
+    }
+    else {
+        PyErr_Format(PyExc_RuntimeError,
+                     "DefaultCPUAllocator: can't allocate memory: you tried "
+                     "to allocate %lld bytes (failure injected for testing).",
+                     (long long)nbytes);
+    }
+    return -1;
 }
 
 /* Fill a new tensor's bytes with 0xFF when poisoning is on. */
@@ -97,6 +138,10 @@ pygpu_tensor_empty(int ndim, const int64_t *shape, int dtype,
     t = contiguous_alloc(ndim, shape, dtype, dev);
     if (t == NULL) {
         return NULL;
+    }
+    if (injected_failure()) {
+        raise_injected(dev, nbytes);
+        goto fail;
     }
     if (dev.type == PYGPU_CPU) {
         npy_intp dims[PYGPU_MAX_DIMS];

@@ -53,10 +53,25 @@ set_poison_py(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *
+fail_allocation_in_py(PyObject *self, PyObject *arg)
+{
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    pygpu_set_fail_allocation_in(n);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"_set_poison", set_poison_py, METH_O,
      "_set_poison($module, flag, /)\n--\n\n"
      "Test aid: fill every new tensor with 0xFF bytes (NaN / -1)."},
+    {"_fail_allocation_in", fail_allocation_in_py, METH_O,
+     "_fail_allocation_in($module, n, /)\n--\n\n"
+     "Test aid: the nth tensor allocation from now (1: the next) fails\n"
+     "with the device's out-of-memory error; 0 turns it off."},
     {"_cuda_is_available", pygpu_cuda_available_py, METH_NOARGS,
      "_cuda_is_available($module, /)\n--\n\n"
      "True when a CUDA device can be used."},
@@ -163,7 +178,15 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_compare_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_logical_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_where_functions) < 0 ||
-        PyModule_AddFunctions(m, pygpu_cuda_functions) < 0) {
+        PyModule_AddFunctions(m, pygpu_cuda_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_binary_math_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_clamp_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_default_dtype_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_range_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_join_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_split_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_flip_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_index_functions) < 0) {
         goto fail;
     }
     if (PyModule_AddStringConstant(m, "__version__", PYGPU_VERSION) < 0 ||

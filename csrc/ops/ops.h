@@ -22,6 +22,9 @@ extern PyMethodDef pygpu_random_functions[];  /* ops_random.c */
 extern PyMethodDef pygpu_compare_functions[]; /* ops_compare.c */
 extern PyMethodDef pygpu_logical_functions[]; /* ops_logical.c */
 extern PyMethodDef pygpu_where_functions[];   /* ops_where.c */
+/* Tensor methods, registered by pygpu_tensor_register. */
+extern PyMethodDef pygpu_compare_methods[];   /* ops_compare.c */
+extern PyMethodDef pygpu_logical_methods[];   /* ops_logical.c */
 /* Tensor methods, getset and number slots (tensor_methods.c). */
 extern PyMethodDef pygpu_tensor_methods[];
 extern PyGetSetDef pygpu_tensor_getset[];
@@ -86,8 +89,10 @@ PyObject *pygpu_t_get_T(PyObject *op, void *closure);
 PyObject *pygpu_t_item(PyObject *op, PyObject *noargs);
 /* -------------------------------------------------------------------- ops */
 /* a <op> b where either may be a Python scalar (at least one a tensor);
- * `out` non-NULL makes it in place (out is a, broadcasting must not change
- * its shape, its dtype is kept).  New reference or NULL. */
+ * into `out` when non-NULL, by pygpu_out_prepare's rules: in place when
+ * out is a (its shape must be the result's), else out= (resized).  The
+ * result is computed in torch's result dtype and cast into out.  New
+ * reference or NULL. */
 PyObject *pygpu_op_binary(int op, PyObject *a, PyObject *b,
                           TensorObject *out);
 /* pygpu.add(input, other, alpha=...) and t.add(other, alpha=...): alpha
@@ -101,6 +106,9 @@ PyObject *pygpu_op_unary(int op, TensorObject *a, int inplace);
 PyObject *pygpu_op_reduce(int op, TensorObject *t, PyObject *dim,
                           int keepdim);
 PyObject *pygpu_op_matmul(PyObject *a, PyObject *b);
+/* The same into out (NULL: a new tensor), which must have the result's
+ * dtype (torch's products); resized and checked by pygpu_out_prepare. */
+PyObject *pygpu_op_matmul_out(PyObject *a, PyObject *b, TensorObject *out);
 /* torch.backends.cuda.matmul.allow_tf32 (ops_matmul.c): an atomic flag the
  * products' front ends read at each call and pass down to cuBLAS. */
 void pygpu_set_allow_tf32(int allow);
@@ -152,6 +160,120 @@ int pygpu_broadcast_shapes(int na, const int64_t *sa, int nb,
 /* RuntimeError "Expected all tensors to be on the same device, but found at
  * least two devices, cuda:0 and cpu!" unless a and b share a device. */
 int pygpu_check_same_device(const TensorObject *a, const TensorObject *b);
+
+/* op(a) into out (NULL: a new tensor; inplace: into a), out= by
+ * pygpu_out_prepare's rules. */
+PyObject *pygpu_op_unary_out(int op, TensorObject *a, TensorObject *out,
+                             int inplace);
+
+/* --------------------------------------------------------------- out= */
+/* out_arg.c: torch's rules for an op's out= (and in-place) tensor.  Before
+ * writing a result of (ndim, shape, dtype) on dev, read from in1/in2
+ * (either may be NULL): out writable, on dev, dtype castable from dtype;
+ * resized when its shape differs (UserWarning when it had elements) or,
+ * inplace, RuntimeError; then pygpu_check_write.  Returns what to compute
+ * into: out itself (new reference) when out's dtype is dtype, else a new
+ * tensor of dtype for pygpu_out_finish to copy; NULL with an exception. */
+TensorObject *pygpu_out_prepare(TensorObject *out, int ndim,
+                                const int64_t *shape, int dtype,
+                                pygpu_device dev, int inplace,
+                                const TensorObject *in1,
+                                const TensorObject *in2);
+/* Takes res (from pygpu_out_prepare; NULL passes an error through),
+ * copies it into out when it is a temporary; out (new reference) or
+ * NULL. */
+PyObject *pygpu_out_finish(TensorObject *out, TensorObject *res);
+/* RuntimeError "result type Float can't be cast to the desired output type
+ * Long" unless torch's can_cast(from, to). */
+int pygpu_check_cast(int from, int to);
+/* torch's name of a dtype in messages: "Float", "Long", ... */
+const char *pygpu_dtype_torch_name(int dtype);
+/* t.resize_(shape): contiguous, over the same memory when it is large
+ * enough, else over new memory holding the old bytes. */
+int pygpu_tensor_resize(TensorObject *t, int ndim, const int64_t *shape);
+/* out= for an op that made `result` (stolen; NULL passes an error
+ * through) from `in`: out prepared as above, result copied into it; out
+ * (new reference) or NULL. */
+PyObject *pygpu_out_assign(TensorObject *out, PyObject *result,
+                           const TensorObject *in);
+/* The vectorcall arguments without an out= keyword: argv (room for cap)
+ * gets the positional then the remaining keyword values, *rest their
+ * names (NULL when none; a new reference), *out the out tensor or NULL
+ * (TypeError unless a Tensor or None).  0 or -1. */
+int pygpu_split_out_kwarg(const char *fname, PyObject *const *args,
+                          Py_ssize_t nargs, PyObject *kwnames,
+                          PyObject **argv, Py_ssize_t cap, PyObject **rest,
+                          TensorObject **out);
+/* Tensor.resize_ (METH_FASTCALL). */
+PyObject *pygpu_t_resize_(PyObject *op, PyObject *const *args,
+                          Py_ssize_t nargs);
+
+/* ----------------------------------------------------------- default dtype */
+/* default_dtype.c: torch's process-wide default floating dtype (float32
+ * until set_default_dtype), read atomically by factories and promotion. */
+int pygpu_default_dtype(void);
+extern PyMethodDef pygpu_default_dtype_functions[];
+
+/* ------------------------------------------------------------ binary math */
+/* ops_binary_math.c: pow, maximum, minimum, clamp, fmod, remainder,
+ * floor_divide (functions, Tensor methods, the ** // % slots). */
+extern PyMethodDef pygpu_binary_math_functions[];
+extern PyMethodDef pygpu_binary_math_methods[];
+/* ops_clamp.c: clamp, clip and their methods. */
+extern PyMethodDef pygpu_clamp_functions[];
+extern PyMethodDef pygpu_clamp_methods[];
+/* Adds the PyMethodDef array defs (ending NULL) to the Tensor type, for
+ * methods defined next to their ops (tensor_core.c). */
+int pygpu_tensor_add_methods(PyMethodDef *defs);
+PyObject *pygpu_t_pow(PyObject *a, PyObject *b, PyObject *mod);
+PyObject *pygpu_t_ipow(PyObject *a, PyObject *b, PyObject *mod);
+PyObject *pygpu_t_floordiv(PyObject *a, PyObject *b);
+PyObject *pygpu_t_ifloordiv(PyObject *a, PyObject *b);
+PyObject *pygpu_t_mod(PyObject *a, PyObject *b);
+PyObject *pygpu_t_imod(PyObject *a, PyObject *b);
+/* The operator front end of tensor_number.c: a <op> b (out: in place),
+ * sym naming the operator in TypeErrors. */
+PyObject *pygpu_number_binary(int op, const char *sym, PyObject *a,
+                              PyObject *b, TensorObject *out);
+/* ------------------------------------------------- creation and joining */
+extern PyMethodDef pygpu_range_functions[]; /* tensor_range.c */
+extern PyMethodDef pygpu_join_functions[];  /* ops_join.c */
+/* requires_grad=True has nothing to turn on: RuntimeError.  flag may be
+ * NULL (not given).  0, or -1 with an exception (tensor_create.c). */
+int pygpu_check_requires_grad(PyObject *flag);
+/* out (out_dtype) <- in (in_dtype) over an explicit geometry g on dev
+ * (operands 0 and 1; strides may be negative): one copy through the
+ * dispatch table, nothing when numel is 0 (ops_join.c). */
+int pygpu_op_copy_geom(pygpu_device dev, int out_dtype, void *out,
+                       int in_dtype, const void *in, const pygpu_geom *g,
+                       int64_t numel);
+/* g over shape[0..ndim) (ndim up to 2 * PYGPU_MAX_DIMS) for nops operands
+ * of strides st[k][0..ndim) (the others get 0): size-1 dims dropped, dims
+ * every operand walks as one merged.  -1 (no exception) when more than
+ * PYGPU_MAX_DIMS dims remain (ops_join.c). */
+int pygpu_geom_build(pygpu_geom *g, int ndim, const int64_t *shape, int nops,
+                     const int64_t *const *st);
+extern PyMethodDef pygpu_split_functions[]; /* ops_split.c */
+extern PyMethodDef pygpu_flip_functions[];  /* ops_flip.c */
+
+/* ------------------------------------------------- integer indexing */
+extern PyMethodDef pygpu_index_functions[]; /* ops_index.c */
+/* One GATHER over shape[0..nd): the dense operand, the indexed one
+ * (without its indexed dim: dim_stride, dim_size; dim for messages) and
+ * the index walk st[0], st[1], st[2]; mode is a pygpu_gather_mode.
+ * IndexError "index 5 is out of bounds for dimension 0 with size 3" for an
+ * index out of range (the CPU; CUDA raises CudaError).  0 or -1. */
+int pygpu_index_plan_run(const char *what, int nd, const int64_t *shape,
+                         const int64_t *const *st, int64_t dim_stride,
+                         int64_t dim_size, int dim, TensorObject *dense,
+                         TensorObject *indexed, TensorObject *index,
+                         int mode);
+/* t[key] / t[key] = value for a key holding an integer index: an int32 or
+ * int64 tensor, a list of ints, a NumPy integer array (tensor_index.c asks
+ * pygpu_index_wants first; tensor_index_int.c). */
+int pygpu_index_wants(PyObject *key);
+PyObject *pygpu_index_get(TensorObject *t, PyObject *key);
+int pygpu_index_put(TensorObject *t, PyObject *key, PyObject *value);
 
 /* --------------------------------------------------------------- overlap */
 /* overlap.c: torch's memory-overlap rules.  Only definite answers raise. */

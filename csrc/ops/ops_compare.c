@@ -308,3 +308,24 @@ PyMethodDef pygpu_compare_functions[] = {
      "Where input is neither NaN nor +-inf, as a bool tensor."},
     {NULL},
 };
+
+#define PYGPU_COMPARE_METHOD(name, sym)                                      \
+    {#name, pygpu_t_##name, METH_O,                                          \
+     #name "($self, other, /)\n--\n\n"                                       \
+     "self " sym " other elementwise, broadcast, as a bool tensor."},
+#define PYGPU_COMPARE_METHODS                                                \
+    PYGPU_COMPARE_METHOD(eq, "==") PYGPU_COMPARE_METHOD(ne, "!=")            \
+    PYGPU_COMPARE_METHOD(lt, "<") PYGPU_COMPARE_METHOD(le, "<=")             \
+    PYGPU_COMPARE_METHOD(gt, ">") PYGPU_COMPARE_METHOD(ge, ">=")             \
+    {"isnan", pygpu_t_isnan, METH_NOARGS,                                    \
+     "isnan($self, /)\n--\n\nWhere self is NaN, as a bool tensor."},         \
+    {"isinf", pygpu_t_isinf, METH_NOARGS,                                    \
+     "isinf($self, /)\n--\n\nWhere self is +-inf, as a bool tensor."},       \
+    {"isfinite", pygpu_t_isfinite, METH_NOARGS,                              \
+     "isfinite($self, /)\n--\n\nWhere self is neither NaN nor +-inf, as a\n" \
+     "bool tensor."},
+
+PyMethodDef pygpu_compare_methods[] = {
+    PYGPU_COMPARE_METHODS
+    {NULL},
+};

@@ -156,34 +156,48 @@ pygpu_result_type_tt(const TensorObject *a, const TensorObject *b)
 
 /* The result dtype of a tensor of `dtype` with a Python number of
  * category scat: the number decides only when of a higher category, a
- * float giving the default dtype (float32), an int int64. */
+ * float giving the default dtype, an int int64. */
 int
 pygpu_result_type_ts(int dtype, int scat)
 {
     if (scat <= category(dtype)) {
         return dtype;
     }
-    return scat == CAT_FLOAT ? PYGPU_FLOAT32 : PYGPU_INT64;
+    return scat == CAT_FLOAT ? pygpu_default_dtype() : PYGPU_INT64;
 }
 
 /* The dtype an op computes in for result type `dtype`: true division of
- * bools and integers gives float32, as in torch. */
+ * bools and integers gives the default dtype, as in torch. */
 static int
 compute_dtype(int op, int dtype)
 {
-    return op == PYGPU_DIV && category(dtype) != CAT_FLOAT ? PYGPU_FLOAT32
-                                                           : dtype;
+    return op == PYGPU_DIV && category(dtype) != CAT_FLOAT
+               ? pygpu_default_dtype()
+               : dtype;
 }
 
-/* The bitwise ops take bool and integer dtypes only, in torch's words. */
+/* The bitwise ops take bool and integer dtypes only; pow, fmod,
+ * remainder and floor_divide refuse bool (torch's kernels have no bool
+ * loop).  In torch's words (its CPU kernel names). */
 static int
-check_bitwise(int op, int dtype)
+check_int_only(int op, int dtype)
 {
-    if (!pygpu_binop_is_bitwise(op) || category(dtype) != CAT_FLOAT) {
+    const char *kernel = NULL;
+    if (pygpu_binop_is_bitwise(op) && category(dtype) == CAT_FLOAT) {
+        kernel = pygpu_binop_names[op];
+    }
+    else if (dtype == PYGPU_BOOL) {
+        kernel = op == PYGPU_POW            ? "pow"
+                 : op == PYGPU_FMOD         ? "fmod"
+                 : op == PYGPU_REMAINDER    ? "remainder"
+                 : op == PYGPU_FLOOR_DIVIDE ? "div_floor"
+                                            : NULL;
+    }
+    if (kernel == NULL) {
         return 0;
     }
     PyErr_Format(PyExc_RuntimeError, "\"%s_cpu\" not implemented for '%s'",
-                 pygpu_binop_names[op], pygpu_dtype_table[dtype].scalar_name);
+                 kernel, pygpu_dtype_table[dtype].scalar_name);
     return -1;
 }
 
@@ -204,20 +218,6 @@ check_bool_sub(int op, int a_bool, int b_bool)
                           "mask, use the `~` or `logical_not()` operator "
                           "instead.");
     return -1;
-}
-
-/* out= / in place: torch's canCast, no move to a lower category. */
-static int
-check_out_cast(int dtype, const TensorObject *out)
-{
-    if (category(dtype) > category(out->dtype)) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "result type %s can't be cast to the desired output "
-                     "type %s", pygpu_dtype_table[dtype].scalar_name,
-                     pygpu_dtype_table[out->dtype].scalar_name);
-        return -1;
-    }
-    return 0;
 }
 
 /* A Python number as an operand: its value and category; 0 if obj is not
@@ -258,44 +258,66 @@ pygpu_scalar_operand(PyObject *obj, pygpu_scalar_value *v, int *cat)
 
 /* --------------------------------------------------------------- binary */
 
-/* The written-to tensor (in place or out=) must have the result's shape. */
+/* What torch refuses of a Python number operand before computing: an
+ * integer tensor to a negative integer power, an integer division by an
+ * integer zero (torch's CPU words). */
 static int
-check_out_shape(const TensorObject *out, int ndim, const int64_t *shape)
+check_scalar_operand(int op, int tensor_dtype, pygpu_scalar_value s,
+                     int scat, int scalar_first)
 {
-    if (ndim != out->ndim ||
-        memcmp(shape, out->shape, sizeof(int64_t) * (size_t)ndim) != 0) {
+    if (scalar_first || scat != CAT_INT || category(tensor_dtype) != CAT_INT) {
+        return 0;
+    }
+    if (op == PYGPU_POW && s.i < 0) {
         PyErr_SetString(PyExc_RuntimeError,
-                        "output with the shape of the in-place operand "
-                        "doesn't match the broadcast shape");
+                        "Integers to negative integer powers are not "
+                        "allowed.");
+        return -1;
+    }
+    if ((op == PYGPU_FMOD || op == PYGPU_REMAINDER ||
+         op == PYGPU_FLOOR_DIVIDE) && s.i == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "ZeroDivisionError");
         return -1;
     }
     return 0;
 }
 
+/* The tensor the result goes into: out (resized, or a temporary of the
+ * result's dtype, by pygpu_out_prepare) or a new one. */
+static TensorObject *
+result_tensor(TensorObject *out, int inplace, int ndim, const int64_t *shape,
+              int dtype, pygpu_device dev, const TensorObject *a,
+              const TensorObject *b)
+{
+    if (out != NULL) {
+        return pygpu_out_prepare(out, ndim, shape, dtype, dev, inplace, a, b);
+    }
+    return pygpu_tensor_empty(ndim, shape, dtype, dev);
+}
+
 static PyObject *
 binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
-              int scalar_first, TensorObject *out)
+              int scalar_first, TensorObject *out, int inplace)
 {
-    TensorObject *res = NULL;
     pygpu_geom g;
     if (check_bool_sub(op, t->dtype == PYGPU_BOOL, scat == CAT_BOOL) < 0) {
         return NULL;
     }
     int dtype = compute_dtype(op, pygpu_result_type_ts(t->dtype, scat));
-    if (check_bitwise(op, dtype) < 0) {
+    if (check_int_only(op, dtype) < 0 ||
+        check_scalar_operand(op, t->dtype, s, scat, scalar_first) < 0) {
         return NULL;
     }
-    if (out != NULL) {
-        if (pygpu_check_same_device(t, out) < 0 ||
-            check_out_shape(out, t->ndim, t->shape) < 0 ||
-            check_out_cast(dtype, out) < 0) {
-            return NULL;
-        }
-        dtype = out->dtype;
+    if (op == PYGPU_POW && !scalar_first && scat == CAT_FLOAT &&
+        (s.f == 0.5 || s.f == -0.5)) {
+        /* torch's x ** 0.5 is sqrt(x) (sqrt(-0.0) = -0.0, sqrt(-inf) =
+         * NaN, where C's pow gives 0.0 and inf), x ** -0.5 rsqrt(x). */
+        return pygpu_op_unary_out(s.f > 0 ? PYGPU_SQRT : PYGPU_RSQRT, t, out,
+                                  inplace);
     }
     /* t is read in its own dtype and converted in the loop. */
-    res = out ? (TensorObject *)Py_NewRef(out)
-              : pygpu_tensor_empty(t->ndim, t->shape, dtype, t->device);
+    TensorObject *res = result_tensor(out, inplace, t->ndim, t->shape, dtype,
+                                      t->device, t, NULL);
     if (res == NULL) {
         return NULL;
     }
@@ -306,18 +328,17 @@ binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
             Py_CLEAR(res);
         }
     }
-    return (PyObject *)res;
+    return out ? pygpu_out_finish(out, res) : (PyObject *)res;
 }
 
 static PyObject *
-binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
+binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out,
+               int inplace)
 {
-    TensorObject *res = NULL;
     int ndim;
     int64_t shape[PYGPU_MAX_DIMS];
     pygpu_geom g;
     if (pygpu_check_same_device(a, b) < 0 ||
-        (out != NULL && pygpu_check_same_device(a, out) < 0) ||
         pygpu_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &ndim,
                                shape) < 0) {
         return NULL;
@@ -327,19 +348,12 @@ binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
         return NULL;
     }
     int dtype = compute_dtype(op, pygpu_result_type_tt(a, b));
-    if (check_bitwise(op, dtype) < 0) {
+    if (check_int_only(op, dtype) < 0) {
         return NULL;
     }
-    if (out != NULL) {
-        if (check_out_shape(out, ndim, shape) < 0 ||
-            check_out_cast(dtype, out) < 0) {
-            return NULL;
-        }
-        dtype = out->dtype;
-    }
     /* Each input is read in its own dtype and converted in the loop. */
-    res = out ? (TensorObject *)Py_NewRef(out)
-              : pygpu_tensor_empty(ndim, shape, dtype, a->device);
+    TensorObject *res =
+        result_tensor(out, inplace, ndim, shape, dtype, a->device, a, b);
     if (res == NULL) {
         return NULL;
     }
@@ -350,7 +364,7 @@ binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out)
             Py_CLEAR(res);
         }
     }
-    return (PyObject *)res;
+    return out ? pygpu_out_finish(out, res) : (PyObject *)res;
 }
 
 /* A 0-d CPU tensor next to a CUDA tensor acts as a scalar, as in torch. */
@@ -369,13 +383,9 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
     pygpu_scalar_value s;
     int cat, r;
     PyObject *item = NULL, *res;
-    /* In place or out=: what is written must be writable, free of internal
-     * overlap, and share no memory with an input but element for element. */
-    if (out != NULL &&
-        pygpu_check_write(out, Tensor_Check(a) ? (TensorObject *)a : NULL,
-                          Tensor_Check(b) ? (TensorObject *)b : NULL) < 0) {
-        return NULL;
-    }
+    /* Written into the first operand: in place, its shape must be the
+     * result's; another out= is resized (pygpu_out_prepare). */
+    int inplace = out != NULL && (PyObject *)out == a;
     if (pygpu_is_cpu_scalar_tensor(b, a) || pygpu_is_cpu_scalar_tensor(a, b)) {
         /* Moved next to the other operand (one element), it keeps its
          * standing as a 0-d tensor in type promotion, as in torch. */
@@ -392,15 +402,18 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
         *which = item;
     }
     if (Tensor_Check(a) && Tensor_Check(b)) {
-        res = binary_tensors(op, (TensorObject *)a, (TensorObject *)b, out);
+        res = binary_tensors(op, (TensorObject *)a, (TensorObject *)b, out,
+                             inplace);
     }
     else if (Tensor_Check(a) && (r = pygpu_scalar_operand(b, &s, &cat)) != 0) {
         res = r < 0 ? NULL
-                    : binary_scalar(op, (TensorObject *)a, s, cat, 0, out);
+                    : binary_scalar(op, (TensorObject *)a, s, cat, 0, out,
+                                    inplace);
     }
     else if (Tensor_Check(b) && (r = pygpu_scalar_operand(a, &s, &cat)) != 0) {
         res = r < 0 ? NULL
-                    : binary_scalar(op, (TensorObject *)b, s, cat, 1, out);
+                    : binary_scalar(op, (TensorObject *)b, s, cat, 1, out,
+                                    inplace);
     }
     else if (PyErr_Occurred()) {
         res = NULL;
@@ -445,40 +458,46 @@ check_bool_unary(int op, const TensorObject *a)
 }
 
 PyObject *
-pygpu_op_unary(int op, TensorObject *a, int inplace)
+pygpu_op_unary_out(int op, TensorObject *a, TensorObject *out, int inplace)
 {
     pygpu_geom g;
-    if ((inplace && pygpu_check_write(a, a, NULL) < 0) ||
-        check_bool_unary(op, a) < 0) {
+    TensorObject *res, *src = a;
+    if (check_bool_unary(op, a) < 0) {
         return NULL;
     }
-    /* A floating function of a bool or integer tensor: the result is
-     * float32, as in torch; the input is converted first and the op runs
-     * in place on the copy.  In place, the Float result cannot go back. */
+    if (inplace) {
+        out = a;
+    }
+    /* A floating function of a bool or integer tensor: the result has the
+     * default dtype, as in torch; the input is converted into the result
+     * first and the op runs in place there.  In place, a Float result
+     * cannot go back to an integer (pygpu_out_prepare says so). */
     int promote =
         pygpu_unop_promotes_int(op) && category(a->dtype) != CAT_FLOAT;
-    if (promote && inplace) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "result type Float can't be cast to the desired output "
-                     "type %s", pygpu_dtype_table[a->dtype].scalar_name);
-        return NULL;
-    }
-    TensorObject *res =
-        inplace   ? (TensorObject *)Py_NewRef(a)
-        : promote ? pygpu_tensor_to(a, a->device, PYGPU_FLOAT32)
-                  : pygpu_tensor_empty(a->ndim, a->shape, a->dtype, a->device);
+    int dtype = promote ? pygpu_default_dtype() : a->dtype;
+    res = result_tensor(out, inplace, a->ndim, a->shape, dtype, a->device, a,
+                        NULL);
     if (res == NULL) {
         return NULL;
     }
-    if (promote) {
-        a = res;
-    }
     int64_t numel = pygpu_numel(a->ndim, a->shape);
-    if (numel > 0) {
-        pygpu_make_geom(&g, a->ndim, a->shape, res, a, NULL);
-        if (run_unary(op, res, a, &g, numel) < 0) {
+    if (promote && numel > 0) {
+        if (pygpu_op_copy_same_device(res, a) < 0) {
+            Py_CLEAR(res);
+        }
+        src = res;
+    }
+    if (res != NULL && numel > 0) {
+        pygpu_make_geom(&g, a->ndim, a->shape, res, src, NULL);
+        if (run_unary(op, res, src, &g, numel) < 0) {
             Py_CLEAR(res);
         }
     }
-    return (PyObject *)res;
+    return out ? pygpu_out_finish(out, res) : (PyObject *)res;
+}
+
+PyObject *
+pygpu_op_unary(int op, TensorObject *a, int inplace)
+{
+    return pygpu_op_unary_out(op, a, NULL, inplace);
 }

@@ -97,29 +97,44 @@ relu__fn(PyObject *self, PyObject *arg)
     return pygpu_op_unary(PYGPU_RELU, (TensorObject *)arg, 1);
 }
 
+/* pygpu.<name>(input, *, out=None) of a unary op. */
 static PyObject *
-neg_fn(PyObject *self, PyObject *arg)
+unary_fn(int op, const char *name, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames)
 {
-    if (check_tensor(arg, "neg") < 0) {
+    static const char *const names[] = {"input", "out"};
+    PyObject *a[2];
+    if (nargs == 1 && kwnames == NULL) { /* the common call, parsed fast */
+        return check_tensor(args[0], name) < 0
+                   ? NULL
+                   : pygpu_op_unary(op, (TensorObject *)args[0], 0);
+    }
+    if (pygpu_parse_args(name, args, nargs, kwnames, names, 2, 1, 1, a) < 0 ||
+        check_tensor(a[0], name) < 0) {
         return NULL;
     }
-    return pygpu_op_unary(PYGPU_NEG, (TensorObject *)arg, 0);
+    int has_out = a[1] != NULL && a[1] != Py_None;
+    if (has_out && pygpu_tensor_arg(a[1], name, "out") < 0) {
+        return NULL;
+    }
+    return pygpu_op_unary_out(op, (TensorObject *)a[0],
+                              has_out ? (TensorObject *)a[1] : NULL, 0);
 }
 
-/* pygpu.<name>(input) for each row of op_list.h. */
 #define UNARY_FN(OP, name, doc)                                              \
-    static PyObject *name##_fn(PyObject *self, PyObject *arg)                \
+    static PyObject *name##_fn(PyObject *self, PyObject *const *args,        \
+                               Py_ssize_t nargs, PyObject *kwnames)          \
     {                                                                        \
-        if (check_tensor(arg, #name) < 0) {                                  \
-            return NULL;                                                     \
-        }                                                                    \
-        return pygpu_op_unary(PYGPU_##OP, (TensorObject *)arg, 0);           \
+        return unary_fn(PYGPU_##OP, #name, args, nargs, kwnames);            \
     }
+UNARY_FN(NEG, neg, "")
+UNARY_FN(GELU_TANH, _gelu_tanh, "")
+/* pygpu.<name>(input, *, out=None) for each row of op_list.h. */
 PYGPU_PY_UNARY_OPS(UNARY_FN)
 
 #define UNARY_FN_ENTRY(OP, name, doc)                                        \
-    {#name, name##_fn, METH_O, #name "($module, input, /)\n--\n\n" doc},
-
+    {#name, FASTKW(name##_fn),                                               \
+     #name "($module, input, *, out=None)\n--\n\n" doc},
 
 PyMethodDef pygpu_ops_functions[] = {
     {"add", FASTKW(add_fn),
@@ -141,9 +156,11 @@ PyMethodDef pygpu_ops_functions[] = {
     {"relu_", relu__fn, METH_O, 
      "relu_($module, input, /)\n--\n\n"
      "In-place relu; returns input."},
-    {"neg", neg_fn, METH_O, 
-     "neg($module, input, /)\n--\n\n"
-     "-input as a new tensor."},
+    UNARY_FN_ENTRY(NEG, neg, "-input as a new tensor.")
+    UNARY_FN_ENTRY(GELU_TANH, _gelu_tanh,
+                   "gelu's tanh approximation, elementwise:\n"
+                   "input/2 * (1 + tanh(sqrt(2/pi) * (input + 0.044715 "
+                   "input^3))).")
     PYGPU_PY_UNARY_OPS(UNARY_FN_ENTRY)
     {NULL},
 };

@@ -6,6 +6,7 @@
  * xor is !=); any and all count (sum) the nonzero or zero elements. */
 #include "ops/ops.h"
 #include "ops/logical_methods.h"
+#include "ops/reduce.h"
 
 static PyObject *
 zero(void)
@@ -194,8 +195,9 @@ any_all(int all, PyObject *t, PyObject *dim, PyObject *keepdim)
         return NULL;
     }
     PyObject *bits = truth(t, all), *z = NULL, *r = NULL;
-    PyObject *count = bits ? pygpu_op_reduce(PYGPU_SUM, (TensorObject *)bits,
-                                             dim, keep)
+    PyObject *count = bits ? pygpu_reduce_over(PYGPU_SUM, (TensorObject *)bits,
+                                               dim, keep, 0,
+                                               all ? "all" : "any")
                            : NULL;
     if (count != NULL && (z = zero()) != NULL) {
         r = pygpu_op_compare(all ? PYGPU_EQ : PYGPU_GT, count, z, NULL);
@@ -330,5 +332,39 @@ PyMethodDef pygpu_logical_functions[] = {
     {"all", FASTKW(all_fn),
      "all($module, input, dim=None, keepdim=False)\n--\n\n"
      "Whether every element (over dim: an int or a tuple) is nonzero."},
+    {NULL},
+};
+
+#define PYGPU_LOGICAL_METHOD_O(name, doc)                                    \
+    {#name, pygpu_t_##name, METH_O, #name "($self, other, /)\n--\n\n" doc},
+#define PYGPU_LOGICAL_METHODS                                                \
+    {"logical_not", pygpu_t_logical_not, METH_NOARGS,                        \
+     "logical_not($self, /)\n--\n\nself == 0, as a bool tensor."},           \
+    PYGPU_LOGICAL_METHOD_O(logical_and, "(self != 0) and (other != 0).")     \
+    PYGPU_LOGICAL_METHOD_O(logical_or, "(self != 0) or (other != 0).")       \
+    PYGPU_LOGICAL_METHOD_O(logical_xor, "(self != 0) xor (other != 0).")     \
+    {"bitwise_not", pygpu_t_bitwise_not, METH_NOARGS,                        \
+     "bitwise_not($self, /)\n--\n\n~self (bool and integer dtypes)."},       \
+    PYGPU_LOGICAL_METHOD_O(bitwise_and, "self & other (bool and integers).") \
+    PYGPU_LOGICAL_METHOD_O(bitwise_or, "self | other (bool and integers).")  \
+    PYGPU_LOGICAL_METHOD_O(bitwise_xor, "self ^ other (bool and integers).") \
+    {"where", FASTKW(pygpu_t_where),                                         \
+     "where($self, condition, other)\n--\n\n"                                \
+     "pygpu.where(condition, self, other)."},                                \
+    {"masked_fill", FASTKW(pygpu_t_masked_fill),                             \
+     "masked_fill($self, mask, value)\n--\n\n"                               \
+     "A copy of self with value where the bool mask (broadcast) is true."},  \
+    {"masked_fill_", FASTKW(pygpu_t_masked_fill_),                           \
+     "masked_fill_($self, mask, value)\n--\n\n"                              \
+     "In-place masked_fill; returns self."},                                 \
+    {"any", FASTKW(pygpu_t_any),                                             \
+     "any($self, /, dim=None, keepdim=False)\n--\n\n"                        \
+     "Whether any element (over dim: an int or a tuple) is nonzero."},       \
+    {"all", FASTKW(pygpu_t_all),                                             \
+     "all($self, /, dim=None, keepdim=False)\n--\n\n"                        \
+     "Whether every element (over dim: an int or a tuple) is nonzero."},
+
+PyMethodDef pygpu_logical_methods[] = {
+    PYGPU_LOGICAL_METHODS
     {NULL},
 };

@@ -63,16 +63,36 @@ shape_error_2d(const TensorObject *a, const TensorObject *b)
     return NULL;
 }
 
+/* out= of a product: exactly the result's dtype, as torch. */
+static int
+check_out_dtype(const TensorObject *out, int dtype)
+{
+    if (out->dtype != dtype) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "Expected out tensor to have dtype %s, but got %s "
+                     "instead", cname(dtype), cname(out->dtype));
+        return -1;
+    }
+    return 0;
+}
+
 PyObject *
 pygpu_op_matmul(PyObject *ao, PyObject *bo)
+{
+    return pygpu_op_matmul_out(ao, bo, NULL);
+}
+
+PyObject *
+pygpu_op_matmul_out(PyObject *ao, PyObject *bo, TensorObject *out_arg)
 {
     TensorObject *a = (TensorObject *)ao, *b = (TensorObject *)bo;
     TensorObject *a2 = NULL, *b2 = NULL, *out = NULL, *in[2] = {a, b}, *c[2];
     PyObject *result = NULL;
     int cast = pygpu_autocast_inputs(2, in, c);
     if (cast != 0) {
-        result = cast < 0 ? NULL : pygpu_op_matmul((PyObject *)c[0],
-                                                   (PyObject *)c[1]);
+        result = cast < 0 ? NULL
+                          : pygpu_op_matmul_out((PyObject *)c[0],
+                                                (PyObject *)c[1], out_arg);
         pygpu_autocast_release(cast < 0 ? 0 : 2, c);
         return result;
     }
@@ -155,7 +175,22 @@ pygpu_op_matmul(PyObject *ao, PyObject *bo)
     if (b->ndim > 1) {
         oshape[on++] = n;
     }
-    out = pygpu_tensor_empty(on, oshape, a->dtype, a->device);
+    if (out_arg == NULL) {
+        out = pygpu_tensor_empty(on, oshape, a->dtype, a->device);
+    }
+    else if (check_out_dtype(out_arg, a->dtype) == 0) {
+        /* The products write a contiguous result that is no input: a
+         * strided out, or one sharing memory with an input (even element
+         * for element), gets a copy of one (pygpu_out_finish). */
+        out = pygpu_out_prepare(out_arg, on, oshape, a->dtype, a->device, 0,
+                                NULL, NULL);
+        if (out != NULL && (!pygpu_is_contiguous(out) ||
+                            pygpu_get_overlap(out, a) != PYGPU_ALIAS_NONE ||
+                            pygpu_get_overlap(out, b) != PYGPU_ALIAS_NONE)) {
+            Py_SETREF(out, pygpu_tensor_empty(on, oshape, a->dtype,
+                                              a->device));
+        }
+    }
     if (out == NULL) {
         goto fail;
     }
@@ -170,7 +205,7 @@ pygpu_op_matmul(PyObject *ao, PyObject *bo)
             goto fail;
         }
     }
-    result = (PyObject *)out;
+    result = out_arg ? pygpu_out_finish(out_arg, out) : (PyObject *)out;
     out = NULL;
 fail:
     Py_XDECREF(a2);
@@ -193,19 +228,36 @@ pygpu_tensor_arg(PyObject *x, const char *fname, const char *arg)
     return 0;
 }
 
+/* An optional out= argument: NULL for None or absent, else a Tensor. */
+static int
+out_arg(const char *fname, PyObject *x, TensorObject **out)
+{
+    *out = NULL;
+    if (x == NULL || x == Py_None) {
+        return 0;
+    }
+    if (pygpu_tensor_arg(x, fname, "out") < 0) {
+        return -1;
+    }
+    *out = (TensorObject *)x;
+    return 0;
+}
+
 static PyObject *
 matmul_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
           PyObject *kwnames)
 {
-    static const char *const names[] = {"input", "other"};
-    PyObject *a[2];
-    if (pygpu_parse_args("matmul", args, nargs, kwnames, names, 2, 2, 2,
+    static const char *const names[] = {"input", "other", "out"};
+    PyObject *a[3];
+    TensorObject *out;
+    if (pygpu_parse_args("matmul", args, nargs, kwnames, names, 3, 2, 2,
                          a) < 0 ||
         pygpu_tensor_arg(a[0], "matmul", "input") < 0 ||
-        pygpu_tensor_arg(a[1], "matmul", "other") < 0) {
+        pygpu_tensor_arg(a[1], "matmul", "other") < 0 ||
+        out_arg("matmul", a[2], &out) < 0) {
         return NULL;
     }
-    return pygpu_op_matmul(a[0], a[1]);
+    return pygpu_op_matmul_out(a[0], a[1], out);
 }
 
 /* mm / bmm: matmul restricted to 2-D / 3-D operands, as torch. */
@@ -213,11 +265,13 @@ static PyObject *
 fixed_rank_matmul(const char *fname, int rank, PyObject *const *args,
                   Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const char *const names[] = {"input", "mat2"};
-    PyObject *a[2];
-    if (pygpu_parse_args(fname, args, nargs, kwnames, names, 2, 2, 2, a) < 0 ||
+    static const char *const names[] = {"input", "mat2", "out"};
+    PyObject *a[3];
+    TensorObject *out;
+    if (pygpu_parse_args(fname, args, nargs, kwnames, names, 3, 2, 2, a) < 0 ||
         pygpu_tensor_arg(a[0], fname, "input") < 0 ||
-        pygpu_tensor_arg(a[1], fname, "mat2") < 0) {
+        pygpu_tensor_arg(a[1], fname, "mat2") < 0 ||
+        out_arg(fname, a[2], &out) < 0) {
         return NULL;
     }
     TensorObject *x = (TensorObject *)a[0], *y = (TensorObject *)a[1];
@@ -234,7 +288,7 @@ fixed_rank_matmul(const char *fname, int rank, PyObject *const *args,
                      (long long)y->shape[0]);
         return NULL;
     }
-    return pygpu_op_matmul(a[0], a[1]);
+    return pygpu_op_matmul_out(a[0], a[1], out);
 }
 
 static PyObject *
@@ -269,14 +323,15 @@ get_allow_tf32(PyObject *m, PyObject *noargs)
 
 PyMethodDef pygpu_matmul_functions[] = {
     {"matmul", FASTKW(matmul_fn),
-     "matmul($module, input, other)\n--\n\n"
+     "matmul($module, input, other, *, out=None)\n--\n\n"
      "Matrix product with torch's rules for 1-D, 2-D and batched\n"
      "(broadcast) operands."},
     {"mm", FASTKW(mm_fn), 
-     "mm($module, input, mat2)\n--\n\n"
+     "mm($module, input, mat2, *, out=None)\n--\n\n"
      "2-D matrix product."},
     {"bmm", FASTKW(bmm_fn),
-     "bmm($module, input, mat2)\n--\n\nBatched 3-D matrix product."},
+     "bmm($module, input, mat2, *, out=None)\n--\n\n"
+     "Batched 3-D matrix product."},
     {"_set_allow_tf32", set_allow_tf32, METH_O,
      "_set_allow_tf32($module, flag, /)\n--\n\n"
      "Allow TF32 for float32 products."},

@@ -1,10 +1,13 @@
-/* ops_reduce.c - sum, mean and max over all elements or over dims, with
- * keepdim; max over a dim also gives the indices, as torch.max does. */
-#include "ops/ops.h"
+/* ops_reduce.c - the reductions' front end: sum, mean, prod, max and min
+ * over all elements or over dims, with keepdim; max and min over a dim also
+ * give the indices, as torch's do, and argmax/argmin only those.  Their
+ * Python entries are in ops_reduce_api.c. */
+#include "ops/reduce.h"
 
 #include <string.h>
 
-static const char *const redop_names[] = {"sum", "mean", "max"};
+static const char *const redop_names[PYGPU_NREDOPS] = {
+    "sum", "mean", "max", "min", "prod"};
 
 /* The dtype a reduction runs in: the table's reductions cover float32,
  * float16, float64 and int64. */
@@ -32,14 +35,16 @@ run_reduce(int op, TensorObject *out, TensorObject *indices, TensorObject *in,
                           redop_names[op]);
 }
 
-/* op over one dim (dim < 0: all elements, as a 0-d result). */
-static PyObject *
-reduce_dim(int op, TensorObject *t, int dim, int keepdim, int want_indices)
+/* op over one dim (dim < 0: all elements, as a 0-d result, or all ones
+ * with keepdim) into *values and, when `indices` is not NULL, *indices.
+ * 0 or -1. */
+static int
+reduce_dim(int op, TensorObject *t, int dim, int keepdim, const char *name,
+           TensorObject **values, TensorObject **indices)
 {
-    TensorObject *in = NULL, *out = NULL, *indices = NULL;
-    PyObject *result = NULL;
+    TensorObject *in = NULL, *out = NULL, *idx = NULL;
     int64_t shape[PYGPU_MAX_DIMS];
-    int ndim = 0;
+    int ndim = 0, rc = -1;
     int64_t outer = 1, n = 1, inner = 1;
     if (dim < 0) {
         n = pygpu_numel(t->ndim, t->shape);
@@ -50,10 +55,7 @@ reduce_dim(int op, TensorObject *t, int dim, int keepdim, int want_indices)
             }
         }
     }
-    else if (t->ndim == 0) {
-        ndim = 0; /* dim 0 / -1 of a 0-d tensor: the element itself */
-    }
-    else {
+    else if (t->ndim > 0) { /* (dim 0 / -1 of a 0-d tensor: itself) */
         for (int d = 0; d < t->ndim; d++) {
             if (d < dim) {
                 outer *= t->shape[d];
@@ -70,42 +72,38 @@ reduce_dim(int op, TensorObject *t, int dim, int keepdim, int want_indices)
         }
         n = t->shape[dim];
     }
-    if (op == PYGPU_MAX && n == 0) {
+    if ((op == PYGPU_MAX || op == PYGPU_MIN) && n == 0) {
         if (dim < 0) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "max(): Expected reduction dim to be specified "
-                            "for input.numel() == 0. Specify the reduction "
-                            "dim with the 'dim' argument.");
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s(): Expected reduction dim to be specified for "
+                         "input.numel() == 0. Specify the reduction dim with "
+                         "the 'dim' argument.", name);
         }
         else {
             PyErr_Format(PyExc_IndexError,
-                         "max(): Expected reduction dim %d to have non-zero "
-                         "size.", dim);
+                         "%s(): Expected reduction dim %d to have non-zero "
+                         "size.", name, dim);
         }
-        return NULL;
+        return -1;
     }
-    /* bool, uint8 and int32 reduce in int64 (sum gives int64, as in
-     * torch), bfloat16 in float32; max converts back. */
+    /* bool, uint8 and int32 reduce in int64 (sum and prod give int64,
+     * as in torch), bfloat16 in float32; the others convert back. */
     int wide = reduce_dtype(t->dtype);
-    int final = op == PYGPU_SUM ? (wide == PYGPU_INT64 ? wide : t->dtype)
-                                : t->dtype;
+    int final = (op == PYGPU_SUM || op == PYGPU_PROD) && wide == PYGPU_INT64
+                    ? wide : t->dtype;
     in = wide == t->dtype ? pygpu_tensor_contiguous(t)
                           : pygpu_tensor_to(t, t->device, wide);
-    if (in == NULL) {
-        goto fail;
-    }
-    out = pygpu_tensor_empty(ndim, shape, wide, t->device);
+    out = in ? pygpu_tensor_empty(ndim, shape, wide, t->device) : NULL;
     if (out == NULL) {
         goto fail;
     }
-    if (want_indices) {
-        indices = pygpu_tensor_empty(ndim, shape, PYGPU_INT64, t->device);
-        if (indices == NULL) {
+    if (indices != NULL) {
+        idx = pygpu_tensor_empty(ndim, shape, PYGPU_INT64, t->device);
+        if (idx == NULL) {
             goto fail;
         }
     }
-    if (outer * inner > 0 &&
-        run_reduce(op, out, indices, in, outer, n, inner) < 0) {
+    if (outer * inner > 0 && run_reduce(op, out, idx, in, outer, n, inner) < 0) {
         goto fail;
     }
     if (final != wide) {
@@ -114,29 +112,100 @@ reduce_dim(int op, TensorObject *t, int dim, int keepdim, int want_indices)
             goto fail;
         }
     }
-    if (want_indices) {
-        result = PyStructSequence_New(pygpu_state->MaxResult_Type);
-        if (result == NULL) {
-            goto fail;
-        }
-        PyStructSequence_SET_ITEM(result, 0, (PyObject *)out);
-        PyStructSequence_SET_ITEM(result, 1, (PyObject *)indices);
-        out = indices = NULL;
+    *values = out;
+    out = NULL;
+    if (indices != NULL) {
+        *indices = idx;
+        idx = NULL;
     }
-    else {
-        result = (PyObject *)out;
-        out = NULL;
-    }
+    rc = 0;
 fail:
     Py_XDECREF(in);
     Py_XDECREF(out);
-    Py_XDECREF(indices);
-    return result;
+    Py_XDECREF(idx);
+    return rc;
+}
+
+/* (values, indices) as pygpu.return_types.<max|min>; steals both. */
+static PyObject *
+make_pair(int op, TensorObject *values, TensorObject *indices)
+{
+    PyObject *r = PyStructSequence_New(op == PYGPU_MAX
+                                           ? pygpu_state->MaxResult_Type
+                                           : pygpu_state->MinResult_Type);
+    if (r == NULL) {
+        Py_DECREF(values);
+        Py_DECREF(indices);
+        return NULL;
+    }
+    PyStructSequence_SET_ITEM(r, 0, (PyObject *)values);
+    PyStructSequence_SET_ITEM(r, 1, (PyObject *)indices);
+    return r;
+}
+
+int64_t
+pygpu_reduce_mark_dims(TensorObject *t, PyObject *dimobj, const char *name,
+                       int mark[PYGPU_MAX_DIMS], int *all)
+{
+    int64_t count = 1;
+    int nd = 0;
+    memset(mark, 0, sizeof(int) * PYGPU_MAX_DIMS);
+    *all = 0;
+    if (dimobj == NULL || dimobj == Py_None) {
+        *all = 1;
+    }
+    else if (PyIndex_Check(dimobj) && !PyFloat_Check(dimobj)) {
+        int d; /* any integer (a bool is refused there) */
+        if (pygpu_parse_dim(dimobj, t->ndim, &d) < 0) {
+            return -1;
+        }
+        if (t->ndim > 0) {
+            mark[d] = 1;
+        }
+        nd = 1;
+    }
+    else if (PyTuple_Check(dimobj) || PyList_Check(dimobj)) {
+        Py_ssize_t n = PySequence_Size(dimobj);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *item = PySequence_GetItem(dimobj, i);
+            int d, rc = item ? pygpu_parse_dim(item, t->ndim, &d) : -1;
+            Py_XDECREF(item);
+            if (rc < 0) {
+                return -1;
+            }
+            if (t->ndim > 0 && mark[d]++) {
+                PyErr_Format(PyExc_RuntimeError,
+                             "dim %d appears multiple times in the list of "
+                             "dims", d);
+                return -1;
+            }
+            nd++;
+        }
+        *all = nd == 0;
+    }
+    else {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): dim must be an int or a tuple of ints, not "
+                     "%.100s", name, Py_TYPE(dimobj)->tp_name);
+        return -1;
+    }
+    for (int d = 0; d < t->ndim; d++) {
+        if (*all) {
+            mark[d] = 1;
+        }
+        if (mark[d]) {
+            count *= t->shape[d];
+        }
+    }
+    return count;
 }
 
 PyObject *
-pygpu_op_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim)
+pygpu_reduce_over(int op, TensorObject *t, PyObject *dimobj, int keepdim,
+                  int pair, const char *name)
 {
+    TensorObject *v = NULL, *ix = NULL;
+    int mark[PYGPU_MAX_DIMS], all, single = -1, nmarked = 0;
     if (op == PYGPU_MEAN && !pygpu_dtype_table[t->dtype].is_floating_point) {
         PyErr_Format(PyExc_RuntimeError,
                      "mean(): could not infer output dtype. Input dtype must "
@@ -144,181 +213,131 @@ pygpu_op_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim)
                      pygpu_dtype_table[t->dtype].scalar_name);
         return NULL;
     }
-    if (dimobj == NULL || dimobj == Py_None) {
-        return reduce_dim(op, t, -1, keepdim, 0);
-    }
-    if (PyIndex_Check(dimobj) && !PyFloat_Check(dimobj)) {
-        int dim; /* any integer (a bool is refused there) */
-        if (pygpu_parse_dim(dimobj, t->ndim, &dim) < 0) {
-            return NULL;
-        }
-        return reduce_dim(op, t, dim, keepdim, op == PYGPU_MAX);
-    }
-    if ((PyTuple_Check(dimobj) || PyList_Check(dimobj)) && op != PYGPU_MAX) {
-        /* Several dims: reduce one at a time from the last, keeping dims
-         * so the remaining indices stay valid, then drop them. */
-        int mark[PYGPU_MAX_DIMS] = {0}, nd = 0;
-        Py_ssize_t n = PySequence_Size(dimobj);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *item = PySequence_GetItem(dimobj, i);
-            int d, rc = item ? pygpu_parse_dim(item, t->ndim, &d) : -1;
-            Py_XDECREF(item);
-            if (rc < 0) {
-                return NULL;
-            }
-            if (t->ndim > 0 && mark[d]++) {
-                PyErr_Format(PyExc_RuntimeError,
-                             "dim %d appears multiple times in the list of "
-                             "dims", d);
-                return NULL;
-            }
-            nd++;
-        }
-        if (nd == 0) {
-            return reduce_dim(op, t, -1, keepdim, 0);
-        }
-        PyObject *cur = Py_NewRef((PyObject *)t);
-        for (int d = t->ndim - 1; d >= 0 && cur != NULL; d--) {
-            if (mark[d]) {
-                Py_SETREF(cur, reduce_dim(op, (TensorObject *)cur, d, 1, 0));
-            }
-        }
-        if (cur != NULL && !keepdim && t->ndim > 0) {
-            TensorObject *c = (TensorObject *)cur;
-            int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
-            int k = 0;
-            for (int d = 0; d < c->ndim; d++) {
-                if (!mark[d]) {
-                    shape[k] = c->shape[d];
-                    strides[k++] = c->strides[d];
-                }
-            }
-            Py_SETREF(cur, (PyObject *)pygpu_tensor_view(c, k, shape,
-                                                         strides, 0));
-        }
-        return cur;
-    }
-    PyErr_Format(PyExc_TypeError, "%s(): dim must be an int%s, not %.100s",
-                 redop_names[op], op == PYGPU_MAX ? "" : " or a tuple of ints",
-                 Py_TYPE(dimobj)->tp_name);
-    return NULL;
-}
-
-/* method form: t.sum(dim=None, keepdim=False) */
-static PyObject *
-reduce_method(int op, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-              PyObject *kwnames)
-{
-    static const char *const names[] = {"dim", "keepdim", "dtype"};
-    PyObject *a[3];
-    int keepdim;
-    TensorObject *t = (TensorObject *)self;
-    if (pygpu_parse_args(redop_names[op], args, nargs, kwnames, names, 3, 2, 0,
-                         a) < 0 ||
-        pygpu_parse_bool(a[1], 0, &keepdim) < 0) {
+    if (pair && dimobj != NULL && dimobj != Py_None &&
+        !(PyIndex_Check(dimobj) && !PyFloat_Check(dimobj))) {
+        PyErr_Format(PyExc_TypeError, "%s(): dim must be an int, not %.100s",
+                     name, Py_TYPE(dimobj)->tp_name);
         return NULL;
     }
-    if (a[2] != NULL && a[2] != Py_None) {
-        int dtype;
-        if (pygpu_parse_dtype_opt(a[2], t->dtype, &dtype) < 0) {
-            return NULL;
-        }
-        TensorObject *c = pygpu_tensor_to(t, t->device, dtype);
-        if (c == NULL) {
-            return NULL;
-        }
-        PyObject *r = pygpu_op_reduce(op, c, a[0], keepdim);
-        Py_DECREF(c);
-        return r;
-    }
-    return pygpu_op_reduce(op, t, a[0], keepdim);
-}
-
-PyObject *
-pygpu_t_sum(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-            PyObject *kwnames)
-{
-    return reduce_method(PYGPU_SUM, self, args, nargs, kwnames);
-}
-
-PyObject *
-pygpu_t_mean(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-             PyObject *kwnames)
-{
-    return reduce_method(PYGPU_MEAN, self, args, nargs, kwnames);
-}
-
-PyObject *
-pygpu_t_max(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-            PyObject *kwnames)
-{
-    return reduce_method(PYGPU_MAX, self, args, nargs, kwnames);
-}
-
-/* function form: pygpu.sum(input, dim=None, keepdim=False) */
-static PyObject *
-reduce_fn(int op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    if (nargs < 1 || !Tensor_Check(args[0])) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s(): argument 'input' must be Tensor, not %.100s",
-                     redop_names[op],
-                     nargs < 1 ? "nothing" : Py_TYPE(args[0])->tp_name);
+    if (pygpu_reduce_mark_dims(t, dimobj, name, mark, &all) < 0) {
         return NULL;
     }
-    return reduce_method(op, args[0], args + 1, nargs - 1, kwnames);
+    if (all) {
+        return reduce_dim(op, t, -1, keepdim, name, &v, NULL) < 0
+                   ? NULL : (PyObject *)v;
+    }
+    for (int d = 0; d < t->ndim; d++) {
+        if (mark[d]) {
+            single = d;
+            nmarked++;
+        }
+    }
+    if (nmarked <= 1) { /* one dim (or a 0-d tensor's dim 0) */
+        int d = single < 0 ? 0 : single;
+        int want = pair && (op == PYGPU_MAX || op == PYGPU_MIN);
+        if (reduce_dim(op, t, d, keepdim, name, &v, want ? &ix : NULL) < 0) {
+            return NULL;
+        }
+        return want ? make_pair(op, v, ix) : (PyObject *)v;
+    }
+    /* Several dims: reduce one at a time from the last, keeping dims so
+     * the remaining indices stay valid, then drop them. */
+    PyObject *cur = Py_NewRef((PyObject *)t);
+    for (int d = t->ndim - 1; d >= 0 && cur != NULL; d--) {
+        if (mark[d]) {
+            TensorObject *next = NULL;
+            int rc = reduce_dim(op, (TensorObject *)cur, d, 1, name, &next,
+                                NULL);
+            Py_SETREF(cur, rc < 0 ? NULL : (PyObject *)next);
+        }
+    }
+    if (cur != NULL && !keepdim) {
+        TensorObject *c = (TensorObject *)cur;
+        int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
+        int k = 0;
+        for (int d = 0; d < c->ndim; d++) {
+            if (!mark[d]) {
+                shape[k] = c->shape[d];
+                strides[k++] = c->strides[d];
+            }
+        }
+        Py_SETREF(cur, (PyObject *)pygpu_tensor_view(c, k, shape, strides, 0));
+    }
+    return cur;
 }
 
-static PyObject *
-sum_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
+/* argmax / argmin: the index of the first maximum (minimum; a NaN counts
+ * as both) of all elements (of t flattened), or over dim. */
+PyObject *
+pygpu_reduce_arg(int op, TensorObject *t, PyObject *dimobj, int keepdim,
+                 const char *name)
 {
-    return reduce_fn(PYGPU_SUM, args, nargs, kw);
+    TensorObject *c = NULL, *flat = NULL, *v = NULL, *ix = NULL;
+    PyObject *r = NULL;
+    if (dimobj != NULL && dimobj != Py_None) {
+        int d;
+        if (pygpu_parse_dim(dimobj, t->ndim, &d) < 0 ||
+            reduce_dim(op, t, d, keepdim, name, &v, &ix) < 0) {
+            return NULL;
+        }
+        Py_DECREF(v);
+        return (PyObject *)ix;
+    }
+    int64_t n = pygpu_numel(t->ndim, t->shape), one = 1;
+    if (n == 0) {
+        PyErr_Format(PyExc_IndexError,
+                     "%s(): Expected reduction dim to be specified for "
+                     "input.numel() == 0.", name);
+        return NULL;
+    }
+    c = pygpu_tensor_contiguous(t);
+    flat = c ? pygpu_tensor_view(c, 1, &n, &one, 0) : NULL;
+    if (flat == NULL || reduce_dim(op, flat, 0, 0, name, &v, &ix) < 0) {
+        goto fail;
+    }
+    if (keepdim) { /* all ones, as torch */
+        int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
+        for (int d = 0; d < t->ndim; d++) {
+            shape[d] = strides[d] = 1;
+        }
+        r = (PyObject *)pygpu_tensor_view(ix, t->ndim, shape, strides, 0);
+    }
+    else {
+        r = Py_NewRef((PyObject *)ix);
+    }
+fail:
+    Py_XDECREF(c);
+    Py_XDECREF(flat);
+    Py_XDECREF(v);
+    Py_XDECREF(ix);
+    return r;
 }
 
-static PyObject *
-mean_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
+TensorObject *
+pygpu_as_dtype(TensorObject *t, int dtype)
 {
-    return reduce_fn(PYGPU_MEAN, args, nargs, kw);
+    if (t->dtype == dtype) {
+        return (TensorObject *)Py_NewRef((PyObject *)t);
+    }
+    return pygpu_tensor_to(t, t->device, dtype);
 }
 
-static PyObject *
-max_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
+TensorObject *
+pygpu_reduce_input(TensorObject *t, PyObject *dtype_obj, int int_to_long)
 {
-    return reduce_fn(PYGPU_MAX, args, nargs, kw);
+    int dtype = t->dtype;
+    if (int_to_long && !pygpu_dtype_table[dtype].is_floating_point) {
+        dtype = PYGPU_INT64;
+    }
+    if (pygpu_parse_dtype_opt(dtype_obj, dtype, &dtype) < 0) {
+        return NULL;
+    }
+    return pygpu_as_dtype(t, dtype);
 }
 
-
-PyMethodDef pygpu_reduce_functions[] = {
-    {"sum", FASTKW(sum_fn),
-     "sum($module, input, /, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
-     "Sum of all elements, or over dim (an int or a tuple); with dtype the\n"
-     "input is converted first."},
-    {"mean", FASTKW(mean_fn),
-     "mean($module, input, /, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
-     "Mean of all elements, or over dim (floating dtypes); with dtype the\n"
-     "input is converted first."},
-    {"max", FASTKW(max_fn),
-     "max($module, input, /, dim=None, keepdim=False)\n--\n\n"
-     "The maximum of all elements, or a (values, indices) pair over dim."},
-    {NULL},
-};
-
-static PyStructSequence_Field max_fields[] = {
-    {"values", "the maxima"},
-    {"indices", "where they are (int64)"},
-    {NULL, NULL},
-};
-
-static PyStructSequence_Desc max_desc = {
-    "pygpu.return_types.max",
-    "max(input, dim) result: (values, indices).",
-    max_fields,
-    2,
-};
-
-int
-pygpu_reduce_register(PyObject *m)
+PyObject *
+pygpu_op_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim)
 {
-    pygpu_state->MaxResult_Type = PyStructSequence_NewType(&max_desc);
-    return pygpu_state->MaxResult_Type ? 0 : -1;
+    return pygpu_reduce_over(op, t, dimobj, keepdim, 1, redop_names[op]);
 }
+

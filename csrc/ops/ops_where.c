@@ -77,7 +77,7 @@ where_dtype(PyObject *x, PyObject *y, int *dtype)
         return 0;
     }
     int cat = cx > cy ? cx : cy; /* two numbers */
-    *dtype = cat == PYGPU_CAT_FLOAT ? PYGPU_FLOAT32
+    *dtype = cat == PYGPU_CAT_FLOAT ? pygpu_default_dtype()
              : cat == PYGPU_CAT_INT ? PYGPU_INT64
                                     : PYGPU_BOOL;
     return 0;

@@ -71,7 +71,7 @@ tensor_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
              !PyTuple_Check(PyTuple_GET_ITEM(args, 0))) {
         pygpu_device cpu = {PYGPU_CPU, -1};
         made = (PyObject *)pygpu_tensor_from_data(PyTuple_GET_ITEM(args, 0),
-                                                  PYGPU_FLOAT32, cpu);
+                                                  pygpu_default_dtype(), cpu);
     }
     else {
         int ndim = 1;
@@ -81,7 +81,8 @@ tensor_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
                                            nargs, &ndim, shape) < 0) {
             return NULL;
         }
-        made = (PyObject *)pygpu_tensor_empty(ndim, shape, PYGPU_FLOAT32, cpu);
+        made = (PyObject *)pygpu_tensor_empty(ndim, shape,
+                                              pygpu_default_dtype(), cpu);
     }
     if (made == NULL) {
         return NULL;
@@ -131,6 +132,12 @@ static PyType_Slot tensor_slots[] = {
     {Py_nb_inplace_multiply, pygpu_t_imul},
     {Py_nb_inplace_true_divide, pygpu_t_idiv},
     {Py_nb_matrix_multiply, pygpu_t_matmul},
+    {Py_nb_power, pygpu_t_pow},
+    {Py_nb_inplace_power, pygpu_t_ipow},
+    {Py_nb_floor_divide, pygpu_t_floordiv},
+    {Py_nb_inplace_floor_divide, pygpu_t_ifloordiv},
+    {Py_nb_remainder, pygpu_t_mod},
+    {Py_nb_inplace_remainder, pygpu_t_imod},
     {Py_nb_negative, pygpu_t_neg},
     {Py_nb_and, pygpu_t_and},
     {Py_nb_or, pygpu_t_or},
@@ -162,6 +169,23 @@ static PyType_Spec tensor_spec = {
 };
 
 int
+pygpu_tensor_add_methods(PyMethodDef *defs)
+{
+    PyTypeObject *tp = pygpu_state->Tensor_Type;
+    for (PyMethodDef *d = defs; d->ml_name != NULL; d++) {
+        PyObject *descr = PyDescr_NewMethod(tp, d);
+        int rc = descr ? PyObject_SetAttrString((PyObject *)tp, d->ml_name,
+                                                descr)
+                       : -1;
+        Py_XDECREF(descr);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int
 pygpu_tensor_register(PyObject *m)
 {
     PyObject *type = PyType_FromModuleAndSpec(m, &tensor_spec, NULL);
@@ -169,6 +193,13 @@ pygpu_tensor_register(PyObject *m)
         return -1;
     }
     pygpu_state->Tensor_Type = (PyTypeObject *)type;
+    /* Methods defined with their ops, beyond tensor_methods.c's table. */
+    if (pygpu_tensor_add_methods(pygpu_binary_math_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_clamp_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_compare_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_logical_methods) < 0) {
+        return -1;
+    }
     /* NumPy defers to the tensor's own (reflected) operators instead of
      * converting it and answering with an ndarray. */
     if (PyObject_SetAttrString(type, "__array_ufunc__", Py_None) < 0) {

@@ -4,10 +4,8 @@
 
 static const pygpu_device cpu_device = {PYGPU_CPU, -1};
 
-/* requires_grad=True has nothing to turn on: RuntimeError.  flag may be
- * NULL (not given).  0, or -1 with an exception. */
-static int
-check_requires_grad(PyObject *flag)
+int
+pygpu_check_requires_grad(PyObject *flag)
 {
     int on = flag == NULL ? 0 : PyObject_IsTrue(flag);
     if (on > 0) {
@@ -115,7 +113,7 @@ tensor_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         pygpu_device_resolve(&dev) < 0) {
         return NULL;
     }
-    if (check_requires_grad(a[3]) < 0) {
+    if (pygpu_check_requires_grad(a[3]) < 0) {
         return NULL;
     }
     return (PyObject *)pygpu_tensor_from_data(a[0], dtype, dev);
@@ -159,10 +157,12 @@ make_filled(int ndim, const int64_t *shape, int dtype, pygpu_device dev,
 }
 
 /* factory(*size, [fill_value,] dtype=None, device=None, requires_grad=False)
- * For full, the last positional argument is the value. */
+ * For full, the last positional argument is the value.  `like` (may be
+ * NULL) gives the default dtype and device: the Tensor.new_* methods. */
 static PyObject *
 factory(const char *fname, enum fill_kind kind, int has_value,
-        PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+        const TensorObject *like, PyObject *const *args, Py_ssize_t nargs,
+        PyObject *kwnames)
 {
     static const char *const names[] = {"size", "fill_value", "dtype",
                                         "device", "requires_grad",
@@ -208,7 +208,7 @@ factory(const char *fname, enum fill_kind kind, int has_value,
     else if (pygpu_parse_shape(args, nsize, &ndim, shape) < 0) {
         return NULL;
     }
-    int def = PYGPU_FLOAT32;
+    int def = pygpu_default_dtype();
     if (has_value) {
         PyObject *v = kw[1];
         if (PyBool_Check(v)) {
@@ -232,11 +232,12 @@ factory(const char *fname, enum fill_kind kind, int has_value,
             return NULL;
         }
     }
-    if (pygpu_parse_dtype_opt(kw[2], def, &dtype) < 0 ||
-        pygpu_parse_device_opt(kw[3], &cpu_device, &dev) < 0) {
+    if (pygpu_parse_dtype_opt(kw[2], like ? like->dtype : def, &dtype) < 0 ||
+        pygpu_parse_device_opt(kw[3], like ? &like->device : &cpu_device,
+                               &dev) < 0) {
         return NULL;
     }
-    if (check_requires_grad(kw[4]) < 0) {
+    if (pygpu_check_requires_grad(kw[4]) < 0) {
         return NULL;
     }
     PyObject *t = make_filled(ndim, shape, dtype, dev, kind,
@@ -251,7 +252,7 @@ factory(const char *fname, enum fill_kind kind, int has_value,
     static PyObject *name##_fn(PyObject *self, PyObject *const *args,        \
                                Py_ssize_t nargs, PyObject *kwnames)          \
     {                                                                        \
-        return factory(#name, kind, has_value, args, nargs, kwnames);        \
+        return factory(#name, kind, has_value, NULL, args, nargs, kwnames);  \
     }
 
 FACTORY(empty, FILL_EMPTY, 0)
@@ -265,7 +266,8 @@ ones_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         PyObject *kwnames)
 {
     /* ones == full(size, 1.0) with float32 as the default dtype */
-    PyObject *t = factory("ones", FILL_EMPTY, 0, args, nargs, kwnames);
+    PyObject *t = factory("ones", FILL_EMPTY, 0, NULL, args, nargs,
+                          kwnames);
     if (t != NULL && pygpu_op_fill((TensorObject *)t, 1.0) < 0) {
         Py_CLEAR(t);
     }
@@ -302,7 +304,7 @@ like(const char *fname, enum fill_kind kind, double fixed, int has_value,
     }
     if (pygpu_parse_dtype_opt(a[2], t->dtype, &dtype) < 0 ||
         pygpu_parse_device_opt(a[3], &t->device, &dev) < 0 ||
-        check_requires_grad(a[4]) < 0) {
+        pygpu_check_requires_grad(a[4]) < 0) {
         return NULL;
     }
     return make_filled(t->ndim, t->shape, dtype, dev, kind, value, fname);
@@ -321,6 +323,55 @@ LIKE(ones_like, FILL_VALUE, 1.0, 0)
 LIKE(full_like, FILL_VALUE, 0.0, 1)
 LIKE(rand_like, FILL_UNIFORM, 0.0, 0)
 LIKE(randn_like, FILL_NORMAL, 0.0, 0)
+
+/* Tensor.new_*(...): the factories with self's dtype and device as the
+ * defaults (tensor_methods.c lists them). */
+#define NEW_METHOD(name, kind, has_value)                                    \
+    PyObject *pygpu_t_##name(PyObject *op, PyObject *const *args,            \
+                             Py_ssize_t nargs, PyObject *kwnames)            \
+    {                                                                        \
+        return factory(#name, kind, has_value, (TensorObject *)op, args,     \
+                       nargs, kwnames);                                      \
+    }
+
+NEW_METHOD(new_empty, FILL_EMPTY, 0)
+NEW_METHOD(new_zeros, FILL_VALUE, 0)
+NEW_METHOD(new_full, FILL_VALUE, 1)
+
+PyObject *
+pygpu_t_new_ones(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                 PyObject *kwnames)
+{
+    PyObject *t = factory("new_ones", FILL_EMPTY, 0, (TensorObject *)op,
+                          args, nargs, kwnames);
+    if (t != NULL && pygpu_op_fill((TensorObject *)t, 1.0) < 0) {
+        Py_CLEAR(t);
+    }
+    return t;
+}
+
+/* new_tensor(data, dtype=None, device=None): a copy of data with self's
+ * dtype and device unless given. */
+PyObject *
+pygpu_t_new_tensor(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                   PyObject *kwnames)
+{
+    static const char *const names[] = {"data", "dtype", "device",
+                                        "requires_grad"};
+    TensorObject *self = (TensorObject *)op;
+    PyObject *a[4];
+    int dtype;
+    pygpu_device dev;
+    if (pygpu_parse_args("new_tensor", args, nargs, kwnames, names, 4, 1, 1,
+                         a) < 0 ||
+        pygpu_parse_dtype_opt(a[1], self->dtype, &dtype) < 0 ||
+        pygpu_parse_device_opt(a[2], &self->device, &dev) < 0 ||
+        pygpu_device_resolve(&dev) < 0 ||
+        pygpu_check_requires_grad(a[3]) < 0) {
+        return NULL;
+    }
+    return (PyObject *)pygpu_tensor_from_data(a[0], dtype, dev);
+}
 
 
 PyMethodDef pygpu_create_functions[] = {

@@ -12,7 +12,7 @@ dtype_for_array(PyArrayObject *arr, int from_ndarray)
     PyArray_Descr *d = PyArray_DESCR(arr);
     int code = pygpu_dtype_from_npy(d->type_num);
     if (code == PYGPU_FLOAT64 && !from_ndarray) {
-        return PYGPU_FLOAT32; /* Python floats give the default dtype */
+        return pygpu_default_dtype(); /* Python floats: the default */
     }
     if (code >= 0) {
         return code;

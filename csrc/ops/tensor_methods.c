@@ -1,8 +1,6 @@
 /* tensor_methods.c - the Tensor's method table, and the small methods
  * that are neither conversions, views nor ops (attributes: tensor_attrs.c). */
 #include "ops/ops.h"
-#include "ops/compare_methods.h"
-#include "ops/logical_methods.h"
 #include "ops/op_list.h"
 
 /* Defined in tensor_convert.c, tensor_views.c and the ops files. */
@@ -38,6 +36,7 @@ NOARGS_DECL(pygpu_t_tolist);
 NOARGS_DECL(pygpu_t_item);
 NOARGS_DECL(pygpu_t_t);
 NOARGS_DECL(pygpu_t_unsqueeze); /* METH_O */
+#include "ops/join_methods.h" /* their declarations and rows */
 
 #define SELF ((TensorObject *)op)
 
@@ -448,7 +447,6 @@ PyMethodDef pygpu_tensor_methods[] = {
     {"max", FASTKW(pygpu_t_max),
      "max($self, /, dim=None, keepdim=False)\n--\n\n"
      "The maximum of all elements; over dim, a (values, indices) pair."},
-    PYGPU_COMPARE_METHODS
-    PYGPU_LOGICAL_METHODS
+    PYGPU_JOIN_METHOD_ROWS
     {NULL},
 };

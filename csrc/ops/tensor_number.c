@@ -31,14 +31,12 @@ array_operand(const char *sym, PyObject *a, PyObject *b)
     return NULL;
 }
 
-static PyObject *
-binary(int op, PyObject *a, PyObject *b, TensorObject *out)
+PyObject *
+pygpu_number_binary(int op, const char *sym, PyObject *a, PyObject *b,
+                    TensorObject *out)
 {
-    static const char *const syms[][2] = {
-        [PYGPU_ADD] = {"+", "+="}, [PYGPU_SUB] = {"-", "-="},
-        [PYGPU_MUL] = {"*", "*="}, [PYGPU_DIV] = {"/", "/="}};
     if (PyArray_Check(a) || PyArray_Check(b)) {
-        return array_operand(syms[op][out != NULL], a, b);
+        return array_operand(sym, a, b);
     }
     PyObject *x = py_number(a), *y = x ? py_number(b) : NULL, *r = NULL;
     if (y != NULL) {
@@ -47,6 +45,15 @@ binary(int op, PyObject *a, PyObject *b, TensorObject *out)
     Py_XDECREF(x);
     Py_XDECREF(y);
     return r;
+}
+
+static PyObject *
+binary(int op, PyObject *a, PyObject *b, TensorObject *out)
+{
+    static const char *const syms[][2] = {
+        [PYGPU_ADD] = {"+", "+="}, [PYGPU_SUB] = {"-", "-="},
+        [PYGPU_MUL] = {"*", "*="}, [PYGPU_DIV] = {"/", "/="}};
+    return pygpu_number_binary(op, syms[op][out != NULL], a, b, out);
 }
 
 PyObject *

@@ -7,7 +7,8 @@ from .layers import (GELU, Flatten, Identity, Linear, ReLU, Sigmoid, SiLU,
 from .module import Module
 from .parallel import DataParallel
 from .parameter import Parameter
+from .softmax import LogSoftmax, Softmax
 
 __all__ = ["functional", "init", "parallel", "Module", "Parameter",
            "Linear", "ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "Identity", "Flatten", "Sequential",
-           "DataParallel"]
+           "DataParallel", "Softmax", "LogSoftmax"]

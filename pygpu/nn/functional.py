@@ -27,19 +27,14 @@ def silu(input, inplace=False):
 
 
 def gelu(input, approximate="none"):
-    """input * Phi(input), the exact (erf-based) form; the tanh
-    approximation is not there."""
-    _check_approximate(approximate)
-    return _C.gelu(input)
-
-
-def _check_approximate(approximate):
+    """input * Phi(input): the exact (erf-based) form, or with
+    approximate='tanh' torch's tanh approximation."""
     if approximate == "tanh":
-        raise ValueError("gelu: approximate='tanh' is not supported; only "
-                         "the exact form, approximate='none'")
+        return _C._gelu_tanh(input)
     if approximate != "none":
-        raise ValueError("approximate argument must be either none or "
-                         "tanh.")
+        raise RuntimeError("approximate argument must be either none or "
+                           "tanh.")
+    return _C.gelu(input)
 
 
 def linear(input, weight, bias=None):
@@ -52,3 +47,27 @@ def linear_relu(input, weight, bias=None):
     """relu(linear(input, weight, bias)) in one call (cuBLASLt's RELU_BIAS
     epilogue on CUDA): what a Linear directly followed by a ReLU runs."""
     return _C._linear_relu(input, weight, bias)
+
+
+# ------------------------------------------------ softmax and log_softmax
+
+__all__ += ["softmax", "log_softmax"]
+
+
+def _softmax_dim(fname, dim):
+    if dim is None:
+        raise TypeError(f"{fname}(): dim is required (pygpu does not choose "
+                        "one implicitly, as torch's deprecated form does)")
+    return dim
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(input) / sum(exp(input)) along dim, with the maximum subtracted
+    first; dtype converts the input first.  dim is required."""
+    return _C.softmax(input, _softmax_dim("softmax", dim), dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """input - logsumexp(input) along dim, with the maximum subtracted
+    first; dtype converts the input first.  dim is required."""
+    return _C.log_softmax(input, _softmax_dim("log_softmax", dim), dtype)

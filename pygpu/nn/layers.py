@@ -95,12 +95,11 @@ class SiLU(Module):
 
 
 class GELU(Module):
-    """x * Phi(x) elementwise, the exact form (approximate='none'); the
-    tanh approximation raises ValueError."""
+    """x * Phi(x) elementwise: the exact form (approximate='none') or
+    torch's tanh approximation (approximate='tanh')."""
 
     def __init__(self, approximate="none"):
         super().__init__()
-        functional._check_approximate(approximate)
         self.approximate = approximate
 
     def forward(self, input):

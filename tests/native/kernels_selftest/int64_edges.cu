@@ -47,29 +47,49 @@ void test_int64_wrap(void)
     const int64_t MAX = INT64_MAX, MIN = INT64_MIN;
     struct Row {
         int64_t a, b;
-        int64_t want[PYGPU_NBINOPS_ARITH]; /* add, sub, mul, div */
+        int64_t want[PYGPU_NBINOPS_ARITH]; /* add, sub, mul, div; pow, maximum,
+                                        minimum, fmod, remainder,
+                                        floor_divide */
     };
     const Row rows[] = {
-        {MAX, 1, {MIN, MAX - 1, MAX, MAX}},
-        {MIN, -1, {MAX, -MAX, MIN, MIN}},
-        {MIN, 0, {MIN, MIN, 0, 0}},
-        {7, 0, {7, 7, 0, 0}},
-        {0, 0, {0, 0, 0, 0}},
-        {-7, 2, {-5, -9, -14, -3}},
-        {7, -2, {5, 9, -14, -3}},
-        {-9, -4, {-13, -5, 36, 2}},
-        {MAX, -1, {MAX - 1, MIN, -MAX, -MAX}},
-        {MIN, 2, {MIN + 2, MAX - 1, 0, -(MAX / 2) - 1}},
-        {-1, MIN, {MAX, MAX, MIN, 0}},
-        {3037000500, 3037000500, {6074001000, 0, -9223372036709301616, 1}},
-        {(int64_t)1 << 32, (int64_t)1 << 32, {(int64_t)1 << 33, 0, 0, 1}},
-        {MAX, MAX, {-2, 0, 1, 1}},
-        {MIN, MIN, {0, 0, 0, 1}},
-        {MIN, 1, {-MAX, MAX, MIN, MIN}},
-        {MIN, MAX, {-1, 1, MIN, -1}},
+        {MAX, 1, {MIN, MAX - 1, MAX, MAX,
+          MAX, MAX, 1, 0, 0, MAX}},
+        {MIN, -1, {MAX, -MAX, MIN, MIN,
+          0, -1, MIN, 0, 0, MIN}},
+        {MIN, 0, {MIN, MIN, 0, 0,
+          1, 0, MIN, 0, 0, 0}},
+        {7, 0, {7, 7, 0, 0,
+          1, 7, 0, 0, 0, 0}},
+        {0, 0, {0, 0, 0, 0,
+          1, 0, 0, 0, 0, 0}},
+        {-7, 2, {-5, -9, -14, -3,
+          49, 2, -7, -1, 1, -4}},
+        {7, -2, {5, 9, -14, -3,
+          0, 7, -2, 1, -1, -4}},
+        {-9, -4, {-13, -5, 36, 2,
+          0, -4, -9, -1, -1, 2}},
+        {MAX, -1, {MAX - 1, MIN, -MAX, -MAX,
+          0, MAX, -1, 0, 0, -MAX}},
+        {MIN, 2, {MIN + 2, MAX - 1, 0, -(MAX / 2) - 1,
+          0, 2, MIN, 0, 0, -4611686018427387904}},
+        {-1, MIN, {MAX, MAX, MIN, 0,
+          1, -1, MIN, -1, -1, 0}},
+        {3037000500, 3037000500, {6074001000, 0, -9223372036709301616, 1,
+          0, 3037000500, 3037000500, 0, 0, 1}},
+        {(int64_t)1 << 32, (int64_t)1 << 32, {(int64_t)1 << 33, 0, 0, 1,
+          0, 4294967296, 4294967296, 0, 0, 1}},
+        {MAX, MAX, {-2, 0, 1, 1,
+          MAX, MAX, MAX, 0, 0, 1}},
+        {MIN, MIN, {0, 0, 0, 1,
+          0, MIN, MIN, 0, 0, 1}},
+        {MIN, 1, {-MAX, MAX, MIN, MIN,
+          MIN, 1, MIN, 0, 0, MIN}},
+        {MIN, MAX, {-1, 1, MIN, -1,
+          0, MAX, MIN, -1, 9223372036854775806, -2}},
         {-((int64_t)1 << 62), 3,
          {-((int64_t)1 << 62) + 3, -((int64_t)1 << 62) - 3, (int64_t)1 << 62,
-          -1537228672809129301}},
+          -1537228672809129301,
+          0, 3, -4611686018427387904, -1, 2, -1537228672809129302}},
     };
     const int64_t nrows = (int64_t)(sizeof rows / sizeof rows[0]);
     std::vector<int64_t> va, vb;
@@ -151,6 +171,7 @@ void test_int64_wrap(void)
         {0, 0, MIN, 1, -1, 0},              /* reciprocal */
         {0, MIN, 0, 0, 0, 0},               /* silu */
         {0, MIN, 0, 0, 0, 0},               /* gelu */
+        {0, MIN, 0, 0, 0, 0},               /* gelu_tanh */
     };
     const HostArr hu = i64_arr(std::vector<int64_t>(un_in, un_in + 6));
     for (int op = 0; op < PYGPU_NUNOPS; op++) {

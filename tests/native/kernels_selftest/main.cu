@@ -32,6 +32,10 @@ static void test_invalid_codes(void)
         pygpu_cuda_random(PYGPU_INT64, nullptr, 4, 0, st, g_stream),
         pygpu_cuda_relu_contig(9, nullptr, nullptr, 4, g_stream),
         pygpu_cuda_bias_act(9, nullptr, nullptr, 1, 4, 0, g_stream),
+        pygpu_cuda_gather(3, nullptr, nullptr, nullptr, 8, &g, 1, 4, 0,
+                          nullptr, g_stream),
+        pygpu_cuda_gather(4, nullptr, nullptr, nullptr, 2, &g, 1, 4, 0,
+                          nullptr, g_stream),
     };
     for (size_t k = 0; k < sizeof got / sizeof got[0]; k++) {
         if (got[k] != cudaErrorInvalidValue) {
@@ -162,6 +166,7 @@ int main(void)
     test_reduce_int64_wrap();
     test_random();
     test_bfloat16();
+    test_gather();
 
     bench();
 

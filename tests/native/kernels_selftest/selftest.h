@@ -39,6 +39,7 @@
  *   relu_bias.cu    relu_contig and bias_act
  *   reduce.cu       reduce, int64 reduce edge values
  *   random.cu       uniform and normal random numbers
+ *   gather.cu       gather and scatter by an index, bad indices
  *   main.cu         refused codes, the benchmark, the order of the run
  */
 #ifndef PYGPU_KERNELS_SELFTEST_H
@@ -177,6 +178,31 @@ inline int64_t ref_i64(int op, int64_t x, int64_t y)
         PYGPU_BINARY_OPS(SELFTEST_I64_CASE)
     default:
         return 0;
+    }
+}
+
+/* The floating binary ops by the shared rules, in double and in float. */
+inline double ref_binop_d(int op, double x, double y)
+{
+    switch (op) {
+#define SELFTEST_D_CASE(OP, name)                                            \
+    case PYGPU_##OP:                                                         \
+        return pygpu_##name##_d(x, y);
+        PYGPU_BINARY_OPS(SELFTEST_D_CASE)
+    default:
+        return NAN;
+    }
+}
+
+inline float ref_binop_f(int op, float x, float y)
+{
+    switch (op) {
+#define SELFTEST_F_CASE(OP, name)                                            \
+    case PYGPU_##OP:                                                         \
+        return pygpu_##name##_f(x, y);
+        PYGPU_BINARY_OPS(SELFTEST_F_CASE)
+    default:
+        return NAN;
     }
 }
 
@@ -421,5 +447,8 @@ void test_random(void);
 
 /* bfloat16.cu */
 void test_bfloat16(void);
+
+/* gather.cu */
+void test_gather(void);
 
 #endif /* PYGPU_KERNELS_SELFTEST_H */

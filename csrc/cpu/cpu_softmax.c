@@ -1,0 +1,308 @@
+/* cpu_softmax.c - softmax, log_softmax and logsumexp along the middle dim
+ * of a contiguous input seen as [outer, n, inner], n >= 1.
+ *
+ * Each line is read three times: its maximum m, then s = sum exp(x - m),
+ * then the outputs (exp(x - m) / s, x - m - log s, or m + log s once).
+ * Subtracting m keeps exp from overflowing.  float16 and float32 compute
+ * in float, float64 in double.  A NaN anywhere in a line makes that line
+ * NaN, as in torch; for logsumexp an infinite m is taken as 0, so a line
+ * of -inf gives -inf and one holding +inf gives +inf, as torch's does.
+ *
+ * inner == 1: each line is a contiguous run.  inner > 1: the lines of a
+ * slab are handled SOFTMAX_COLS columns at a time, rows read one after the
+ * other, with the maxima and sums in buffers.  Where the output has the
+ * compute type, the second pass stores exp(x - m) and the third scales it
+ * in place; float16 computes exp twice instead of rounding it early.
+ * The sums of exponentials are kept in double (SUM), so that long lines
+ * lose nothing to a single float accumulator.  Contiguous float32 lines,
+ * the common case, take a vectorized path (row_f32, with exp_vec).
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "cpu/half.h"
+#include "kernels/kernels.h"
+
+/* Columns handled at once when inner > 1 (buffers on the stack). */
+#define SOFTMAX_COLS 256
+
+#define AS_IS(x) (x)
+/* Replaces m: larger, or NaN (so that NaN propagates). */
+#define MAX_TAKES(v, m) (((v) > (m)) | ((v) != (v)))
+
+/* Elements per chunk of the float32 row path (a stack buffer of
+ * exponentials), and lanes of its max and sum. */
+#define EXP_CHUNK 256
+#define LANES 16
+
+/* gcc keeps float compares as branches, so loops of exp_vec unvectorized,
+ * while they may raise floating-point exception flags; no one reads those
+ * flags here. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NO_TRAPPING_MATH __attribute__((optimize("no-trapping-math")))
+#else
+#define NO_TRAPPING_MATH
+#endif
+
+/* exp(x) in float written so that gcc vectorizes a loop of it (libm's
+ * expf is a call per element): x = k ln2 + r with |r| <= ln2 / 2 (ln2 in
+ * two parts, Cody and Waite, so k ln2 is exact), e^r by its Taylor
+ * polynomial to r^7 (truncation below 1e-8 relative), times 2^k built in
+ * the exponent bits.  About 1 ulp from expf.  Below -87.33 (where e^x
+ * leaves the normal floats) it gives 0, above 88.72 inf; NaN stays NaN.
+ * k is rounded by adding and subtracting 1.5 * 2^23. */
+NO_TRAPPING_MATH static inline float exp_vec(float x)
+{
+    float xc = x < -87.33f ? -87.33f : x;
+    xc = xc > 88.72f ? 88.72f : xc;
+    xc = x != x ? 0.0f : xc;
+    float k = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;
+    k = k > 127.0f ? 127.0f : k;
+    float r = xc - k * 0.693359375f;
+    r = r - k * -2.12194440e-4f;
+    float p = 1.0f / 5040;
+    p = p * r + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    union {
+        int32_t i;
+        float f;
+    } scale = {.i = ((int32_t)k + 127) << 23};
+    float e = p * scale.f;
+    e = x < -87.33f ? 0.0f : e;
+    e = x > 88.72f ? INFINITY : e;
+    return x != x ? x : e;
+}
+
+#define SOFTMAX(SFX, T, ACC, SUM, LD, ST, EXP, LOG)                          \
+    NO_TRAPPING_MATH static void line_##SFX(int op, T *y,                   \
+                                            const T *restrict x, int64_t n)  \
+    {                                                                        \
+        ACC m = LD(x[0]);                                                    \
+        for (int64_t j = 1; j < n; j++) {                                    \
+            ACC v = LD(x[j]);                                                \
+            m = MAX_TAKES(v, m) ? v : m;                                     \
+        }                                                                    \
+        if (op == PYGPU_LOGSUMEXP && isinf(m)) {                             \
+            m = 0;                                                           \
+        }                                                                    \
+        int keep = op == PYGPU_SOFTMAX && sizeof(T) == sizeof(ACC);          \
+        SUM s = 0;                                                           \
+        for (int64_t j = 0; j < n; j++) {                                    \
+            ACC e = EXP(LD(x[j]) - m);                                       \
+            s += e;                                                          \
+            if (keep) {                                                      \
+                y[j] = ST(e);                                                \
+            }                                                                \
+        }                                                                    \
+        if (op == PYGPU_LOGSUMEXP) {                                         \
+            y[0] = ST(m + LOG((ACC)s));                                      \
+        }                                                                    \
+        else if (op == PYGPU_LOG_SOFTMAX) {                                  \
+            ACC ls = m + LOG((ACC)s);                                        \
+            for (int64_t j = 0; j < n; j++) {                                \
+                y[j] = ST(LD(x[j]) - ls);                                    \
+            }                                                                \
+        }                                                                    \
+        else {                                                               \
+            ACC r = (ACC)(1 / s);                                            \
+            for (int64_t j = 0; j < n; j++) {                                \
+                ACC e = keep ? LD(y[j])                                      \
+                             : EXP(LD(x[j]) - m);                            \
+                y[j] = ST(e * r);                                            \
+            }                                                                \
+        }                                                                    \
+    }                                                                        \
+    /* w columns of a slab: x at column 0, rows `inner` apart. */            \
+    NO_TRAPPING_MATH static void cols_##SFX(int op, T *y, const T *x,        \
+                                            int64_t n, int64_t inner,        \
+                                            int64_t w)                       \
+    {                                                                        \
+        ACC m[SOFTMAX_COLS];                                                 \
+        SUM s[SOFTMAX_COLS];                                                 \
+        for (int64_t c = 0; c < w; c++) {                                    \
+            m[c] = LD(x[c]);                                                 \
+            s[c] = 0;                                                        \
+        }                                                                    \
+        for (int64_t j = 1; j < n; j++) {                                    \
+            const T *restrict row = x + j * inner;                           \
+            for (int64_t c = 0; c < w; c++) {                                \
+                ACC v = LD(row[c]);                                          \
+                m[c] = MAX_TAKES(v, m[c]) ? v : m[c];                        \
+            }                                                                \
+        }                                                                    \
+        if (op == PYGPU_LOGSUMEXP) {                                         \
+            for (int64_t c = 0; c < w; c++) {                                \
+                m[c] = isinf(m[c]) ? 0 : m[c];                               \
+            }                                                                \
+        }                                                                    \
+        for (int64_t j = 0; j < n; j++) {                                    \
+            const T *restrict row = x + j * inner;                           \
+            for (int64_t c = 0; c < w; c++) {                                \
+                s[c] += EXP(LD(row[c]) - m[c]);                              \
+            }                                                                \
+        }                                                                    \
+        if (op == PYGPU_LOGSUMEXP) {                                         \
+            for (int64_t c = 0; c < w; c++) {                                \
+                y[c] = ST(m[c] + LOG((ACC)s[c]));                            \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
+        for (int64_t c = 0; c < w; c++) {                                    \
+            s[c] = op == PYGPU_LOG_SOFTMAX ? m[c] + LOG((ACC)s[c])           \
+                                           : 1 / s[c];                       \
+        }                                                                    \
+        for (int64_t j = 0; j < n; j++) {                                    \
+            const T *restrict row = x + j * inner;                           \
+            T *restrict dst = y + j * inner;                                 \
+            for (int64_t c = 0; c < w; c++) {                                \
+                ACC v = LD(row[c]);                                          \
+                dst[c] = ST(op == PYGPU_LOG_SOFTMAX                          \
+                                ? v - (ACC)s[c]                              \
+                                : EXP(v - m[c]) * (ACC)s[c]);                \
+            }                                                                \
+        }                                                                    \
+    }                                                                        \
+    static void softmax_##SFX(int op, T *out, const T *in, int64_t outer,    \
+                              int64_t n, int64_t inner)                      \
+    {                                                                        \
+        int lse = op == PYGPU_LOGSUMEXP;                                     \
+        for (int64_t o = 0; o < outer; o++) {                                \
+            const T *x = in + o * n * inner;                                 \
+            T *y = out + o * (lse ? 1 : n) * inner;                          \
+            if (inner == 1) {                                                \
+                line_##SFX(op, y, x, n);                                     \
+                continue;                                                    \
+            }                                                                \
+            for (int64_t c0 = 0; c0 < inner; c0 += SOFTMAX_COLS) {           \
+                int64_t w = inner - c0 < SOFTMAX_COLS ? inner - c0           \
+                                                      : SOFTMAX_COLS;        \
+                cols_##SFX(op, y + c0, x + c0, n, inner, w);                 \
+            }                                                                \
+        }                                                                    \
+    }
+
+SOFTMAX(f32, float, float, double, AS_IS, AS_IS, exp_vec, logf)
+SOFTMAX(f16, uint16_t, float, double, pygpu_half_to_float,
+        pygpu_float_to_half, exp_vec, logf)
+SOFTMAX(f64, double, double, double, AS_IS, AS_IS, exp, log)
+
+/* ------------------------------------------- float32 rows, vectorized */
+
+/* The maximum of x[0 .. n), n >= 1, NaN winning, in LANES lanes. */
+NO_TRAPPING_MATH static float row_max_f32(const float *restrict x,
+                                            int64_t n)
+{
+    float lane[LANES], m = x[0];
+    int64_t j = 0;
+    if (n >= LANES) {
+        for (int k = 0; k < LANES; k++) {
+            lane[k] = x[k];
+        }
+        for (j = LANES; j + LANES <= n; j += LANES) {
+            for (int k = 0; k < LANES; k++) {
+                float v = x[j + k];
+                lane[k] = MAX_TAKES(v, lane[k]) ? v : lane[k];
+            }
+        }
+        for (int k = 0; k < LANES; k++) {
+            m = MAX_TAKES(lane[k], m) ? lane[k] : m;
+        }
+    }
+    for (; j < n; j++) {
+        m = MAX_TAKES(x[j], m) ? x[j] : m;
+    }
+    return m;
+}
+
+/* sum over j of exp(x[j] - m), in double lanes; the exponentials also go
+ * to y when y is not NULL. */
+NO_TRAPPING_MATH static double row_sum_exp_f32(float *restrict y,
+                                               const float *restrict x,
+                                               int64_t n, float m)
+{
+    float e[EXP_CHUNK];
+    double lane[LANES] = {0}, s = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += EXP_CHUNK) {
+        int64_t w = n - j0 < EXP_CHUNK ? n - j0 : EXP_CHUNK, c = 0;
+        for (int64_t i = 0; i < w; i++) {
+            e[i] = exp_vec(x[j0 + i] - m);
+        }
+        if (y != NULL) {
+            for (int64_t i = 0; i < w; i++) {
+                y[j0 + i] = e[i];
+            }
+        }
+        for (; c + LANES <= w; c += LANES) {
+            for (int k = 0; k < LANES; k++) {
+                lane[k] += e[c + k];
+            }
+        }
+        for (; c < w; c++) {
+            s += e[c];
+        }
+    }
+    for (int k = 0; k < LANES; k++) {
+        s += lane[k];
+    }
+    return s;
+}
+
+/* One contiguous float32 line (inner == 1), as line_f32 computes it. */
+static void row_f32(int op, float *restrict y, const float *restrict x,
+                    int64_t n)
+{
+    float m = row_max_f32(x, n);
+    if (op == PYGPU_LOGSUMEXP && isinf(m)) {
+        m = 0;
+    }
+    double s = row_sum_exp_f32(op == PYGPU_SOFTMAX ? y : NULL, x, n, m);
+    if (op == PYGPU_LOGSUMEXP) {
+        y[0] = m + logf((float)s);
+    }
+    else if (op == PYGPU_LOG_SOFTMAX) {
+        float ls = m + logf((float)s);
+        for (int64_t j = 0; j < n; j++) {
+            y[j] = x[j] - ls;
+        }
+    }
+    else {
+        float r = (float)(1 / s);
+        for (int64_t j = 0; j < n; j++) {
+            y[j] *= r;
+        }
+    }
+}
+
+void pygpu_cpu_softmax(int op, int dtype, void *out, const void *in,
+                       int64_t outer, int64_t n, int64_t inner)
+{
+    if (outer <= 0 || inner <= 0 || n <= 0 || op < 0 ||
+        op >= PYGPU_NSOFTOPS) {
+        return;
+    }
+    switch (dtype) {
+    case PYGPU_FLOAT32:
+        if (inner > 1) {
+            softmax_f32(op, out, in, outer, n, inner);
+            break;
+        }
+        for (int64_t o = 0; o < outer; o++) {
+            row_f32(op, (float *)out + o * (op == PYGPU_LOGSUMEXP ? 1 : n),
+                    (const float *)in + o * n, n);
+        }
+        break;
+    case PYGPU_FLOAT16:
+        softmax_f16(op, out, in, outer, n, inner);
+        break;
+    case PYGPU_FLOAT64:
+        softmax_f64(op, out, in, outer, n, inner);
+        break;
+    default:
+        break; /* integers are converted by the caller */
+    }
+}

@@ -1,0 +1,184 @@
+/* softmax.cu - softmax, log_softmax and logsumexp along the middle dim of a
+ * contiguous input seen as [outer, n, inner], n >= 1.
+ *
+ * Each line is read three times: its maximum m, then s = sum exp(x - m),
+ * then the outputs (exp(x - m) / s, x - m - log s, or m + log s once), as
+ * the CPU loops do (cpu_softmax.c, which states the NaN and infinity rules
+ * both follow).  float16 computes in float.
+ *   rows    (inner == 1, the last dim): one block per row; m and s are
+ *           block reductions (warp shuffles, then shared memory).
+ *   columns (inner > 1): one thread per (o, i) line, sequential along n
+ *           (its sum of exponentials in double); neighbouring threads read
+ *           neighbouring columns (coalesced).
+ * Simple and correct, not tuned.
+ */
+#include "common.cuh"
+
+__device__ __forceinline__ float exp_of(float x)
+{
+    return expf(x);
+}
+__device__ __forceinline__ double exp_of(double x)
+{
+    return exp(x);
+}
+__device__ __forceinline__ float log_of(float x)
+{
+    return logf(x);
+}
+__device__ __forceinline__ double log_of(double x)
+{
+    return log(x);
+}
+
+/* The larger of two, NaN winning, so that NaN propagates. */
+template <typename A> __device__ __forceinline__ A max_nan(A x, A y)
+{
+    return (y > x || isnan(y)) ? y : x;
+}
+
+/* Every thread of the block gets the block's maximum (IS_MAX) or sum.
+ * Every thread must call it. */
+template <bool IS_MAX, typename A> __device__ A block_all(A x)
+{
+    constexpr int WARPS = BLOCK / WARP;
+    __shared__ A part[WARPS];
+    const int lane = threadIdx.x % WARP, warp = threadIdx.x / WARP;
+    for (int off = WARP / 2; off > 0; off /= 2) {
+        A y = __shfl_xor_sync(FULL_MASK, x, off);
+        x = IS_MAX ? max_nan(x, y) : x + y;
+    }
+    if (lane == 0) {
+        part[warp] = x;
+    }
+    __syncthreads();
+    x = part[0];
+    for (int w = 1; w < WARPS; w++) {
+        x = IS_MAX ? max_nan(x, part[w]) : x + part[w];
+    }
+    __syncthreads(); /* part is reused by the next call */
+    return x;
+}
+
+/* What the last pass writes for element v of a line, given m and the
+ * line's r (1 / s for softmax, m + log s for log_softmax). */
+template <int OP, typename A>
+__device__ __forceinline__ A softmax_out(A v, A m, A r)
+{
+    return OP == PYGPU_LOG_SOFTMAX ? v - r : exp_of(v - m) * r;
+}
+
+// -------------------------------------------------------------- kernels
+
+template <int OP, typename T>
+__global__ void softmax_rows_kernel(T *out, const T *in, int64_t rows,
+                                    int64_t n)
+{
+    using A = acc_t<T>;
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const T *x = in + row * n;
+        A m = convert<A>(x[0]);
+        for (int64_t j = threadIdx.x; j < n; j += BLOCK) {
+            m = max_nan(m, convert<A>(x[j]));
+        }
+        m = block_all<true>(m);
+        if (OP == PYGPU_LOGSUMEXP && isinf(m)) {
+            m = A(0);
+        }
+        A s = A(0);
+        for (int64_t j = threadIdx.x; j < n; j += BLOCK) {
+            s += exp_of(convert<A>(x[j]) - m);
+        }
+        s = block_all<false>(s);
+        if constexpr (OP == PYGPU_LOGSUMEXP) {
+            if (threadIdx.x == 0) {
+                out[row] = convert<T>(m + log_of(s));
+            }
+        } else {
+            const A r = OP == PYGPU_LOG_SOFTMAX ? m + log_of(s) : A(1) / s;
+            T *y = out + row * n;
+            for (int64_t j = threadIdx.x; j < n; j += BLOCK) {
+                y[j] = convert<T>(softmax_out<OP>(convert<A>(x[j]), m, r));
+            }
+        }
+    }
+}
+
+template <int OP, typename T>
+__global__ void softmax_cols_kernel(T *out, const T *in, int64_t outer,
+                                    int64_t n, int64_t inner)
+{
+    using A = acc_t<T>;
+    const int64_t lines = outer * inner;
+    const int64_t out_n = OP == PYGPU_LOGSUMEXP ? 1 : n;
+    for (int64_t u = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+         u < lines; u += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t o = u / inner, i = u % inner;
+        const T *x = in + o * n * inner + i;
+        T *y = out + o * out_n * inner + i;
+        A m = convert<A>(x[0]);
+        for (int64_t j = 1; j < n; j++) {
+            m = max_nan(m, convert<A>(x[j * inner]));
+        }
+        if (OP == PYGPU_LOGSUMEXP && isinf(m)) {
+            m = A(0);
+        }
+        double s = 0; /* a long sequential sum: in double */
+        for (int64_t j = 0; j < n; j++) {
+            s += exp_of(convert<A>(x[j * inner]) - m);
+        }
+        if constexpr (OP == PYGPU_LOGSUMEXP) {
+            y[0] = convert<T>(m + log_of(A(s)));
+        } else {
+            const A r = OP == PYGPU_LOG_SOFTMAX ? m + log_of(A(s)) : A(1 / s);
+            for (int64_t j = 0; j < n; j++) {
+                y[j * inner] = convert<T>(
+                    softmax_out<OP>(convert<A>(x[j * inner]), m, r));
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------ launchers
+
+template <int OP, typename T>
+static cudaError_t softmax_launch(T *out, const T *in, int64_t outer,
+                                  int64_t n, int64_t inner,
+                                  cudaStream_t stream)
+{
+    if (inner == 1) {
+        constexpr auto kernel = softmax_rows_kernel<OP, T>;
+        kernel<<<grid_for<kernel>(outer * BLOCK), BLOCK, 0, stream>>>(
+            out, in, outer, n);
+    } else {
+        constexpr auto kernel = softmax_cols_kernel<OP, T>;
+        kernel<<<grid_for<kernel>(outer * inner), BLOCK, 0, stream>>>(
+            out, in, outer, n, inner);
+    }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pygpu_cuda_softmax(int op, int dtype, void *out,
+                                          const void *in, int64_t outer,
+                                          int64_t n, int64_t inner,
+                                          cudaStream_t stream)
+{
+    if (op < 0 || op >= PYGPU_NSOFTOPS || outer < 0 || n < 1 || inner < 0) {
+        return cudaErrorInvalidValue;
+    }
+    if (outer == 0 || inner == 0) {
+        return cudaSuccess;
+    }
+    return dispatch_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (std::is_integral<T>::value) {
+            return cudaErrorInvalidValue; /* converted by the front end */
+        } else {
+            return dispatch_op<PYGPU_NSOFTOPS>(op, [&](auto code) {
+                constexpr int OP = decltype(code)::value;
+                return softmax_launch<OP>((T *)out, (const T *)in, outer, n,
+                                          inner, stream);
+            });
+        }
+    });
+}

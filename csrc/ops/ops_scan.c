@@ -1,0 +1,116 @@
+/* ops_scan.c - cumsum and cumprod along a dim: the front end of the SCAN
+ * kind.  Bool and integer inputs give int64, as in torch; dtype= converts
+ * the input first. */
+#include "ops/reduce.h"
+
+static const char *const scan_names[PYGPU_NSCANOPS] = {"cumsum", "cumprod"};
+
+static PyObject *
+scan(int op, TensorObject *t, int dim)
+{
+    TensorObject *in = NULL, *out = NULL;
+    int64_t outer = 1, n = 1, inner = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        if (d < dim) {
+            outer *= t->shape[d];
+        }
+        else if (d > dim) {
+            inner *= t->shape[d];
+        }
+        else {
+            n = t->shape[d];
+        }
+    }
+    /* bfloat16 scans in float32 and converts back. */
+    int wide = t->dtype == PYGPU_BFLOAT16 ? PYGPU_FLOAT32 : t->dtype;
+    in = wide == t->dtype ? pygpu_tensor_contiguous(t)
+                          : pygpu_tensor_to(t, t->device, wide);
+    out = in ? pygpu_tensor_empty(t->ndim, t->shape, wide, t->device) : NULL;
+    if (out != NULL && outer * n * inner > 0) {
+        pygpu_kargs k = {.op = op, .out = out->data, .in = {in->data},
+                         .outer = outer, .n = n, .inner = inner,
+                         .numel = outer * n * inner};
+        if (pygpu_dispatch(PYGPU_K_SCAN, t->device, wide, &k,
+                           scan_names[op]) < 0) {
+            Py_CLEAR(out);
+        }
+    }
+    if (out != NULL && wide != t->dtype) {
+        Py_SETREF(out, pygpu_tensor_to(out, out->device, t->dtype));
+    }
+    Py_XDECREF(in);
+    return (PyObject *)out;
+}
+
+/* t.cumsum(dim, *, dtype=None) */
+static PyObject *
+scan_method(int op, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+            PyObject *kwnames)
+{
+    static const char *const names[] = {"dim", "dtype"};
+    PyObject *a[2], *r;
+    TensorObject *t = (TensorObject *)self;
+    int dim;
+    if (pygpu_parse_args(scan_names[op], args, nargs, kwnames, names, 2, 1, 1,
+                         a) < 0 ||
+        pygpu_parse_dim(a[0], t->ndim, &dim) < 0) {
+        return NULL;
+    }
+    t = pygpu_reduce_input(t, a[1], 1);
+    if (t == NULL) {
+        return NULL;
+    }
+    r = scan(op, t, dim);
+    Py_DECREF(t);
+    return r;
+}
+
+static PyObject *
+t_cumsum(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kw)
+{
+    return scan_method(PYGPU_CUMSUM, self, args, nargs, kw);
+}
+
+static PyObject *
+t_cumprod(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kw)
+{
+    return scan_method(PYGPU_CUMPROD, self, args, nargs, kw);
+}
+
+static PyObject *
+cumsum_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
+{
+    return pygpu_function_form("cumsum", t_cumsum, args, nargs, kw);
+}
+
+static PyObject *
+cumprod_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+           PyObject *kw)
+{
+    return pygpu_function_form("cumprod", t_cumprod, args, nargs, kw);
+}
+
+#define DOC_CUMSUM                                                           \
+    "Running sums along dim (same shape); integers give int64, dtype\n"     \
+    "converts the input first."
+#define DOC_CUMPROD                                                          \
+    "Running products along dim (same shape); integers give int64, dtype\n" \
+    "converts the input first."
+
+PyMethodDef pygpu_scan_functions[] = {
+    {"cumsum", FASTKW(cumsum_fn),
+     "cumsum($module, input, /, dim, *, dtype=None)\n--\n\n" DOC_CUMSUM},
+    {"cumprod", FASTKW(cumprod_fn),
+     "cumprod($module, input, /, dim, *, dtype=None)\n--\n\n" DOC_CUMPROD},
+    {NULL},
+};
+
+PyMethodDef pygpu_scan_methods[] = {
+    {"cumsum", FASTKW(t_cumsum),
+     "cumsum($self, /, dim, *, dtype=None)\n--\n\n" DOC_CUMSUM},
+    {"cumprod", FASTKW(t_cumprod),
+     "cumprod($self, /, dim, *, dtype=None)\n--\n\n" DOC_CUMPROD},
+    {NULL},
+};

@@ -1,0 +1,146 @@
+"""softmax, log_softmax and logsumexp against NumPy float64 (max-subtracted):
+every dim, dtypes (float16 computed in float32), dtype=, large and -inf
+inputs, NaN, degenerate shapes, strided inputs; nn.Softmax/LogSoftmax."""
+import numpy as np
+import pytest
+
+import pygpu
+import pygpu.nn.functional as F
+
+from conftest import rel_err
+
+FLOATS = [pygpu.float32, pygpu.float16, pygpu.float64]
+TOL = {"float32": 1e-5, "float16": 1e-2, "float64": 1e-12}
+
+
+def name(dt):
+    return repr(dt).split(".")[1]
+
+
+def np_lse(a, axis, keepdims=False):
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    r = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+    return r if keepdims else np.squeeze(r, axis=axis)
+
+
+def np_log_softmax(a, axis):
+    return a - np_lse(a, axis, keepdims=True)
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=repr)
+@pytest.mark.parametrize("shape", [(), (1,), (9,), (3, 5), (2, 3, 4),
+                                   (4, 1), (1, 300), (3, 0), (0, 4)],
+                         ids=str)
+def test_softmax_family(device, rng, dt, shape):
+    a = (rng.standard_normal(shape) * 4).astype(dt.numpy_dtype)
+    t = pygpu.tensor(a, device=device)
+    a64 = a.astype(np.float64)
+    for d in range(-1, max(len(shape), 1)):
+        ax = d if shape else None
+        ls_ref = np_log_softmax(a64, ax) if a.size else a64
+        s = t.softmax(d)
+        ls = pygpu.log_softmax(t, d)
+        assert s.dtype is dt and s.shape == t.shape and ls.shape == t.shape
+        assert rel_err(s.cpu().numpy(), np.exp(ls_ref)) <= TOL[name(dt)]
+        assert rel_err(ls.cpu().numpy(), ls_ref) <= TOL[name(dt)]
+        for keep in (False, True):
+            got = t.logsumexp(d, keepdim=keep)
+            if shape:
+                ref = np_lse(a64, d, keep) if shape[d] else \
+                    np.full(np.sum(a64, axis=d, keepdims=keep).shape, -np.inf)
+            else:
+                ref = a64
+            assert got.dtype is dt and got.shape == np.shape(ref)
+            with np.errstate(invalid="ignore"):  # -inf against -inf
+                assert rel_err(got.cpu().numpy(), ref) <= TOL[name(dt)]
+
+
+def test_extreme_values(device):
+    big = pygpu.tensor([[1000.0, 1000.0, -1000.0], [-1e30, 0.0, 1e30]],
+                       device=device)
+    s = big.softmax(1).cpu().numpy()
+    assert np.allclose(s, [[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
+    assert rel_err(big.logsumexp(1).cpu().numpy(),
+                   [1000 + np.log(2), 1e30]) < 1e-6
+    ninf = pygpu.tensor([[-np.inf, -np.inf], [-np.inf, 0.0]], device=device)
+    assert ninf.logsumexp(1).tolist() == [-np.inf, 0.0]
+    assert ninf.softmax(1).tolist()[1] == [0.0, 1.0]
+    assert ninf.log_softmax(1).tolist()[1] == [-np.inf, 0.0]
+    pinf = pygpu.tensor([[np.inf, 1.0]], device=device)
+    assert pinf.logsumexp(1).tolist() == [np.inf]
+    nan = pygpu.tensor([[1.0, np.nan, 2.0], [1.0, 2.0, 3.0]], device=device)
+    r = nan.softmax(1).cpu().numpy()
+    assert np.isnan(r[0]).all() and not np.isnan(r[1]).any()
+    assert np.isnan(nan.logsumexp(1).cpu().numpy()[0])
+
+
+@pytest.mark.parametrize("shape,dim", [((3, 100_003), 1), ((4097,), 0),
+                                       ((2, 3000, 5), 1), ((300, 7), 0)])
+def test_long_lines(device, rng, shape, dim):
+    a = (rng.standard_normal(shape) * 3).astype(np.float32)
+    t = pygpu.tensor(a, device=device)
+    ref = np_log_softmax(a.astype(np.float64), dim)
+    assert rel_err(t.softmax(dim).cpu().numpy(), np.exp(ref)) < 1e-5
+    assert rel_err(t.log_softmax(dim).cpu().numpy(), ref) < 1e-5
+
+
+def test_dtype_strided_and_tuple(device, rng):
+    a = rng.standard_normal((4, 6))
+    t = pygpu.tensor(a.astype(np.float16), device=device)
+    s = t.softmax(1, dtype=pygpu.float32)
+    assert s.dtype is pygpu.float32
+    ref = np.exp(np_log_softmax(a.astype(np.float16).astype(np.float64), 1))
+    assert rel_err(s.cpu().numpy(), ref) < 1e-5
+    d = pygpu.tensor(a, device=device)
+    assert rel_err(d.T.softmax(0).cpu().numpy(),
+                   np.exp(np_log_softmax(a.T, 0))) < 1e-12
+    assert rel_err(d[:, ::2].log_softmax(-1).cpu().numpy(),
+                   np_log_softmax(a[:, ::2], -1)) < 1e-12
+    for dims in [(0, 1), (1, 0), [1]]:
+        for keep in (False, True):
+            got = pygpu.logsumexp(d, dims, keep)
+            m = a.max()
+            ax = tuple(dims)
+            ref = np.log(np.exp(a - m).sum(axis=ax, keepdims=keep)) + m
+            assert got.shape == ref.shape
+            assert rel_err(got.cpu().numpy(), ref) < 1e-12
+    i = pygpu.tensor([[1, 2], [3, 4]], device=device)
+    assert i.logsumexp(1).dtype is pygpu.float32
+    assert i.softmax(1, pygpu.float64).dtype is pygpu.float64
+
+
+def test_errors(device):
+    t = pygpu.ones(2, 3, device=device)
+    with pytest.raises(NotImplementedError, match="Long"):
+        pygpu.tensor([1, 2], device=device).softmax(0)
+    with pytest.raises(TypeError):
+        t.softmax()
+    with pytest.raises(TypeError):
+        pygpu.logsumexp(t)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        t.log_softmax(2)
+    with pytest.raises(TypeError, match="must be Tensor"):
+        pygpu.softmax([1.0], 0)
+    with pytest.raises(TypeError, match="dim"):
+        F.softmax(t)
+    with pytest.raises(TypeError, match="dim"):
+        F.log_softmax(t)
+
+
+def test_nn(device, rng):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    t = pygpu.tensor(a, device=device)
+    m = pygpu.nn.Softmax(dim=1)
+    assert repr(m) == "Softmax(dim=1)"
+    assert repr(pygpu.nn.LogSoftmax(-1)) == "LogSoftmax(dim=-1)"
+    assert repr(pygpu.nn.Softmax()) == "Softmax(dim=None)"
+    ref = np_log_softmax(a.astype(np.float64), 1)
+    assert rel_err(m(t).cpu().numpy(), np.exp(ref)) < 1e-5
+    assert rel_err(pygpu.nn.LogSoftmax(1)(t).cpu().numpy(), ref) < 1e-5
+    assert rel_err(F.softmax(t, dim=1).cpu().numpy(), np.exp(ref)) < 1e-5
+    assert rel_err(F.log_softmax(t, 1, dtype=pygpu.float64).cpu().numpy(),
+                   ref) < 1e-5
+    assert F.softmax(t, 0, dtype=pygpu.float64).dtype is pygpu.float64
+    with pytest.raises(TypeError, match="dim"):
+        pygpu.nn.Softmax()(t)
