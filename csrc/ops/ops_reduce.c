@@ -274,6 +274,11 @@ pygpu_reduce_arg(int op, TensorObject *t, PyObject *dimobj, int keepdim,
 {
     TensorObject *c = NULL, *flat = NULL, *v = NULL, *ix = NULL;
     PyObject *r = NULL;
+    if (t->dtype == PYGPU_BOOL) { /* torch has no bool loop here */
+        PyErr_Format(PyExc_RuntimeError,
+                     "\"%s_cpu\" not implemented for 'Bool'", name);
+        return NULL;
+    }
     if (dimobj != NULL && dimobj != Py_None) {
         int d;
         if (pygpu_parse_dim(dimobj, t->ndim, &d) < 0 ||
