@@ -133,6 +133,16 @@ def test_gather_kind(dtype, device, rng):
         t[[4]]
 
 
+def test_uint8_tensor_is_a_mask(device):
+    x = pygpu.arange(6, device=device).reshape(3, 2)
+    m = pygpu.tensor([1, 0, 1], dtype=U8, device=device)
+    with pytest.warns(UserWarning, match="uint8 is now deprecated"):
+        assert x[m].tolist() == [[0, 1], [4, 5]]
+    with pytest.warns(UserWarning, match="uint8 is now deprecated"):
+        x[m] = 7
+    assert x.tolist() == [[7, 7], [2, 3], [7, 7]]
+
+
 @pytest.mark.parametrize("other", [B, U8, I32, I64, BF16, F32],
                          ids=["bool", "uint8", "int32", "int64", "bfloat16",
                               "float32"])

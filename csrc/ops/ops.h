@@ -141,8 +141,8 @@ int pygpu_is_cpu_scalar_tensor(PyObject *x, PyObject *other);
  * (ops_compare.c). */
 PyObject *pygpu_op_compare(int op, PyObject *a, PyObject *b,
                            TensorObject *out);
-/* Boolean-mask indexing (ops_mask.c): whether key is a bool tensor, and
- * x[mask] (a copy) / x[mask] = value (0 or -1). */
+/* Boolean-mask indexing (ops_mask.c): whether key is a bool (or uint8)
+ * tensor, and x[mask] (a copy) / x[mask] = value (0 or -1). */
 int pygpu_is_mask_index(PyObject *key);
 PyObject *pygpu_mask_getitem(TensorObject *x, TensorObject *mask);
 int pygpu_mask_setitem(TensorObject *x, TensorObject *mask, PyObject *value);

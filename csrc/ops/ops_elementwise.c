@@ -5,8 +5,6 @@
  * they are and converted inside the loop. */
 #include "ops/ops.h"
 
-#include <string.h>
-
 int
 pygpu_check_same_device(const TensorObject *a, const TensorObject *b)
 {
@@ -176,9 +174,8 @@ compute_dtype(int op, int dtype)
                : dtype;
 }
 
-/* The bitwise ops take bool and integer dtypes only; pow, fmod,
- * remainder and floor_divide refuse bool (torch's kernels have no bool
- * loop).  In torch's words (its CPU kernel names). */
+/* The bitwise ops take bool and integers only; pow, fmod, remainder and
+ * floor_divide refuse bool.  In torch's words (its CPU kernel names). */
 static int
 check_int_only(int op, int dtype)
 {

@@ -18,7 +18,23 @@ static const pygpu_device cpu_device = {PYGPU_CPU, -1};
 int
 pygpu_is_mask_index(PyObject *key)
 {
-    return Tensor_Check(key) && ((TensorObject *)key)->dtype == PYGPU_BOOL;
+    return Tensor_Check(key) && (((TensorObject *)key)->dtype == PYGPU_BOOL ||
+                                 ((TensorObject *)key)->dtype == PYGPU_UINT8);
+}
+
+/* The mask as bool: a uint8 one is converted, with torch's warning. */
+static TensorObject *
+bool_mask(TensorObject *m)
+{
+    if (m->dtype == PYGPU_BOOL) {
+        return (TensorObject *)Py_NewRef((PyObject *)m);
+    }
+    if (PyErr_WarnEx(PyExc_UserWarning,
+                     "indexing with dtype torch.uint8 is now deprecated, "
+                     "please use a dtype torch.bool instead.", 1) < 0) {
+        return NULL;
+    }
+    return pygpu_tensor_to(m, m->device, PYGPU_BOOL);
 }
 
 static void
@@ -117,8 +133,8 @@ run_index_rows(TensorObject *out, TensorObject *in, TensorObject *idx,
                           "index");
 }
 
-PyObject *
-pygpu_mask_getitem(TensorObject *x, TensorObject *m)
+static PyObject *
+mask_getitem(TensorObject *x, TensorObject *m)
 {
     TensorObject *idx = NULL, *in = NULL, *out = NULL;
     PyObject *result = NULL;
@@ -219,8 +235,8 @@ value_rows(TensorObject *x, TensorObject *v, int ndim, const int64_t *shape)
     return full;
 }
 
-int
-pygpu_mask_setitem(TensorObject *x, TensorObject *m, PyObject *value)
+static int
+mask_setitem(TensorObject *x, TensorObject *m, PyObject *value)
 {
     TensorObject *v = NULL, *idx = NULL, *full = NULL, *dst = NULL;
     int64_t rows, row, count = 0, shape[PYGPU_MAX_DIMS];
@@ -262,5 +278,23 @@ fail:
     Py_XDECREF(idx);
     Py_XDECREF(full);
     Py_XDECREF(dst);
+    return rc;
+}
+
+PyObject *
+pygpu_mask_getitem(TensorObject *x, TensorObject *m)
+{
+    TensorObject *b = bool_mask(m);
+    PyObject *r = b ? mask_getitem(x, b) : NULL;
+    Py_XDECREF(b);
+    return r;
+}
+
+int
+pygpu_mask_setitem(TensorObject *x, TensorObject *m, PyObject *value)
+{
+    TensorObject *b = bool_mask(m);
+    int rc = b ? mask_setitem(x, b, value) : -1;
+    Py_XDECREF(b);
     return rc;
 }
