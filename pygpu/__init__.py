@@ -15,32 +15,52 @@ except ImportError as _err:
         "`python -m pip install -e .` in the source tree (or install "
         "pygpu with `python -m pip install .` and import it from "
         "elsewhere)", name=__name__ + "._C") from _err
-import numpy as _np
-
 from ._C import (
     Size,
     Tensor,
     add,
+    all,
+    any,
+    bfloat16,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     bmm,
     device,
     div,
     dtype,
     empty,
     empty_like,
+    eq,
     float16,
     float32,
     float64,
     from_numpy,
     full,
     full_like,
+    ge,
+    gt,
     initial_seed,
+    int32,
     int64,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    masked_fill,
     manual_seed,
     matmul,
     max,
     mean,
     mm,
     mul,
+    ne,
     neg,
     ones,
     ones_like,
@@ -53,9 +73,12 @@ from ._C import (
     sub,
     sum,
     tensor,
+    uint8,
+    where,
     zeros,
     zeros_like,
 )
+from ._C import bool  # noqa: A004 - torch.bool shadows the builtin here too
 from ._C import OutOfMemoryError, CudaError
 # reductions, scans and softmax
 from ._C import (amax, amin, argmax, argmin, cumprod, cumsum, log_softmax,
@@ -70,10 +93,12 @@ half = float16
 double = float64
 long = int64
 float = float32  # noqa: A001 - torch.float is float32
+int = int32  # noqa: A001 - torch.int is int32
 
 __all__ = [
     "Size", "Tensor", "device", "dtype", "float16", "float32", "float64",
-    "int64", "half", "double", "long", "float", "tensor", "from_numpy",
+    "int64", "half", "double", "long", "float", "bool", "uint8", "int32",
+    "int", "bfloat16", "tensor", "from_numpy",
     "empty", "zeros", "ones", "full", "rand", "randn", "empty_like",
     "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
     "manual_seed", "initial_seed", "matmul", "mm", "bmm", "add", "sub",
@@ -87,6 +112,10 @@ __all__ = [
     "result_type", "can_cast", "get_default_dtype", "is_floating_point",
     "optim",
     "set_default_dtype",
+    "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite",
+    "isclose", "allclose", "logical_not", "logical_and", "logical_or",
+    "logical_xor", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "where", "masked_fill", "any", "all",
 ]
 
 __all__ += ["amax", "amin", "argmax", "argmin", "cumprod", "cumsum",
@@ -121,26 +150,10 @@ def numel(input: Tensor) -> int:
     return input.numel()
 
 
-def equal(input: Tensor, other: Tensor) -> bool:
-    """True if the two tensors have the same size and equal elements (NaN
-    equals nothing), as torch.equal: a Python bool."""
-    for name, x in (("input", input), ("other", other)):
-        if not isinstance(x, Tensor):
-            raise TypeError(f"equal(): argument '{name}' must be Tensor, "
-                            f"not {type(x).__name__}")
-    if input.device != other.device:
-        raise RuntimeError("Expected all tensors to be on the same device, "
-                           "but found at least two devices, "
-                           f"{input.device} and {other.device}!")
-    if input.shape != other.shape:
-        return False
-    return bool(_np.array_equal(input.detach().cpu().numpy(),
-                                other.detach().cpu().numpy()))
-
-
 from . import amp  # noqa: E402
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,E501
 from .serialization import load, save  # noqa: E402
+from ._compare import allclose, equal, isclose  # noqa: E402
 from . import autograd  # noqa: E402
 from . import optim  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402,E501

@@ -7,11 +7,22 @@ import numpy as np
 _PRECISION = 4
 _THRESHOLD = 1000
 _EDGEITEMS = 3
-_DEFAULT_DTYPES = ("float32", "int64")
+_DEFAULT_DTYPES = ("float32", "int64", "bool")
+
+
+def _host(t):
+    """t's values as a NumPy array (bfloat16, which NumPy lacks, as
+    float32: it holds each of them exactly)."""
+    if repr(t.dtype) == "pygpu.bfloat16":
+        t = t.float()
+    return t.cpu().numpy()
 
 
 def _formatter(values, is_float):
     """A function formatting one element, all of the same width."""
+    if values.dtype == np.bool_:
+        width = 5 if not values.all() else 4
+        return lambda v: str(bool(v)).rjust(width)
     if not is_float:
         width = max((len(str(int(v))) for v in values.flat), default=1)
         return lambda v: str(int(v)).rjust(width)
@@ -51,7 +62,7 @@ def _edges(t):
             head = _edges(t[keep + (slice(0, _EDGEITEMS),)])
             tail = _edges(t[keep + (slice(n - _EDGEITEMS, n),)])
             return np.concatenate([head, tail], axis=d)
-    return t.detach().cpu().numpy()
+    return _host(t)
 
 
 def _format(arr, shape, fmt, indent, summarize):
@@ -95,7 +106,7 @@ def _repr(t):
         if len(shape) != 1:
             suffix.append(f"size={shape}")
     else:
-        arr = _edges(t) if summarize else t.cpu().numpy()
+        arr = _edges(t) if summarize else _host(t)
         if dtype.is_floating_point:
             arr = arr.astype(np.float64)
         fmt = _formatter(arr, dtype.is_floating_point)

@@ -2,30 +2,44 @@
 result_type, can_cast, get_default_dtype, is_floating_point.
 
 The promotion rule is torch's and the C ops' (csrc: pygpu_promote and the
-binary ops): a higher category (integer < floating point) wins; within a
-category the wider type wins.  For result_type an operand also has a
-priority: a tensor with dimensions, then a 0-d tensor, then a Python
-number; a lower-priority operand decides the type only when it is of a
-higher category, a Python float then giving the default dtype.
+binary ops): bool < uint8 < int32 < int64 < the floating types, the wider
+float winning, and float16 with bfloat16 giving float32.  For result_type
+an operand also has a priority: a tensor with dimensions, then a 0-d
+tensor, then a Python number; a lower-priority operand decides the type
+only when it is of a higher category (bool < integer < floating point), a
+Python float then giving the default dtype, a Python int int64 and a
+Python bool bool.
 """
+import builtins
 import math
 
 from . import _C
-from ._C import Tensor, dtype, float16, float32, float64, int64
+from ._C import (Tensor, bfloat16, dtype, float16, float32, float64, int32,
+                 int64, uint8)
+from ._C import bool as _bool
 
 __all__ = ["finfo", "iinfo", "promote_types", "result_type", "can_cast",
            "get_default_dtype", "set_default_dtype", "is_floating_point"]
 
-# dtype -> (category, width): the promotion table.  The larger pair wins.
+# dtype -> (category, rank): the promotion table.  The larger pair wins;
+# equal pairs of different dtypes (float16, bfloat16) give float32.
 _PROMOTION = {
-    int64: (1, 64),
-    float16: (2, 16),
-    float32: (2, 32),
-    float64: (2, 64),
+    _bool: (0, 0),
+    uint8: (1, 1),
+    int32: (1, 2),
+    int64: (1, 3),
+    float16: (2, 4),
+    bfloat16: (2, 4),
+    float32: (2, 5),
+    float64: (2, 6),
 }
 
 # Binary formats of the floating types: (mantissa bits, exponent bits).
-_FLOAT_FORMAT = {float16: (10, 5), float32: (23, 8), float64: (52, 11)}
+_FLOAT_FORMAT = {float16: (10, 5), bfloat16: (7, 8), float32: (23, 8),
+                 float64: (52, 11)}
+
+# The integer types: (bits, signed).
+_INT_FORMAT = {uint8: (8, False), int32: (32, True), int64: (64, True)}
 
 
 def get_default_dtype():
@@ -60,17 +74,25 @@ def _category(d):
     return _PROMOTION[d][0]
 
 
+def _promote(a, b):
+    if a is not b and _PROMOTION[a] == _PROMOTION[b]:
+        return float32  # float16 and bfloat16
+    return builtins.max(a, b, key=_PROMOTION.__getitem__)
+
+
 def promote_types(type1, type2):
-    """The smallest dtype that both type1 and type2 convert to without
-    leaving their category: float beats int64, the wider float wins."""
+    """The smallest dtype that both type1 and type2 convert to, as torch's:
+    bool < uint8 < int32 < int64 < float16, bfloat16 < float32 < float64,
+    with float16 and bfloat16 giving float32."""
     _check_dtype("promote_types", "type1", type1)
     _check_dtype("promote_types", "type2", type2)
-    return max(type1, type2, key=_PROMOTION.__getitem__)
+    return _promote(type1, type2)
 
 
 def can_cast(from_, to):
     """Whether torch's casting rules allow from_ to to: not to a lower
-    category (float to int64 is False), any width within a category."""
+    category (float to an integer, an integer to bool: False), any width
+    within a category."""
     _check_dtype("can_cast", "from_", from_)
     _check_dtype("can_cast", "to", to)
     return _category(from_) <= _category(to)
@@ -81,7 +103,9 @@ def _operand(x, arg):
     dimensions, 1 for a 0-d tensor, 0 for a Python number."""
     if isinstance(x, Tensor):
         return x.dtype, 1 if x.ndim == 0 else 2
-    if isinstance(x, int):  # bool too: there is no bool dtype yet
+    if isinstance(x, builtins.bool):
+        return _bool, 0
+    if isinstance(x, builtins.int):
         return int64, 0
     if isinstance(x, float):
         return get_default_dtype(), 0
@@ -96,13 +120,21 @@ def result_type(tensor1, tensor2):
     best = {}
     for d, priority in operands:
         seen = best.get(priority)
-        best[priority] = d if seen is None else promote_types(seen, d)
+        best[priority] = d if seen is None else _promote(seen, d)
     result = None
     for priority in sorted(best):  # lowest first
-        d = best[priority]
-        if result is None or _category(d) >= _category(result):
-            result = d
+        result = _combine(best[priority], result)
     return result
+
+
+def _combine(higher, lower):
+    """torch's combination of a higher-priority operand type with the
+    result of the lower-priority ones (None: there were none)."""
+    if lower is None or _category(higher) == 2:
+        return higher
+    if higher is _bool or _category(lower) == 2:
+        return _promote(higher, lower)
+    return higher
 
 
 class _TypeInfo:
@@ -154,9 +186,15 @@ class iinfo(_TypeInfo):
         if dtype.is_floating_point:
             raise TypeError("pygpu.iinfo() requires an integer input type. "
                             "Use pygpu.finfo to handle 'pygpu.iinfo'")
-        self.bits = 8 * dtype.itemsize
-        self.max = 2 ** (self.bits - 1) - 1
-        self.min = -2 ** (self.bits - 1)
+        if dtype not in _INT_FORMAT:
+            raise TypeError(f"{dtype} is not supported by pygpu.iinfo")
+        self.bits, signed = _INT_FORMAT[dtype]
+        if signed:
+            self.max = 2 ** (self.bits - 1) - 1
+            self.min = -2 ** (self.bits - 1)
+        else:
+            self.max = 2 ** self.bits - 1
+            self.min = 0
         self.dtype = repr(dtype).split(".")[-1]
 
     def __repr__(self):

@@ -21,14 +21,18 @@ from . import _C
 
 __all__ = ["save", "load"]
 
+# The bytes of each dtype as NumPy reads them; bfloat16 travels as float32
+# (which holds it exactly: NumPy has no bfloat16).
 _NP = {"float32": np.float32, "float16": np.float16, "float64": np.float64,
-       "int64": np.int64}
+       "int64": np.int64, "int32": np.int32, "uint8": np.uint8,
+       "bool": np.bool_, "bfloat16": np.float32}
 DEFAULT_PROTOCOL = 4
 
 
 def _reduce_tensor(t):
     name = str(t.dtype).rsplit(".", 1)[-1]
-    data = np.ascontiguousarray(t.detach().cpu().numpy()).tobytes()
+    host = t.detach().float() if name == "bfloat16" else t.detach()
+    data = np.ascontiguousarray(host.cpu().numpy()).tobytes()
     return _rebuild_tensor, (data, name, tuple(t.shape), str(t.device))
 
 
@@ -55,8 +59,9 @@ def _check_device(dev):
 
 def _rebuild_tensor(data, dtype, shape, location, map_location=None):
     arr = np.frombuffer(data, dtype=_NP[dtype]).reshape(shape)
+    dt = getattr(_C, dtype)
     if callable(map_location):
-        out = map_location(_C.tensor(arr), location)
+        out = map_location(_C.tensor(arr, dtype=dt), location)
         if out is not None:
             return out
     elif isinstance(map_location, dict):
@@ -65,7 +70,7 @@ def _rebuild_tensor(data, dtype, shape, location, map_location=None):
         location = map_location
     dev = location if isinstance(location, _C.device) else _C.device(location)
     _check_device(dev)
-    return _C.tensor(arr, device=dev)
+    return _C.tensor(arr, dtype=dt, device=dev)
 
 
 def _rebuild_parameter(data, requires_grad):

@@ -13,7 +13,7 @@ from conftest import rel_err
 
 
 def fp16_kwargs(device):
-    """CPU autocast needs dtype=float16 (pygpu has no bfloat16)."""
+    """float16 on the CPU too (its default is bfloat16)."""
     return {"dtype": pygpu.float16} if device == "cpu" else {}
 
 
@@ -135,10 +135,12 @@ def test_device_types_are_separate():
 
 
 def test_cpu_default_dtype_and_bad_arguments():
-    with pytest.raises(RuntimeError, match="bfloat16"):
-        pygpu.autocast("cpu")
-    with pytest.raises(RuntimeError, match="float16 only"):
-        pygpu.autocast("cpu", dtype=pygpu.float64)
+    assert pygpu.autocast("cpu").fast_dtype is pygpu.bfloat16
+    assert pygpu.get_autocast_dtype("cpu") is pygpu.bfloat16
+    with pytest.warns(UserWarning, match="CPU autocast.*Disabling"):
+        ctx = pygpu.autocast("cpu", dtype=pygpu.float64)
+    with ctx:
+        assert not pygpu.is_autocast_enabled("cpu")
     with pytest.raises(RuntimeError, match="unsupported autocast"):
         pygpu.autocast("tpu")
     with pytest.warns(UserWarning, match="Disabling autocast"):

@@ -452,3 +452,24 @@ def test_ops_without_a_rule_refuse(device, fn, name):
         fn(x)
     with pygpu.no_grad():
         fn(x)  # fine when nothing is recorded
+
+
+def test_where_and_masked_fill_gradcheck(device):
+    x, y = leaf((3, 4), device, 50), leaf((4,), device, 51)
+    cond = pygpu.tensor(np.random.default_rng(52).random((3, 4)) > 0.5,
+                        device=device)
+    assert gradcheck(lambda a, b: pygpu.where(cond, a, b), (x, y))
+    assert gradcheck(lambda a: pygpu.where(cond, a, 0.5), (x,))
+    assert gradcheck(lambda a: a.masked_fill(cond, 2.0), (x,))
+    assert gradcheck(lambda a: a.masked_fill(cond[0], -1.0), (x,))
+
+
+def test_comparisons_are_not_recorded(device):
+    x = leaf((3,), device, 53)
+    m = x > 0
+    assert m.dtype == pygpu.bool and not m.requires_grad
+    with pytest.raises(RuntimeError, match="records indexing by ints"):
+        x[m]
+    y = pygpu.zeros(3, dtype=pygpu.float64, device=device)
+    with pytest.raises(RuntimeError, match="t\\[mask\\] = v"):
+        y[m] = x

@@ -1,8 +1,10 @@
-"""Comparisons: elementwise ones are not there yet, so == != < <= > >= with
-a tensor, number, array or list raise TypeError instead of answering by
-identity; other operands get Python's default; hashing is by identity;
-NumPy defers to the tensor's operators instead of answering with an
-ndarray; pygpu.equal is torch.equal."""
+"""Comparisons: == != < <= > >= elementwise with tensors (broadcast) and
+numbers (reflected too), eq/ne/lt/le/gt/ge as functions (out= of any
+dtype) and methods, computed in the promoted dtype into bool tensors,
+against NumPy; isnan/isinf/isfinite; isclose/allclose/equal; truth values;
+other operands keep Python's default and arrays raise as in the
+arithmetic; hashing is by identity; NumPy defers to the tensor."""
+import itertools
 import operator
 
 import numpy as np
@@ -12,32 +14,162 @@ import pygpu
 
 COMPARISONS = [operator.eq, operator.ne, operator.lt, operator.le,
                operator.gt, operator.ge]
+NAMES = {operator.eq: "eq", operator.ne: "ne", operator.lt: "lt",
+         operator.le: "le", operator.gt: "gt", operator.ge: "ge"}
 ARITHMETIC = [operator.add, operator.sub, operator.mul, operator.truediv,
               operator.matmul]
+B, U8, I32, I64 = pygpu.bool, pygpu.uint8, pygpu.int32, pygpu.int64
+F16, BF16, F32, F64 = (pygpu.float16, pygpu.bfloat16, pygpu.float32,
+                       pygpu.float64)
+ALL = [B, U8, I32, I64, F16, BF16, F32, F64]
+NP = {B: np.bool_, U8: np.uint8, I32: np.int32, I64: np.int64,
+      F16: np.float16, F32: np.float32, F64: np.float64}
 
 
-def _others(device):
-    x = pygpu.ones(3, device=device)
-    return [x, x.clone(), 1, 1.0, True, np.float32(1), np.int64(1), np.bool_(True),
-            np.ones(3), np.float64(1.0), [1.0, 1.0, 1.0], (1.0, 1.0, 1.0)]
+def _name(d):
+    return repr(d).split(".")[-1]
 
 
-@pytest.mark.parametrize("op", COMPARISONS, ids=lambda o: o.__name__)
-def test_comparisons_raise_both_orders(device, op):
-    x = pygpu.ones(3, device=device)
-    for other in _others(device):
-        with pytest.raises(TypeError, match="not supported yet"):
-            op(x, other)
-        with pytest.raises(TypeError, match="not supported yet"):
-            op(other, x)
+def host(t):
+    return (t.float() if t.dtype is BF16 else t).cpu().numpy()
 
 
-def test_comparison_names_the_other_operand():
-    x = pygpu.ones(2)
-    with pytest.raises(TypeError, match=r"\(==\).*numpy\.ndarray"):
-        x == np.ones(2)  # noqa: B015
-    with pytest.raises(TypeError, match=r"pygpu\.equal"):
-        x < 1  # noqa: B015
+def values(dtype, shape, rng):
+    """Small values with repeats (so == and != both happen), and NaN /
+    inf for the floats."""
+    v = rng.integers(0, 4, shape).astype(np.float64)
+    if dtype is B:
+        return pygpu.from_numpy(v.astype(bool) if v.size else
+                                np.zeros(shape, bool))
+    if dtype.is_floating_point:
+        flat = v.reshape(-1)
+        flat[::5] = np.nan
+        flat[1::7] = np.inf
+        flat[2::9] = -np.inf
+    t = pygpu.from_numpy(v.astype(np.float32 if dtype is BF16
+                                  else NP[dtype]))
+    return t.to(dtype)
+
+
+def ref(op, x, y, dtype):
+    """op on x, y converted to their promoted dtype (NumPy has no bfloat16:
+    the values here are exact in it)."""
+    npdt = np.float32 if dtype is BF16 else NP[dtype]
+    with np.errstate(invalid="ignore"):
+        return op(np.asarray(x).astype(npdt), np.asarray(y).astype(npdt))
+
+
+@pytest.mark.parametrize("da,db", list(itertools.product(ALL, ALL)),
+                         ids=lambda d: _name(d))
+def test_every_dtype_pair(da, db, device, rng):
+    a = values(da, (3, 1, 4), rng).to(device)
+    b = values(db, (2, 1), rng).to(device)
+    dtype = pygpu.promote_types(da, db)
+    for op in COMPARISONS:
+        got = op(a, b)
+        assert got.dtype is B and got.shape == (3, 2, 4)
+        want = ref(op, host(a), host(b), dtype)
+        np.testing.assert_array_equal(got.cpu().numpy(), want)
+        f = getattr(pygpu, NAMES[op])(a, b)
+        np.testing.assert_array_equal(f.cpu().numpy(), want)
+        m = getattr(a, NAMES[op])(b)
+        np.testing.assert_array_equal(m.cpu().numpy(), want)
+
+
+@pytest.mark.parametrize("op", COMPARISONS, ids=lambda o: NAMES[o])
+@pytest.mark.parametrize("dtype", ALL, ids=_name)
+def test_numbers_both_orders(op, dtype, device, rng):
+    t = values(dtype, (5, 3), rng).to(device).T  # strided
+    x = host(t)
+    for s in (2, 2.5, True, -1, np.float32(1.5), np.int64(3), np.bool_(1)):
+        py = s.item() if isinstance(s, np.generic) else s
+        cat = (bool if isinstance(py, bool) else
+               int if isinstance(py, int) else float)
+        promoted = pygpu.result_type(t, cat(py))
+        got = op(t, s)
+        assert got.dtype is B and got.shape == (3, 5)
+        np.testing.assert_array_equal(got.cpu().numpy(),
+                                      ref(op, x, py, promoted))
+        # reflected: s < t is t > s
+        np.testing.assert_array_equal(op(s, t).cpu().numpy(),
+                                      ref(op, py, x, promoted))
+
+
+def test_scalars_convert_to_the_promoted_dtype(device):
+    u = pygpu.tensor([0, 255], dtype=U8, device=device)
+    assert (u == 256).tolist() == [True, False]  # 256 wraps as uint8
+    assert (u == -1).tolist() == [False, True]
+    assert (u == 255.0).tolist() == [False, True]
+    h = pygpu.tensor([0.1], dtype=F16, device=device)
+    assert (h == 0.1).tolist() == [True]  # 0.1 rounded to float16
+    big = pygpu.tensor([2 ** 62 + 1], device=device)
+    assert (big == 2 ** 62 + 1).tolist() == [True]
+    assert (big == 2 ** 62).tolist() == [False]
+    i = pygpu.tensor([70000], dtype=I32, device=device)
+    inf = pygpu.tensor([float("inf")], dtype=F16, device=device)
+    assert (i == inf).tolist() == [True]  # 70000 is inf in float16
+    z = pygpu.tensor(2.5, device=device)
+    assert (pygpu.tensor([2, 3], device=device) < z).tolist() == [True, False]
+
+
+def test_out_and_errors(device):
+    a = pygpu.tensor([1.0, 2.0, 3.0], device=device)
+    out = pygpu.empty(3, dtype=B, device=device)
+    assert pygpu.lt(a, 2.5, out=out) is out
+    assert out.tolist() == [True, True, False]
+    f = pygpu.empty(3, device=device)
+    assert pygpu.ge(a, 2.0, out=f) is f and f.tolist() == [0.0, 1.0, 1.0]
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast"):
+        pygpu.eq(a, a, out=pygpu.empty(2, dtype=B, device=device))
+    with pytest.raises(RuntimeError, match="size of tensor a"):
+        a == pygpu.ones(2, device=device)  # noqa: B015
+    with pytest.raises(TypeError, match="must be Tensor or Number"):
+        pygpu.eq(a, "x")
+    with pytest.raises(TypeError, match="must be Tensor"):
+        pygpu.eq(1, a)
+    with pytest.raises(TypeError, match="must be Tensor or Number"):
+        a.eq(None)
+    empty = pygpu.ones(0, 3, device=device)
+    assert (empty < 1).shape == (0, 3)
+    assert (pygpu.tensor(1.0, device=device) == 1).shape == ()
+
+
+@pytest.mark.cuda
+def test_device_mismatch():
+    with pytest.raises(RuntimeError, match="same device"):
+        pygpu.ones(2) == pygpu.ones(2, device="cuda")  # noqa: B015
+    # a 0-d CPU tensor next to a CUDA tensor is a scalar, as in torch
+    r = pygpu.ones(2, device="cuda") == pygpu.tensor(1.0)
+    assert r.device.type == "cuda" and r.tolist() == [True, True]
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=_name)
+def test_isnan_isinf_isfinite(dtype, device, rng):
+    t = values(dtype, (4, 6), rng).to(device).T
+    x = host(t).astype(np.float64)
+    for name, f in (("isnan", np.isnan), ("isinf", np.isinf),
+                    ("isfinite", np.isfinite)):
+        got = getattr(pygpu, name)(t)
+        assert got.dtype is B
+        np.testing.assert_array_equal(got.cpu().numpy(), f(x))
+        np.testing.assert_array_equal(getattr(t, name)().cpu().numpy(), f(x))
+    with pytest.raises(TypeError, match="must be Tensor"):
+        pygpu.isnan(1.0)
+
+
+def test_truth_value(device):
+    assert bool(pygpu.tensor([2], device=device)) is True
+    assert bool(pygpu.tensor(0.0, device=device)) is False
+    assert bool(pygpu.tensor([[True]], device=device)) is True
+    assert not pygpu.tensor(False, device=device)
+    with pytest.raises(RuntimeError, match="Boolean value of Tensor with "
+                       "more than one value is ambiguous"):
+        bool(pygpu.ones(2, device=device))
+    with pytest.raises(RuntimeError, match="Boolean value of Tensor with no "
+                       "values is ambiguous"):
+        bool(pygpu.ones(0, device=device))
+    x = pygpu.tensor([1.0, 5.0], device=device)
+    assert [bool(v > 2) for v in x] == [False, True]
 
 
 def test_other_operands_keep_python_default(device):
@@ -47,9 +179,21 @@ def test_other_operands_keep_python_default(device):
     assert (x == "a") is False
     assert (x != "a") is True
     assert (x == object()) is False
+    assert (x == [1.0, 1.0, 1.0]) is False  # as torch: no list operands
     with pytest.raises(TypeError):
         x < None  # noqa: B015
+    with pytest.raises(TypeError):
+        x < [1.0]  # noqa: B015
     assert x is not None
+
+
+@pytest.mark.parametrize("op", COMPARISONS, ids=lambda o: NAMES[o])
+def test_ndarray_operand_raises(op, device):
+    x = pygpu.ones(3, device=device)
+    with pytest.raises(TypeError, match="convert the array"):
+        op(x, np.ones(3))
+    with pytest.raises(TypeError, match="convert the array"):
+        op(np.ones(3), x)
 
 
 def test_hash_by_identity(device):
@@ -125,6 +269,35 @@ def test_equal(device):
                        pygpu.ones(1, device=device).expand(2, 2)) is True
     with pytest.raises(TypeError, match="must be Tensor"):
         pygpu.equal(a, [[1.0, 2.0], [3.0, 4.0]])
+    assert pygpu.equal(pygpu.ones(0, device=device),
+                       pygpu.ones(0, device=device)) is True
+    assert pygpu.equal(pygpu.tensor([1, 2], dtype=pygpu.int32, device=device),
+                       pygpu.tensor([1, 2], device=device)) is True
+
+
+def test_isclose_allclose(device):
+    nan, inf = float("nan"), float("inf")
+    a = pygpu.tensor([1.0, 1.0, inf, -inf, nan, 0.0, 100.0], device=device)
+    b = pygpu.tensor([1.0 + 1e-6, 1.1, inf, inf, nan, 1e-9, 100.0005],
+                     device=device)
+    assert pygpu.isclose(a, b).tolist() == [True, False, True, False, False,
+                                            True, True]
+    assert pygpu.isclose(a, b, equal_nan=True).tolist()[4] is True
+    assert pygpu.isclose(a, b, rtol=0, atol=0).tolist() == [
+        False, False, True, False, False, False, False]
+    assert pygpu.isclose(a, b, rtol=0.2).tolist()[1] is True
+    x = pygpu.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)
+    assert pygpu.allclose(x, x + 1e-7) is True
+    assert pygpu.allclose(x, x + 1e-3) is False
+    assert pygpu.allclose(a, a) is False  # NaN
+    assert pygpu.allclose(a, a, equal_nan=True) is True
+    i = pygpu.tensor([1, 2, 3], device=device)
+    assert pygpu.isclose(i, i + 1).tolist() == [False] * 3
+    assert pygpu.isclose(i, i + 1, atol=1).tolist() == [True] * 3
+    with pytest.raises(RuntimeError, match="Long did not match Float"):
+        pygpu.isclose(i, i.float())
+    with pytest.raises(RuntimeError, match="rtol must be greater"):
+        pygpu.isclose(x, x, rtol=-1)
 
 
 @pytest.mark.cuda

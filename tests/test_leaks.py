@@ -236,6 +236,22 @@ def _conversions():
     a.clone()
 
 
+def _masks_and_dtypes():
+    a = pygpu.rand(3, 4)
+    m = a > 0.5
+    a[m]
+    a[m] = 0.0
+    a[m[:, 0]] = pygpu.rand(4)
+    a == 1
+    pygpu.where(m, a, 1.0)
+    a.masked_fill(m, 2.0)
+    (m & ~m) | m ^ m
+    m.any(1)
+    pygpu.isclose(a, a)
+    pygpu.isnan(a)
+    a.bfloat16().int().byte().bool().tolist()
+
+
 LINEAR = pygpu.nn.Linear(8, 4)
 X = pygpu.rand(2, 8)
 
@@ -299,6 +315,7 @@ FAMILIES = {
     "reductions": _reductions, "products": _products,
     "conversions": _conversions, "nn_forward": _nn_forward,
     "repr": _repr, "save_load": _save_load,
+    "masks_and_dtypes": _masks_and_dtypes,
     "binary_math_out": _binary_math_out,
 }
 # The slow ones (Python-level work per cycle) run fewer cycles.
@@ -351,8 +368,23 @@ ERRORS = {
                                         1.0),
     "readonly_copy": lambda: raising(ValueError, _ro().copy_,
                                      pygpu.ones(3, 4)),
-    "compare": lambda: raising(TypeError, pygpu.ones(2).__gt__,
-                               pygpu.ones(2)),
+    "compare": lambda: raising(RuntimeError, pygpu.ones(2).__gt__,
+                               pygpu.ones(3)),
+    "compare_scalar": lambda: raising(RuntimeError, pygpu.ones(2).__lt__,
+                                      2 ** 70),
+    "compare_out": lambda: raising(RuntimeError, pygpu.eq, pygpu.ones(2),
+                                   1, out=pygpu.empty(3, dtype=pygpu.bool)),
+    "mask_shape": lambda: raising(IndexError, pygpu.ones(3).__getitem__,
+                                  pygpu.ones(2, dtype=pygpu.bool)),
+    "mask_value": lambda: raising(RuntimeError, pygpu.ones(3, 2).__setitem__,
+                                  pygpu.ones(3, dtype=pygpu.bool),
+                                  pygpu.ones(3)),
+    "where_cond": lambda: raising(RuntimeError, pygpu.where, pygpu.ones(2),
+                                  1.0, 2.0),
+    "masked_fill": lambda: raising(RuntimeError, pygpu.ones(2).masked_fill,
+                                   pygpu.ones(2, dtype=pygpu.bool),
+                                   pygpu.ones(2)),
+    "bitwise_float": lambda: raising(RuntimeError, pygpu.ones(2).__and__, 1),
     "ragged": lambda: raising(ValueError, pygpu.tensor, [[1, 2], [3]]),
     "bad_data": lambda: raising(TypeError, pygpu.tensor, [1, "a"]),
     "negative_size": lambda: raising(RuntimeError, pygpu.empty, 2, -1),

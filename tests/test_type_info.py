@@ -8,13 +8,25 @@ import pytest
 import pygpu
 
 F16, F32, F64, I64 = pygpu.float16, pygpu.float32, pygpu.float64, pygpu.int64
-DTYPES = [F16, F32, F64, I64]
-FLOATS = [F16, F32, F64]
+B, U8, I32, BF16 = pygpu.bool, pygpu.uint8, pygpu.int32, pygpu.bfloat16
+DTYPES = [B, U8, I32, I64, F16, BF16, F32, F64]
+FLOATS = [F16, F32, F64]  # those NumPy has
+INTS = [U8, I32, I64]
 
-# torch.promote_types on pygpu's dtypes, written out.
+# torch.promote_types on pygpu's dtypes, written out (torch's documented
+# table: bool < uint8 < int32 < int64 < floats; float16 with bfloat16 is
+# float32).
 PROMOTE = {
-    (I64, I64): I64, (I64, F16): F16, (I64, F32): F32, (I64, F64): F64,
-    (F16, F16): F16, (F16, F32): F32, (F16, F64): F64,
+    (B, B): B, (B, U8): U8, (B, I32): I32, (B, I64): I64, (B, F16): F16,
+    (B, BF16): BF16, (B, F32): F32, (B, F64): F64,
+    (U8, U8): U8, (U8, I32): I32, (U8, I64): I64, (U8, F16): F16,
+    (U8, BF16): BF16, (U8, F32): F32, (U8, F64): F64,
+    (I32, I32): I32, (I32, I64): I64, (I32, F16): F16, (I32, BF16): BF16,
+    (I32, F32): F32, (I32, F64): F64,
+    (I64, I64): I64, (I64, F16): F16, (I64, BF16): BF16, (I64, F32): F32,
+    (I64, F64): F64,
+    (F16, F16): F16, (F16, BF16): F32, (F16, F32): F32, (F16, F64): F64,
+    (BF16, BF16): BF16, (BF16, F32): F32, (BF16, F64): F64,
     (F32, F32): F32, (F32, F64): F64,
     (F64, F64): F64,
 }
@@ -49,10 +61,28 @@ def test_finfo_defaults_to_the_default_dtype():
     assert "eps=0.000976562" in repr(pygpu.finfo(F16))
 
 
-def test_iinfo_matches_numpy():
-    got, want = pygpu.iinfo(I64), np.iinfo(np.int64)
+def test_finfo_bfloat16():
+    got = pygpu.finfo(BF16)
+    assert got.bits == 16 and got.eps == 2.0 ** -7
+    assert got.max == float.fromhex("0x1.fep127") == -got.min
+    assert got.tiny == got.smallest_normal == 2.0 ** -126
+    assert got.resolution == 0.01 and got.dtype == "bfloat16"
+    assert repr(got) == (
+        "finfo(resolution=0.01, min=-3.38953e+38, max=3.38953e+38, "
+        "eps=0.0078125, smallest_normal=1.17549e-38, tiny=1.17549e-38, "
+        "dtype=bfloat16)")
+
+
+@pytest.mark.parametrize("dtype", INTS, ids=_name)
+def test_iinfo_matches_numpy(dtype):
+    got, want = pygpu.iinfo(dtype), np.iinfo(dtype.numpy_dtype)
     assert (got.bits, got.max, got.min) == (want.bits, want.max, want.min)
     assert type(got.max) is int and type(got.min) is int
+    assert got.dtype == _name(dtype)
+
+
+def test_iinfo_int64():
+    got = pygpu.iinfo(I64)
     assert got.dtype == "int64"
     assert pygpu.iinfo(pygpu.long) == got
     assert repr(got) == "iinfo(min=-9.22337e+18, max=9.22337e+18, dtype=int64)"
@@ -62,10 +92,16 @@ def test_info_of_the_wrong_kind_raises():
     with pytest.raises(TypeError, match=r"pygpu\.finfo\(\) requires a "
                        r"floating point input type\. Use pygpu\.iinfo"):
         pygpu.finfo(I64)
-    for dtype in FLOATS:
+    for dtype in FLOATS + [BF16]:
         with pytest.raises(TypeError, match=r"pygpu\.iinfo\(\) requires an "
                            r"integer input type\. Use pygpu\.finfo"):
             pygpu.iinfo(dtype)
+    for dtype in (B, U8, I32):
+        with pytest.raises(TypeError, match="requires a floating point"):
+            pygpu.finfo(dtype)
+    with pytest.raises(TypeError, match="pygpu.bool is not supported by "
+                       "pygpu.iinfo"):
+        pygpu.iinfo(B)
     with pytest.raises(TypeError, match="must be pygpu.dtype, not str"):
         pygpu.finfo("float32")
     with pytest.raises(TypeError, match="must be pygpu.dtype"):
@@ -86,7 +122,7 @@ def test_default_dtype_is_what_factories_make():
 @pytest.mark.parametrize("dtype", DTYPES, ids=_name)
 def test_is_floating_point(dtype):
     assert pygpu.is_floating_point(pygpu.zeros(2, dtype=dtype)) is (
-        dtype is not I64)
+        dtype in (F16, BF16, F32, F64))
 
 
 def test_is_floating_point_wants_a_tensor():
@@ -109,7 +145,10 @@ def test_promote_types_wants_dtypes():
         pygpu.promote_types(F32, 1)
 
 
-CAN_CAST_FALSE = {(F16, I64), (F32, I64), (F64, I64)}
+# torch.can_cast: never to a lower category (float > integer > bool).
+CAN_CAST_FALSE = {(f, i) for f in (F16, BF16, F32, F64) for i in (B, U8, I32,
+                                                                   I64)}
+CAN_CAST_FALSE |= {(i, B) for i in (U8, I32, I64)}
 
 
 @pytest.mark.parametrize("a,b", list(itertools.product(DTYPES, DTYPES)),
@@ -149,11 +188,13 @@ def test_result_type_is_the_ops_dtype(x, y, device):
     a, b = ops[x], ops[y]
     want = pygpu.result_type(a, b)
     assert (a + b).dtype is want
-    assert (a - b).dtype is want
     assert (a * b).dtype is want
     assert pygpu.add(a, b).dtype is want
-    # true division: integer results become the default dtype
-    assert (a / b).dtype is (F32 if want is I64 else want)
+    # true division: bool and integer results become the default dtype
+    assert (a / b).dtype is (want if want.is_floating_point else F32)
+    if B not in (getattr(a, "dtype", None), getattr(b, "dtype", None)) \
+            and not isinstance(a, bool) and not isinstance(b, bool):
+        assert (a - b).dtype is want  # torch refuses - on bools
 
 
 @pytest.mark.parametrize("x,y", TENSOR_PAIRS,
@@ -168,11 +209,16 @@ def test_result_type_follows_torchs_rule(x, y):
     def kind(v):
         if isinstance(v, pygpu.Tensor):
             return v.dtype, 2 if v.ndim else 1
+        if isinstance(v, bool):
+            return B, 0
         return (F32, 0) if isinstance(v, float) else (I64, 0)
 
+    def category(d):
+        return 0 if d is B else 1 + d.is_floating_point
+
     ka, kb = kind(a), kind(b)
-    top = max(ka[0].is_floating_point, kb[0].is_floating_point)
-    cands = [k for k in (ka, kb) if k[0].is_floating_point == top]
+    top = max(category(ka[0]), category(kb[0]))
+    cands = [k for k in (ka, kb) if category(k[0]) == top]
     best = max(p for _, p in cands)
     want = [d for d, p in cands if p == best]
     want = want[0] if len(want) == 1 else pygpu.promote_types(*want)
@@ -181,6 +227,14 @@ def test_result_type_follows_torchs_rule(x, y):
 
 @pytest.mark.parametrize("a,b,want", [
     (1, 2, I64), (True, 2, I64), (1, 2.5, F32), (2.5, 0.5, F32),
+    (True, False, B),
+    (pygpu.ones(3, dtype=B), 1, I64), (pygpu.ones(3, dtype=B), 1.0, F32),
+    (pygpu.ones(3, dtype=U8), 1000, U8), (pygpu.ones(3, dtype=I32), True, I32),
+    (pygpu.ones(3, dtype=U8), pygpu.ones((), dtype=I64), U8),
+    (pygpu.ones(3, dtype=B), pygpu.ones((), dtype=U8), U8),
+    (pygpu.ones(3, dtype=B), pygpu.ones((), dtype=F64), F64),
+    (pygpu.ones(3, dtype=F16), pygpu.ones(3, dtype=BF16), F32),
+    (pygpu.ones(3, dtype=BF16), 2.5, BF16),
     (pygpu.ones((), dtype=F64), pygpu.ones(3, dtype=I64), F64),
     (pygpu.ones((), dtype=F64), pygpu.ones(3, dtype=F16), F16),
     (pygpu.ones((), dtype=F64), pygpu.ones((), dtype=F16), F64),

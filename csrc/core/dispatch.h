@@ -24,6 +24,14 @@ enum pygpu_kind {
     PYGPU_K_FILL,          /* contiguous out[0..numel) = s */
     PYGPU_K_REDUCE,        /* out (indices) = op over [outer, n, inner] */
     PYGPU_K_RANDOM,        /* contiguous uniform (flag: normal) numbers */
+    PYGPU_K_COMPARE,       /* out (bool) = in[0] op in[1] over g, in the
+                              row's dtype, the inputs converted from their
+                              in_dtypes */
+    PYGPU_K_MASKED_COPY,   /* out = in[0] (bool) ? in[1] : out over g, in[1]
+                              converted from in_dtypes[1] */
+    PYGPU_K_INDEX_ROWS,    /* rows of `inner` elements: out row j = in[0]
+                              row indices[j] for j < n (flag: scatter, the
+                              other way round); indices on the device */
     PYGPU_K_SCAN,          /* out = inclusive scan (op) over [outer, n,
                               inner] along n */
     PYGPU_K_SOFTMAX,       /* out = softmax-family op over [outer, n,
@@ -52,8 +60,9 @@ enum pygpu_kind {
  * pygpu_dispatch sets the rest. */
 typedef struct pygpu_kargs {
     int op;                    /* enum pygpu_binop / unop / redop /
-                                  scanop / softop */
-    int in_dtypes[2];          /* BINARY*, COPY: dtypes of in[] */
+                                  cmpop / scanop / softop */
+    int in_dtypes[2];          /* BINARY*, COPY, COMPARE, MASKED_COPY,
+                                  GATHER: dtypes of in[] */
     void *out;
     const void *in[2];
     const pygpu_geom *g;       /* the elementwise kinds */
@@ -99,7 +108,19 @@ typedef struct pygpu_backend {
 
 /* The rows of a backend that runs every dtype with one function per
  * kind, named after the kind as below (each backend file defines them). */
-#define PYGPU_ALL_DTYPES(fn) {fn, fn, fn, fn}
+#define PYGPU_ALL_DTYPES(fn) {fn, fn, fn, fn, fn, fn, fn, fn}
+/* Reductions and scans run on the first four dtypes; the front end
+ * widens the others (bool, uint8, int32 to int64, bfloat16 to float32)
+ * first.  The softmax family runs on the three IEEE floating dtypes
+ * (bfloat16 computes in float32). */
+#define PYGPU_WIDE_DTYPES(fn)                                                \
+    {[PYGPU_FLOAT32] = fn, [PYGPU_FLOAT16] = fn, [PYGPU_FLOAT64] = fn,       \
+     [PYGPU_INT64] = fn}
+#define PYGPU_SOFTMAX_DTYPES(fn)                                             \
+    {[PYGPU_FLOAT32] = fn, [PYGPU_FLOAT16] = fn, [PYGPU_FLOAT64] = fn}
+#define PYGPU_FLOAT_DTYPES(fn)                                               \
+    {[PYGPU_FLOAT32] = fn, [PYGPU_FLOAT16] = fn, [PYGPU_FLOAT64] = fn,       \
+     [PYGPU_BFLOAT16] = fn}
 #define PYGPU_ROWS_BY_KIND                                                   \
     {                                                                        \
         [PYGPU_K_BINARY] = PYGPU_ALL_DTYPES(binary),                         \
@@ -107,10 +128,13 @@ typedef struct pygpu_backend {
         [PYGPU_K_UNARY] = PYGPU_ALL_DTYPES(unary),                           \
         [PYGPU_K_COPY] = PYGPU_ALL_DTYPES(copy),                             \
         [PYGPU_K_FILL] = PYGPU_ALL_DTYPES(fill),                             \
-        [PYGPU_K_REDUCE] = PYGPU_ALL_DTYPES(reduce),                         \
-        [PYGPU_K_RANDOM] = PYGPU_ALL_DTYPES(random_numbers),                 \
-        [PYGPU_K_SCAN] = PYGPU_ALL_DTYPES(scan),                             \
-        [PYGPU_K_SOFTMAX] = PYGPU_ALL_DTYPES(softmax),                       \
+        [PYGPU_K_REDUCE] = PYGPU_WIDE_DTYPES(reduce),                        \
+        [PYGPU_K_RANDOM] = PYGPU_FLOAT_DTYPES(random_numbers),               \
+        [PYGPU_K_COMPARE] = PYGPU_ALL_DTYPES(compare),                       \
+        [PYGPU_K_MASKED_COPY] = PYGPU_ALL_DTYPES(masked_copy),               \
+        [PYGPU_K_INDEX_ROWS] = PYGPU_ALL_DTYPES(index_rows),                 \
+        [PYGPU_K_SCAN] = PYGPU_WIDE_DTYPES(scan),                            \
+        [PYGPU_K_SOFTMAX] = PYGPU_SOFTMAX_DTYPES(softmax),                   \
         [PYGPU_K_GATHER] = PYGPU_ALL_DTYPES(gather),                         \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \

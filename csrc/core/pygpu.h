@@ -52,8 +52,11 @@ typedef struct pygpu_dtype_info {
     int code;          /* enum pygpu_scalar */
     const char *name;  /* "float32" */
     int itemsize;
-    int npy_type;      /* NPY_FLOAT32, ... */
+    int npy_type;      /* NPY_FLOAT32, ...; the storage of CPU tensors
+                          (bfloat16: NPY_UINT16, its bit patterns) */
     int is_floating_point;
+    const char *scalar_name; /* torch's ScalarType name, for messages:
+                                "Float", "Long", "Bool", "BFloat16" */
 } pygpu_dtype_info;
 
 extern const pygpu_dtype_info pygpu_dtype_table[PYGPU_NDTYPES];
@@ -193,6 +196,9 @@ int pygpu_parse_dtype_opt(PyObject *obj, int def, int *out);
 int pygpu_dtype_from_npy(int npy_type);
 /* torch's promotion of two tensor dtypes. */
 int pygpu_promote(int a, int b);
+/* torch's categories: PYGPU_CAT_BOOL < PYGPU_CAT_INT < PYGPU_CAT_FLOAT. */
+enum { PYGPU_CAT_BOOL = 0, PYGPU_CAT_INT = 1, PYGPU_CAT_FLOAT = 2 };
+int pygpu_dtype_category(int dtype);
 
 /* --------------------------------------------------------- tensor layout */
 /* tensor_layout.c: what a tensor's layout alone decides. */

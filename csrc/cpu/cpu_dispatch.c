@@ -67,6 +67,30 @@ unary(pygpu_kargs *k)
 }
 
 static int
+compare(pygpu_kargs *k)
+{
+    pygpu_cpu_compare(k->op, k->dtype, k->out, k->in_dtypes[0], k->in[0],
+                      k->in_dtypes[1], k->in[1], k->g);
+    return 0;
+}
+
+static int
+masked_copy(pygpu_kargs *k)
+{
+    pygpu_cpu_masked_copy(k->dtype, k->out, k->in[0], k->in_dtypes[1],
+                          k->in[1], k->g);
+    return 0;
+}
+
+static int
+index_rows(pygpu_kargs *k)
+{
+    pygpu_cpu_index_rows(k->dtype, k->out, k->in[0], k->indices, k->n,
+                         k->inner, k->flag);
+    return 0;
+}
+
+static int
 copy(pygpu_kargs *k)
 {
     pygpu_cpu_copy(k->dtype, k->out, k->in_dtypes[0], k->in[0], k->g);
@@ -139,14 +163,15 @@ to_float32(TensorObject *t)
 }
 
 /* out = numpy.matmul(a, b, out=out) over views of the tensors' memory.
- * float16 goes through float32 (NumPy has no BLAS for it). */
+ * float16 and bfloat16 go through float32 (NumPy has no BLAS for them,
+ * and no bfloat16 at all). */
 static int
 cpu_matmul(TensorObject *out, TensorObject *a, TensorObject *b)
 {
     PyObject *aa = NULL, *ba = NULL, *oa = NULL, *r = NULL;
     TensorObject *a32 = NULL, *b32 = NULL, *o32 = NULL;
     int rc = -1;
-    if (out->dtype == PYGPU_FLOAT16) {
+    if (out->dtype == PYGPU_FLOAT16 || out->dtype == PYGPU_BFLOAT16) {
         a32 = to_float32(a);
         b32 = a32 ? to_float32(b) : NULL;
         o32 = b32 ? pygpu_tensor_empty(out->ndim, out->shape, PYGPU_FLOAT32,

@@ -1,6 +1,7 @@
 /* cpu_elementwise.c - CPU loops of the elementwise ops: binary (tensor or
- * scalar operand), unary, dtype conversion, fill and contiguous relu (the
- * bias + relu epilogue of linear is in cpu_linear.c).
+ * scalar operand), unary and contiguous relu (dtype conversion and fill
+ * are in cpu_convert.c, the bias + relu epilogue of linear in
+ * cpu_linear.c).
  *
  * Structure: one generic driver walks the outer dims of a pygpu_geom with
  * an index counter and hands each innermost row to a typed "inner loop".
@@ -13,7 +14,8 @@
  * at run time, and an output that is exactly an input still takes the
  * vector loop.
  *
- * float16 is computed in float and rounded once per result.  int64
+ * float16 and bfloat16 are computed in float and rounded once per result;
+ * bool, uint8 and int32 in int64, stored back as kernels.h says.  int64
  * arithmetic wraps around (two's complement) instead of overflowing, and
  * division by zero gives 0, so no input can trap.
  */
@@ -30,6 +32,10 @@ const size_t pygpu_cpu_dtype_size[PYGPU_NDTYPES] = {
     [PYGPU_FLOAT16] = sizeof(uint16_t),
     [PYGPU_FLOAT64] = sizeof(double),
     [PYGPU_INT64] = sizeof(int64_t),
+    [PYGPU_BOOL] = sizeof(uint8_t),
+    [PYGPU_UINT8] = sizeof(uint8_t),
+    [PYGPU_INT32] = sizeof(int32_t),
+    [PYGPU_BFLOAT16] = sizeof(uint16_t),
 };
 
 #define dtype_size pygpu_cpu_dtype_size
@@ -192,7 +198,14 @@ void pygpu_cpu_for_each_row(const pygpu_geom *g, int nops,
     BINARY_LOOPS(name##_f16, uint16_t, float, pygpu_half_to_float,           \
                  pygpu_float_to_half, pygpu_##name##_f)                      \
     BINARY_LOOPS(name##_f64, double, double, AS_IS, AS_IS, pygpu_##name##_d) \
-    BINARY_LOOPS(name##_i64, int64_t, int64_t, AS_IS, AS_IS, pygpu_##name##_i)
+    BINARY_LOOPS(name##_i64, int64_t, int64_t, AS_IS, AS_IS, pygpu_##name##_i) \
+    BINARY_LOOPS(name##_b8, uint8_t, int64_t, LD_b8, ST_BOOL,                \
+                 pygpu_##name##_i)                                           \
+    BINARY_LOOPS(name##_u8, uint8_t, int64_t, LD_u8, ST_U8, pygpu_##name##_i) \
+    BINARY_LOOPS(name##_i32, int32_t, int64_t, LD_i32, pygpu_i64_to_i32,     \
+                 pygpu_##name##_i)                                           \
+    BINARY_LOOPS(name##_bf16, uint16_t, float, pygpu_bf16_to_float,          \
+                 pygpu_float_to_bf16, pygpu_##name##_f)
 
 #define BINARY_LOOPS(NAME, T, CT, LD, ST, OP)                                \
     BINARY_LOOP(NAME, T, CT, LD, ST, OP)                                     \
@@ -200,33 +213,63 @@ void pygpu_cpu_for_each_row(const pygpu_geom *g, int nops,
 
 PYGPU_BINARY_OPS(BINARY_ROW)
 
+/* The bitwise ops: the integer dtypes and bool only. */
+#define BITWISE_ROW(OP, name)                                                \
+    BINARY_LOOPS(name##_i64, int64_t, int64_t, AS_IS, AS_IS, pygpu_##name##_i) \
+    BINARY_LOOPS(name##_b8, uint8_t, int64_t, LD_b8, ST_BOOL,                \
+                 pygpu_##name##_i)                                           \
+    BINARY_LOOPS(name##_u8, uint8_t, int64_t, LD_u8, ST_U8, pygpu_##name##_i) \
+    BINARY_LOOPS(name##_i32, int32_t, int64_t, LD_i32, pygpu_i64_to_i32,     \
+                 pygpu_##name##_i)
+PYGPU_BITWISE_OPS(BITWISE_ROW)
+
 /* Loops indexed [op][dtype]. */
 #define BY_DTYPE(PREFIX)                                                     \
     {[PYGPU_FLOAT32] = PREFIX##f32, [PYGPU_FLOAT16] = PREFIX##f16,           \
-     [PYGPU_FLOAT64] = PREFIX##f64, [PYGPU_INT64] = PREFIX##i64}
+     [PYGPU_FLOAT64] = PREFIX##f64, [PYGPU_INT64] = PREFIX##i64,             \
+     [PYGPU_BOOL] = PREFIX##b8, [PYGPU_UINT8] = PREFIX##u8,                  \
+     [PYGPU_INT32] = PREFIX##i32, [PYGPU_BFLOAT16] = PREFIX##bf16}
+
+#define BY_INT_DTYPE(PREFIX)                                                 \
+    {[PYGPU_INT64] = PREFIX##i64, [PYGPU_BOOL] = PREFIX##b8,                 \
+     [PYGPU_UINT8] = PREFIX##u8, [PYGPU_INT32] = PREFIX##i32}
 
 #define BINARY_ENTRY(OP, name) [PYGPU_##OP] = BY_DTYPE(name##_),
+#define BITWISE_ENTRY(OP, name) [PYGPU_##OP] = BY_INT_DTYPE(name##_),
+/* NULL where there is no loop (the bitwise ops of floating dtypes). */
 static const inner_loop binary_loops[PYGPU_NBINOPS][PYGPU_NDTYPES] = {
-    PYGPU_BINARY_OPS(BINARY_ENTRY)
+    PYGPU_BINARY_OPS(BINARY_ENTRY) PYGPU_BITWISE_OPS(BITWISE_ENTRY)
 };
 
 #define BY_DTYPE_SIDE(name, SIDE)                                            \
     {[PYGPU_FLOAT32] = name##_f32_##SIDE, [PYGPU_FLOAT16] = name##_f16_##SIDE, \
-     [PYGPU_FLOAT64] = name##_f64_##SIDE, [PYGPU_INT64] = name##_i64_##SIDE},
+     [PYGPU_FLOAT64] = name##_f64_##SIDE, [PYGPU_INT64] = name##_i64_##SIDE, \
+     [PYGPU_BOOL] = name##_b8_##SIDE, [PYGPU_UINT8] = name##_u8_##SIDE,      \
+     [PYGPU_INT32] = name##_i32_##SIDE,                                      \
+     [PYGPU_BFLOAT16] = name##_bf16_##SIDE},
+
+#define BY_INT_DTYPE_SIDE(name, SIDE)                                        \
+    {[PYGPU_INT64] = name##_i64_##SIDE, [PYGPU_BOOL] = name##_b8_##SIDE,     \
+     [PYGPU_UINT8] = name##_u8_##SIDE, [PYGPU_INT32] = name##_i32_##SIDE},
 
 #define SCALAR_ENTRY_RHS(OP, name) [PYGPU_##OP] = BY_DTYPE_SIDE(name, rhs)
 #define SCALAR_ENTRY_LHS(OP, name) [PYGPU_##OP] = BY_DTYPE_SIDE(name, lhs)
+#define BITWISE_ENTRY_RHS(OP, name) [PYGPU_##OP] = BY_INT_DTYPE_SIDE(name, rhs)
+#define BITWISE_ENTRY_LHS(OP, name) [PYGPU_##OP] = BY_INT_DTYPE_SIDE(name, lhs)
 
 /* Indexed [scalar_first][op][dtype]. */
 static const inner_loop scalar_loops[2][PYGPU_NBINOPS][PYGPU_NDTYPES] = {
-    {PYGPU_BINARY_OPS(SCALAR_ENTRY_RHS)},
-    {PYGPU_BINARY_OPS(SCALAR_ENTRY_LHS)},
+    {PYGPU_BINARY_OPS(SCALAR_ENTRY_RHS) PYGPU_BITWISE_OPS(BITWISE_ENTRY_RHS)},
+    {PYGPU_BINARY_OPS(SCALAR_ENTRY_LHS) PYGPU_BITWISE_OPS(BITWISE_ENTRY_LHS)},
 };
 
 void pygpu_cpu_binary(int op, int dtype, void *out, const void *a,
                       const void *b, const pygpu_geom *g)
 {
     if (op < 0 || op >= PYGPU_NBINOPS || !valid_dtype(dtype)) {
+        return;
+    }
+    if (binary_loops[op][dtype] == NULL) {
         return;
     }
     char *base[3] = {(char *)out, (char *)a, (char *)b};
@@ -238,7 +281,8 @@ void pygpu_cpu_binary(int op, int dtype, void *out, const void *a,
 pygpu_cpu_scalar pygpu_cpu_scalar_in(int dtype, pygpu_scalar_value s)
 {
     pygpu_cpu_scalar sv;
-    if (dtype == PYGPU_INT64) {
+    if (dtype == PYGPU_INT64 || dtype == PYGPU_BOOL || dtype == PYGPU_UINT8 ||
+        dtype == PYGPU_INT32) {
         sv.i = s.i;
     } else if (dtype == PYGPU_FLOAT64) {
         sv.d = s.f;
@@ -263,6 +307,9 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
                              const pygpu_geom *g)
 {
     if (op < 0 || op >= PYGPU_NBINOPS || !valid_dtype(dtype)) {
+        return;
+    }
+    if (scalar_loops[scalar_first != 0][op][dtype] == NULL) {
         return;
     }
     pygpu_cpu_scalar sv = pygpu_cpu_scalar_in(dtype, s);
@@ -302,7 +349,13 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
     UNARY_LOOP(name##_f16, uint16_t, float, pygpu_half_to_float,             \
                pygpu_float_to_half, pygpu_##name##_f)                        \
     UNARY_LOOP(name##_f64, double, double, AS_IS, AS_IS, pygpu_##name##_d)   \
-    UNARY_LOOP(name##_i64, int64_t, int64_t, AS_IS, AS_IS, pygpu_##name##_i)
+    UNARY_LOOP(name##_i64, int64_t, int64_t, AS_IS, AS_IS, pygpu_##name##_i)   \
+    UNARY_LOOP(name##_b8, uint8_t, int64_t, LD_b8, ST_BOOL, pygpu_##name##_i)  \
+    UNARY_LOOP(name##_u8, uint8_t, int64_t, LD_u8, ST_U8, pygpu_##name##_i)    \
+    UNARY_LOOP(name##_i32, int32_t, int64_t, LD_i32, pygpu_i64_to_i32,        \
+               pygpu_##name##_i)                                             \
+    UNARY_LOOP(name##_bf16, uint16_t, float, pygpu_bf16_to_float,             \
+               pygpu_float_to_bf16, pygpu_##name##_f)
 
 PYGPU_UNARY_OPS(UNARY_ROW)
 
@@ -333,103 +386,4 @@ void pygpu_cpu_relu_contig(int dtype, void *out, const void *in, int64_t n)
     char *p[3] = {(char *)out, (char *)in, NULL};
     const int64_t unit[3] = {1, 1, 0};
     unary_loops[PYGPU_RELU][dtype](p, unit, n, NULL);
-}
-
-/* ----------------------------------------------------------- conversion */
-
-#define COPY_LOOP(NAME, TO, FROM, CONV)                                      \
-    static void NAME(char *const *p, const int64_t *s, int64_t n,            \
-                     const void *ctx)                                        \
-    {                                                                        \
-        TO *o = (TO *)p[0];                                                  \
-        const FROM *a = (const FROM *)p[1];                                  \
-        (void)ctx;                                                           \
-        if (s[0] == 1 && s[1] == 1) {                                        \
-            for (int64_t i = 0; i < n; i++) {                                \
-                o[i] = CONV(a[i]);                                           \
-            }                                                                \
-        } else {                                                             \
-            for (int64_t i = 0; i < n; i++) {                                \
-                o[i * s[0]] = CONV(a[i * s[1]]);                             \
-            }                                                                \
-        }                                                                    \
-    }
-
-#define TO_F32(x) ((float)(x))
-#define TO_F64(x) ((double)(x))
-#define H_TO_F64(x) ((double)pygpu_half_to_float(x))
-#define H_TO_I64(x) pygpu_f32_to_i64(pygpu_half_to_float(x))
-
-/* copy_<to>_<from> */
-COPY_LOOP(copy_f32_f32, float, float, AS_IS)
-COPY_LOOP(copy_f32_f16, float, uint16_t, pygpu_half_to_float)
-COPY_LOOP(copy_f32_f64, float, double, TO_F32)
-COPY_LOOP(copy_f32_i64, float, int64_t, TO_F32)
-COPY_LOOP(copy_f16_f32, uint16_t, float, pygpu_float_to_half)
-COPY_LOOP(copy_f16_f16, uint16_t, uint16_t, AS_IS)
-COPY_LOOP(copy_f16_f64, uint16_t, double, pygpu_double_to_half)
-COPY_LOOP(copy_f16_i64, uint16_t, int64_t, i64_to_half)
-COPY_LOOP(copy_f64_f32, double, float, TO_F64)
-COPY_LOOP(copy_f64_f16, double, uint16_t, H_TO_F64)
-COPY_LOOP(copy_f64_f64, double, double, AS_IS)
-COPY_LOOP(copy_f64_i64, double, int64_t, TO_F64)
-COPY_LOOP(copy_i64_f32, int64_t, float, pygpu_f32_to_i64)
-COPY_LOOP(copy_i64_f16, int64_t, uint16_t, H_TO_I64)
-COPY_LOOP(copy_i64_f64, int64_t, double, pygpu_f64_to_i64)
-COPY_LOOP(copy_i64_i64, int64_t, int64_t, AS_IS)
-
-/* Indexed [out dtype][in dtype]. */
-static const inner_loop copy_loops[PYGPU_NDTYPES][PYGPU_NDTYPES] = {
-    [PYGPU_FLOAT32] = BY_DTYPE(copy_f32_),
-    [PYGPU_FLOAT16] = BY_DTYPE(copy_f16_),
-    [PYGPU_FLOAT64] = BY_DTYPE(copy_f64_),
-    [PYGPU_INT64] = BY_DTYPE(copy_i64_),
-};
-
-inner_loop pygpu_cpu_copy_loop(int out_dtype, int in_dtype)
-{
-    return copy_loops[out_dtype][in_dtype];
-}
-
-void pygpu_cpu_copy(int out_dtype, void *out, int in_dtype, const void *a,
-                    const pygpu_geom *g)
-{
-    if (!valid_dtype(out_dtype) || !valid_dtype(in_dtype)) {
-        return;
-    }
-    char *base[3] = {(char *)out, (char *)a, NULL};
-    size_t esize[3] = {dtype_size[out_dtype], dtype_size[in_dtype], 0};
-    pygpu_cpu_for_each_row(g, 2, base, esize, copy_loops[out_dtype][in_dtype], NULL);
-}
-
-/* ----------------------------------------------------------------- fill */
-
-#define FILL_LOOP(T, out, v, n)                                              \
-    do {                                                                     \
-        T *o_ = (T *)(out);                                                  \
-        const T v_ = (v);                                                    \
-        for (int64_t i = 0; i < (n); i++) {                                  \
-            o_[i] = v_;                                                      \
-        }                                                                    \
-    } while (0)
-
-void pygpu_cpu_fill(int dtype, void *out, pygpu_scalar_value value,
-                    int64_t n)
-{
-    switch (dtype) {
-    case PYGPU_FLOAT32:
-        FILL_LOOP(float, out, (float)value.f, n);
-        break;
-    case PYGPU_FLOAT16:
-        FILL_LOOP(uint16_t, out, pygpu_double_to_half(value.f), n);
-        break;
-    case PYGPU_FLOAT64:
-        FILL_LOOP(double, out, value.f, n);
-        break;
-    case PYGPU_INT64:
-        FILL_LOOP(int64_t, out, value.i, n);
-        break;
-    default:
-        break;
-    }
 }

@@ -35,5 +35,7 @@ pygpu_cpu_scalar pygpu_cpu_scalar_in(int dtype, pygpu_scalar_value s);
 inner_loop pygpu_cpu_binary_loop(int op, int dtype);
 inner_loop pygpu_cpu_scalar_loop(int scalar_first, int op, int dtype);
 inner_loop pygpu_cpu_copy_loop(int out_dtype, int in_dtype);
+/* bool out, two inputs of dtype (cpu_compare.c). */
+inner_loop pygpu_cpu_compare_loop(int op, int dtype);
 
 #endif /* PYGPU_CPU_LOOPS_H */

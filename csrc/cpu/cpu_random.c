@@ -7,8 +7,8 @@
  *   uniform: word k through the u01 function of the output type;
  *   normal:  elements 4c+0, 4c+1 are Box-Muller of words (0, 1) with
  *            second = 0, 1; elements 4c+2, 4c+3 the same of words (2, 3).
- * float16 is computed as float (pygpu_u01_f16 / pygpu_normal_f32) and
- * rounded once.  Counters wrap modulo 2^64, as the uint64 arithmetic does.
+ * float16 and bfloat16 are computed as float (pygpu_u01_f16 / _bf16,
+ * pygpu_normal_f32) and rounded once.  Counters wrap modulo 2^64, as the uint64 arithmetic does.
  *
  * Numbers are made LANES blocks at a time.  A pair
  * of normal numbers shares one radius (log, sqrt) and one angle, whose
@@ -72,6 +72,8 @@ philox_lanes(uint32_t w[4][LANES], uint64_t counter, uint64_t seed)
 UNIFORM_LOOP(uniform_f32, float, pygpu_u01_f32)
 UNIFORM_LOOP(uniform_f16, uint16_t, U_F16)
 UNIFORM_LOOP(uniform_f64, double, pygpu_u01_f64)
+#define U_BF16(x) pygpu_float_to_bf16(pygpu_u01_bf16(x))
+UNIFORM_LOOP(uniform_bf16, uint16_t, U_BF16)
 
 /* Normal numbers: the pair (4l + 2p, 4l + 2p + 1) from words (2p, 2p+1)
  * of lane l, as r * cos(t), r * sin(t).  The whole round is computed and
@@ -116,6 +118,8 @@ NORMAL_LOOP(normal_f16, uint16_t, float, pygpu_normal_radius_f32,
             pygpu_normal_angle_f32, sincosf, pygpu_float_to_half)
 NORMAL_LOOP(normal_f64, double, double, pygpu_normal_radius_f64,
             pygpu_normal_angle_f64, sin_cos, AS_IS)
+NORMAL_LOOP(normal_bf16, uint16_t, float, pygpu_normal_radius_f32,
+            pygpu_normal_angle_f32, sincosf, pygpu_float_to_bf16)
 
 void pygpu_cpu_random(int dtype, void *out, int64_t n, int normal,
                       pygpu_philox_state st)
@@ -143,6 +147,13 @@ void pygpu_cpu_random(int dtype, void *out, int64_t n, int normal,
             normal_f64(out, n, st);
         } else {
             uniform_f64(out, n, st);
+        }
+        break;
+    case PYGPU_BFLOAT16:
+        if (normal) {
+            normal_bf16(out, n, st);
+        } else {
+            uniform_bf16(out, n, st);
         }
         break;
     default:

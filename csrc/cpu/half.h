@@ -1,4 +1,5 @@
-/* half.h - IEEE 754 binary16 (float16) <-> float / double in portable C.
+/* half.h - IEEE 754 binary16 (float16) <-> float / double in portable C;
+ * bfloat16's rules come with it (kernels/bfloat16.h, shared with CUDA).
  *
  * A float16 is stored as its bit pattern in a uint16_t:
  *     sign (1) | exponent (5, bias 15) | mantissa (10).
@@ -16,6 +17,8 @@
 
 #include <stdint.h>
 #include <string.h>
+
+#include "kernels/bfloat16.h"
 
 /* Bit casts through memcpy: defined behaviour, and compiled to nothing. */
 static inline uint32_t pygpu_f32_bits(float f)

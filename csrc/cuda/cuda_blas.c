@@ -82,10 +82,8 @@ int pygpu_blas_raise_dtype(const char *op, int dtype)
 {
     const char *name = "Unknown";
 
-    if (dtype == PYGPU_INT64) {
-        name = "Long"; /* torch's name for the scalar type */
-    } else if (dtype >= 0 && dtype < PYGPU_NDTYPES) {
-        name = pygpu_dtype_table[dtype].name;
+    if (dtype >= 0 && dtype < PYGPU_NDTYPES) {
+        name = pygpu_dtype_table[dtype].scalar_name; /* torch's name */
     }
     PyErr_Format(PyExc_RuntimeError, "\"%s\" not implemented for '%s'", op,
                  name);
@@ -305,6 +303,12 @@ int pygpu_blas_types(int dtype, int tf32, cudaDataType_t *data,
     case PYGPU_FLOAT16:
         /* Tensor cores with FP32 accumulation; alpha/beta are floats. */
         *data = CUDA_R_16F;
+        *compute = CUBLAS_COMPUTE_32F;
+        *scale = CUDA_R_32F;
+        return 0;
+    case PYGPU_BFLOAT16:
+        /* As float16: tensor cores, FP32 accumulation, float alpha/beta. */
+        *data = CUDA_R_16BF;
         *compute = CUBLAS_COMPUTE_32F;
         *scale = CUDA_R_32F;
         return 0;

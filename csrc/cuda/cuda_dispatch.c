@@ -48,6 +48,28 @@ unary(pygpu_kargs *k)
 }
 
 static int
+compare(pygpu_kargs *k)
+{
+    return pygpu_cuda_compare(k->op, k->dtype, k->out, k->in_dtypes[0],
+                              k->in[0], k->in_dtypes[1], k->in[1], k->g,
+                              k->stream);
+}
+
+static int
+masked_copy(pygpu_kargs *k)
+{
+    return pygpu_cuda_masked_copy(k->dtype, k->out, k->in[0],
+                                  k->in_dtypes[1], k->in[1], k->g, k->stream);
+}
+
+static int
+index_rows(pygpu_kargs *k)
+{
+    return pygpu_cuda_index_rows(k->dtype, k->out, k->in[0], k->indices, k->n,
+                                 k->inner, k->flag, k->stream);
+}
+
+static int
 copy(pygpu_kargs *k)
 {
     return pygpu_cuda_copy(k->dtype, k->out, k->in_dtypes[0], k->in[0], k->g,

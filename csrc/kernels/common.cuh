@@ -2,8 +2,9 @@
  * dispatch, the compute type of each dtype and the conversions between
  * dtypes, element offsets from a pygpu_geom, and launch sizing.
  *
- * float16 is stored as __half and computed in float; float32, float64 and
- * int64 are computed in their own type.
+ * float16 is stored as __half and bfloat16 as pygpu_bf16_t, both computed
+ * in float; float32, float64 and int64 are computed in their own type,
+ * bool, uint8 and int32 in int64.
  */
 #ifndef PYGPU_KERNELS_COMMON_CUH
 #define PYGPU_KERNELS_COMMON_CUH
@@ -17,6 +18,7 @@
 #include <type_traits>
 
 #include "kernels.h"
+#include "bfloat16.h"
 #include "rules.h"
 
 /* Threads per block for every kernel: 8 warps, small enough that a
@@ -27,56 +29,139 @@ constexpr unsigned FULL_MASK = 0xffffffffu;
 
 /* ------------------------------------------------------ compute types */
 
+/* bfloat16 as its bit pattern (kernels/bfloat16.h holds the rule, shared
+ * with the CPU); a type of its own so that templates tell it apart. */
+struct pygpu_bf16_t {
+    uint16_t bits;
+};
+
 template <typename T> struct acc_of { using type = T; };
 template <> struct acc_of<__half> { using type = float; };
+template <> struct acc_of<pygpu_bf16_t> { using type = float; };
+template <> struct acc_of<bool> { using type = int64_t; };
+template <> struct acc_of<uint8_t> { using type = int64_t; };
+template <> struct acc_of<int32_t> { using type = int64_t; };
 /* The type a dtype is computed (and accumulated) in. */
 template <typename T> using acc_t = typename acc_of<T>::type;
 
-/* Conversion between any two of float, double, int64 and __half.  Among the
- * first three it is the C++ cast (float to int64 truncates toward zero);
- * __half goes through the rounding intrinsics (round to nearest even). */
-template <typename To, typename From>
-__host__ __device__ __forceinline__ To convert(From x)
-{
-    return static_cast<To>(x);
-}
-template <> __host__ __device__ __forceinline__ __half convert(__half x)
-{
-    return x;
-}
-template <> __host__ __device__ __forceinline__ __half convert(float x)
-{
-    return __float2half_rn(x);
-}
-template <> __host__ __device__ __forceinline__ __half convert(double x)
-{
-    return __double2half(x);
-}
-template <> __host__ __device__ __forceinline__ __half convert(int64_t x)
-{
-    return __ll2half_rn(static_cast<long long>(x));
-}
-template <> __host__ __device__ __forceinline__ float convert(__half x)
+/* Conversion between any two storage types goes through the natural value
+ * of the source (float for the 16- and 32-bit floats, double, int64 for
+ * the integers and bool), then one store rule for the destination: ld()
+ * and st<To>() below.  Among float, double and int64 the store is the C++
+ * cast except floating -> integers (rules.h: truncation toward zero, out
+ * of range INT64_MIN / INT32_MIN, uint8 the low byte of int32); __half goes
+ * through the rounding intrinsics, bfloat16 through bfloat16.h (both round
+ * to nearest even); bool is x != 0. */
+__host__ __device__ __forceinline__ float ld(float x) { return x; }
+__host__ __device__ __forceinline__ double ld(double x) { return x; }
+__host__ __device__ __forceinline__ float ld(__half x)
 {
     return __half2float(x);
 }
-template <> __host__ __device__ __forceinline__ double convert(__half x)
+__host__ __device__ __forceinline__ float ld(pygpu_bf16_t x)
 {
-    return static_cast<double>(__half2float(x));
+    return pygpu_bf16_to_float(x.bits);
 }
-/* Floating to int64 by the rule of rules.h (a bare cast saturates on
- * the GPU instead). */
-template <> __host__ __device__ __forceinline__ int64_t convert(float x)
+__host__ __device__ __forceinline__ int64_t ld(int64_t x) { return x; }
+__host__ __device__ __forceinline__ int64_t ld(int32_t x) { return x; }
+__host__ __device__ __forceinline__ int64_t ld(uint8_t x) { return x; }
+__host__ __device__ __forceinline__ int64_t ld(bool x) { return x; }
+
+template <typename To> struct store_rule {
+    /* float, double, int64: the casts, floating -> int64 by the rule. */
+    static __host__ __device__ __forceinline__ To from(float x)
+    {
+        if constexpr (std::is_same<To, int64_t>::value) {
+            return pygpu_f32_to_i64(x);
+        } else {
+            return static_cast<To>(x);
+        }
+    }
+    static __host__ __device__ __forceinline__ To from(double x)
+    {
+        if constexpr (std::is_same<To, int64_t>::value) {
+            return pygpu_f64_to_i64(x);
+        } else {
+            return static_cast<To>(x);
+        }
+    }
+    static __host__ __device__ __forceinline__ To from(int64_t x)
+    {
+        return static_cast<To>(x);
+    }
+};
+template <> struct store_rule<__half> {
+    static __host__ __device__ __forceinline__ __half from(float x)
+    {
+        return __float2half_rn(x);
+    }
+    static __host__ __device__ __forceinline__ __half from(double x)
+    {
+        return __double2half(x);
+    }
+    static __host__ __device__ __forceinline__ __half from(int64_t x)
+    {
+        return __ll2half_rn(static_cast<long long>(x));
+    }
+};
+template <> struct store_rule<pygpu_bf16_t> {
+    static __host__ __device__ __forceinline__ pygpu_bf16_t from(float x)
+    {
+        return pygpu_bf16_t{pygpu_float_to_bf16(x)};
+    }
+    static __host__ __device__ __forceinline__ pygpu_bf16_t from(double x)
+    {
+        return pygpu_bf16_t{pygpu_double_to_bf16(x)};
+    }
+    static __host__ __device__ __forceinline__ pygpu_bf16_t from(int64_t x)
+    {
+        return pygpu_bf16_t{pygpu_double_to_bf16(static_cast<double>(x))};
+    }
+};
+template <> struct store_rule<bool> {
+    template <typename V>
+    static __host__ __device__ __forceinline__ bool from(V x)
+    {
+        return x != 0;
+    }
+};
+template <> struct store_rule<int32_t> {
+    static __host__ __device__ __forceinline__ int32_t from(float x)
+    {
+        return pygpu_f64_to_i32(x);
+    }
+    static __host__ __device__ __forceinline__ int32_t from(double x)
+    {
+        return pygpu_f64_to_i32(x);
+    }
+    static __host__ __device__ __forceinline__ int32_t from(int64_t x)
+    {
+        return pygpu_i64_to_i32(x);
+    }
+};
+template <> struct store_rule<uint8_t> {
+    static __host__ __device__ __forceinline__ uint8_t from(float x)
+    {
+        return pygpu_f64_to_u8(x);
+    }
+    static __host__ __device__ __forceinline__ uint8_t from(double x)
+    {
+        return pygpu_f64_to_u8(x);
+    }
+    static __host__ __device__ __forceinline__ uint8_t from(int64_t x)
+    {
+        return static_cast<uint8_t>(x);
+    }
+};
+
+template <typename To, typename From>
+__host__ __device__ __forceinline__ To convert(From x)
 {
-    return pygpu_f32_to_i64(x);
-}
-template <> __host__ __device__ __forceinline__ int64_t convert(double x)
-{
-    return pygpu_f64_to_i64(x);
-}
-template <> __host__ __device__ __forceinline__ int64_t convert(__half x)
-{
-    return pygpu_f32_to_i64(__half2float(x));
+    if constexpr (std::is_same<To, From>::value) {
+        return x;
+    } else {
+        return store_rule<To>::from(ld(x));
+    }
 }
 
 /* A scalar as type T: int64 takes the exact integer, the floating types
@@ -88,6 +173,33 @@ __host__ __device__ __forceinline__ T scalar_as(pygpu_scalar_value s)
         return static_cast<T>(s.i);
     } else {
         return convert<T>(s.f);
+    }
+}
+
+/* Element i of an input of dtype `dtype` as T, converted as CopyFn would
+ * (the dtype is uniform across a launch, so the switch never diverges).
+ * Mixed inputs and conversions read through this switch rather than a
+ * kernel per pair of dtypes, which keeps the build small. */
+template <typename T>
+__device__ __forceinline__ T load_as(const void *p, int dtype, int64_t i)
+{
+    switch (dtype) {
+    case PYGPU_FLOAT32:
+        return convert<T>(static_cast<const float *>(p)[i]);
+    case PYGPU_FLOAT16:
+        return convert<T>(static_cast<const __half *>(p)[i]);
+    case PYGPU_FLOAT64:
+        return convert<T>(static_cast<const double *>(p)[i]);
+    case PYGPU_BOOL:
+        return convert<T>(static_cast<const bool *>(p)[i]);
+    case PYGPU_UINT8:
+        return convert<T>(static_cast<const uint8_t *>(p)[i]);
+    case PYGPU_INT32:
+        return convert<T>(static_cast<const int32_t *>(p)[i]);
+    case PYGPU_BFLOAT16:
+        return convert<T>(static_cast<const pygpu_bf16_t *>(p)[i]);
+    default:
+        return convert<T>(static_cast<const int64_t *>(p)[i]);
     }
 }
 
@@ -133,6 +245,23 @@ PYGPU_UNARY_OPS(PYGPU_CUDA_UNARY_RULE)
     };
 PYGPU_BINARY_OPS(PYGPU_CUDA_BINARY_RULE)
 
+#define PYGPU_CUDA_BITWISE_RULE(OP, name)                                    \
+    template <> struct binary_rule<PYGPU_##OP> {                            \
+        static __device__ __forceinline__ int64_t apply(int64_t x,           \
+                                                        int64_t y)           \
+        {                                                                    \
+            return pygpu_##name##_i(x, y);                                   \
+        }                                                                    \
+    };
+PYGPU_BITWISE_OPS(PYGPU_CUDA_BITWISE_RULE)
+
+/* Whether binary op OP has a kernel for storage type T: the bitwise ops
+ * for the integer types and bool only. */
+template <int OP, typename T> constexpr bool binary_op_defined()
+{
+    return OP < PYGPU_NBINOPS_ARITH || std::is_same<acc_t<T>, int64_t>::value;
+}
+
 /* relu in its compute type A, from the rule. */
 template <typename A> __device__ __forceinline__ A relu(A x)
 {
@@ -142,7 +271,9 @@ template <typename A> __device__ __forceinline__ A relu(A x)
 /* ----------------------------------------------------------- dispatch */
 
 /* Calls f with a value of the C++ type of `dtype`; the generic lambda
- * recovers the type with decltype.  An unknown code is invalid. */
+ * recovers the type with decltype.  An unknown code is invalid.
+ * dispatch_dtype covers the first four dtypes (the reductions' and the
+ * random generators' own); dispatch_dtype_all every dtype. */
 template <typename F> cudaError_t dispatch_dtype(int dtype, F &&f)
 {
     switch (dtype) {
@@ -156,6 +287,22 @@ template <typename F> cudaError_t dispatch_dtype(int dtype, F &&f)
         return f(int64_t());
     default:
         return cudaErrorInvalidValue;
+    }
+}
+
+template <typename F> cudaError_t dispatch_dtype_all(int dtype, F &&f)
+{
+    switch (dtype) {
+    case PYGPU_BOOL:
+        return f(bool());
+    case PYGPU_UINT8:
+        return f(uint8_t());
+    case PYGPU_INT32:
+        return f(int32_t());
+    case PYGPU_BFLOAT16:
+        return f(pygpu_bf16_t());
+    default:
+        return dispatch_dtype(dtype, f);
     }
 }
 

@@ -39,21 +39,15 @@ template <typename T, int OP> struct ScalarFn {
     }
 };
 
-/* Element i of an input of dtype `dtype` as T, converted as CopyFn would
- * (the dtype is uniform across a launch, so the switch never diverges). */
-template <typename T>
-__device__ __forceinline__ T load_as(const void *p, int dtype, int64_t i)
+/* The first four dtypes have kernels of their own for every case; the
+ * four added after them (bool, uint8, int32, bfloat16) run their
+ * same-dtype binary ops through the mixed functors and take the strided
+ * kernel alone (one dim with unit strides costs it no division), which
+ * keeps the build's time and size in check. */
+template <typename T> constexpr bool own_binary_kernels()
 {
-    switch (dtype) {
-    case PYGPU_FLOAT32:
-        return convert<T>(static_cast<const float *>(p)[i]);
-    case PYGPU_FLOAT16:
-        return convert<T>(static_cast<const __half *>(p)[i]);
-    case PYGPU_FLOAT64:
-        return convert<T>(static_cast<const double *>(p)[i]);
-    default:
-        return convert<T>(static_cast<const int64_t *>(p)[i]);
-    }
+    return std::is_same<T, float>::value || std::is_same<T, __half>::value ||
+           std::is_same<T, double>::value || std::is_same<T, int64_t>::value;
 }
 
 /* BinaryFn and ScalarFn with inputs of other dtypes, converted to T
@@ -94,12 +88,13 @@ template <typename T, int OP> struct UnaryFn {
     }
 };
 
-template <typename To, typename From> struct CopyFn {
+template <typename To> struct CopyFn {
     To *out;
-    const From *a;
+    const void *a;
+    int da;
     __device__ void operator()(int64_t o, int64_t ia, int64_t) const
     {
-        out[o] = convert<To>(a[ia]);
+        out[o] = load_as<To>(a, da, ia);
     }
 };
 
@@ -140,11 +135,13 @@ template <typename T> __global__ void fill_kernel(T *out, T v, int64_t n)
 
 // ------------------------------------------------------------ launchers
 
-/* Runs functor f over the geometry g of its NOPS operands. */
+/* Runs functor f over the geometry g of its NOPS operands; T is the
+ * output's type (see own_binary_kernels). */
 template <int NOPS, typename F>
 static cudaError_t launch_elementwise(const F &f, const pygpu_geom *g,
                                       cudaStream_t stream)
 {
+    using T = std::remove_pointer_t<decltype(f.out)>;
     int64_t n = geom_numel(g);
     if (n < 0) {
         return cudaErrorInvalidValue;
@@ -152,14 +149,67 @@ static cudaError_t launch_elementwise(const F &f, const pygpu_geom *g,
     if (n == 0) {
         return cudaSuccess;
     }
-    if (geom_is_contiguous(g, NOPS)) {
-        constexpr auto kernel = ew_contig_kernel<F>;
-        kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(f, n);
-    } else {
-        constexpr auto kernel = ew_strided_kernel<NOPS, F>;
-        kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(f, *g, n);
+    if constexpr (own_binary_kernels<T>()) {
+        if (geom_is_contiguous(g, NOPS)) {
+            constexpr auto kernel = ew_contig_kernel<F>;
+            kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(f, n);
+            return cudaGetLastError();
+        }
     }
+    constexpr auto kernel = ew_strided_kernel<NOPS, F>;
+    kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(f, *g, n);
     return cudaGetLastError();
+}
+
+static bool valid_dtype(int dtype)
+{
+    return dtype >= 0 && dtype < PYGPU_NDTYPES;
+}
+
+extern "C" cudaError_t pygpu_cuda_binary_mixed(int op, int dtype, void *out,
+                                               int a_dtype, const void *a,
+                                               int b_dtype, const void *b,
+                                               const pygpu_geom *g,
+                                               cudaStream_t stream)
+{
+    if (!valid_dtype(a_dtype) || !valid_dtype(b_dtype)) {
+        return cudaErrorInvalidValue;
+    }
+    return dispatch_dtype_all(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+            constexpr int OP = decltype(code)::value;
+            if constexpr (!binary_op_defined<OP, T>()) {
+                return cudaErrorInvalidValue;
+            } else {
+                BinaryMixedFn<T, OP> f{(T *)out, a, b, a_dtype, b_dtype};
+                return launch_elementwise<3>(f, g, stream);
+            }
+        });
+    });
+}
+
+extern "C" cudaError_t pygpu_cuda_binary_scalar_mixed(
+    int op, int dtype, void *out, int a_dtype, const void *a,
+    pygpu_scalar_value s, int scalar_first, const pygpu_geom *g,
+    cudaStream_t stream)
+{
+    if (!valid_dtype(a_dtype)) {
+        return cudaErrorInvalidValue;
+    }
+    return dispatch_dtype_all(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+            constexpr int OP = decltype(code)::value;
+            if constexpr (!binary_op_defined<OP, T>()) {
+                return cudaErrorInvalidValue;
+            } else {
+                ScalarMixedFn<T, OP> f{(T *)out, a, a_dtype,
+                                       scalar_as<acc_t<T>>(s), scalar_first};
+                return launch_elementwise<2>(f, g, stream);
+            }
+        });
+    });
 }
 
 extern "C" cudaError_t pygpu_cuda_binary(int op, int dtype, void *out,
@@ -167,13 +217,22 @@ extern "C" cudaError_t pygpu_cuda_binary(int op, int dtype, void *out,
                                          const pygpu_geom *g,
                                          cudaStream_t stream)
 {
-    return dispatch_dtype(dtype, [&](auto tag) {
+    return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
-        return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
-            BinaryFn<T, decltype(code)::value> f{(T *)out, (const T *)a,
-                                                 (const T *)b};
-            return launch_elementwise<3>(f, g, stream);
-        });
+        if constexpr (!own_binary_kernels<T>()) {
+            return pygpu_cuda_binary_mixed(op, dtype, out, dtype, a, dtype, b,
+                                           g, stream);
+        } else {
+            return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+                constexpr int OP = decltype(code)::value;
+                if constexpr (!binary_op_defined<OP, T>()) {
+                    return cudaErrorInvalidValue;
+                } else {
+                    BinaryFn<T, OP> f{(T *)out, (const T *)a, (const T *)b};
+                    return launch_elementwise<3>(f, g, stream);
+                }
+            });
+        }
     });
 }
 
@@ -184,63 +243,44 @@ extern "C" cudaError_t pygpu_cuda_binary_scalar(int op, int dtype, void *out,
                                                 const pygpu_geom *g,
                                                 cudaStream_t stream)
 {
-    return dispatch_dtype(dtype, [&](auto tag) {
+    return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
-        return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
-            ScalarFn<T, decltype(code)::value> f{
-                (T *)out, (const T *)a, scalar_as<acc_t<T>>(s), scalar_first};
-            return launch_elementwise<2>(f, g, stream);
-        });
+        if constexpr (!own_binary_kernels<T>()) {
+            return pygpu_cuda_binary_scalar_mixed(op, dtype, out, dtype, a, s,
+                                                  scalar_first, g, stream);
+        } else {
+            return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+                constexpr int OP = decltype(code)::value;
+                if constexpr (!binary_op_defined<OP, T>()) {
+                    return cudaErrorInvalidValue;
+                } else {
+                    ScalarFn<T, OP> f{(T *)out, (const T *)a,
+                                      scalar_as<acc_t<T>>(s), scalar_first};
+                    return launch_elementwise<2>(f, g, stream);
+                }
+            });
+        }
     });
 }
 
-extern "C" cudaError_t pygpu_cuda_binary_mixed(int op, int dtype, void *out,
-                                               int a_dtype, const void *a,
-                                               int b_dtype, const void *b,
-                                               const pygpu_geom *g,
-                                               cudaStream_t stream)
-{
-    if (a_dtype < 0 || a_dtype >= PYGPU_NDTYPES || b_dtype < 0 ||
-        b_dtype >= PYGPU_NDTYPES) {
-        return cudaErrorInvalidValue;
-    }
-    return dispatch_dtype(dtype, [&](auto tag) {
-        using T = decltype(tag);
-        return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
-            BinaryMixedFn<T, decltype(code)::value> f{(T *)out, a, b, a_dtype,
-                                                      b_dtype};
-            return launch_elementwise<3>(f, g, stream);
-        });
-    });
-}
-
-extern "C" cudaError_t pygpu_cuda_binary_scalar_mixed(
-    int op, int dtype, void *out, int a_dtype, const void *a,
-    pygpu_scalar_value s, int scalar_first, const pygpu_geom *g,
-    cudaStream_t stream)
-{
-    if (a_dtype < 0 || a_dtype >= PYGPU_NDTYPES) {
-        return cudaErrorInvalidValue;
-    }
-    return dispatch_dtype(dtype, [&](auto tag) {
-        using T = decltype(tag);
-        return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
-            ScalarMixedFn<T, decltype(code)::value> f{
-                (T *)out, a, a_dtype, scalar_as<acc_t<T>>(s), scalar_first};
-            return launch_elementwise<2>(f, g, stream);
-        });
-    });
-}
-
+/* bool, uint8 and int32 inputs of the floating functions promote to
+ * float32 before they get here: no kernels for them. */
 extern "C" cudaError_t pygpu_cuda_unary(int op, int dtype, void *out,
                                         const void *a, const pygpu_geom *g,
                                         cudaStream_t stream)
 {
-    return dispatch_dtype(dtype, [&](auto tag) {
+    return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
         return dispatch_op<PYGPU_NUNOPS>(op, [&](auto code) {
-            UnaryFn<T, decltype(code)::value> f{(T *)out, (const T *)a};
-            return launch_elementwise<2>(f, g, stream);
+            constexpr int OP = decltype(code)::value;
+            if constexpr (std::is_same<acc_t<T>, int64_t>::value &&
+                          !std::is_same<T, int64_t>::value &&
+                          OP >= PYGPU_NUNOPS_INT) {
+                return cudaErrorInvalidValue;
+            } else {
+                UnaryFn<T, OP> f{(T *)out, (const T *)a};
+                return launch_elementwise<2>(f, g, stream);
+            }
         });
     });
 }
@@ -249,25 +289,22 @@ extern "C" cudaError_t pygpu_cuda_copy(int out_dtype, void *out, int in_dtype,
                                        const void *a, const pygpu_geom *g,
                                        cudaStream_t stream)
 {
-    return dispatch_dtype(out_dtype, [&](auto to_tag) {
+    if (!valid_dtype(in_dtype)) {
+        return cudaErrorInvalidValue;
+    }
+    return dispatch_dtype_all(out_dtype, [&](auto to_tag) {
         using To = decltype(to_tag);
-        return dispatch_dtype(in_dtype, [&](auto from_tag) {
-            using From = decltype(from_tag);
-            if constexpr (std::is_same<To, From>::value) {
-                /* A dense copy without conversion is a plain memcpy, at
-                 * the copy engine's full bandwidth. */
-                int dense = g->ndim == 0 ||
-                            (g->ndim == 1 && g->stride[0][0] == 1 &&
-                             g->stride[1][0] == 1);
-                if (dense) {
-                    size_t n = g->ndim == 0 ? 1 : (size_t)g->shape[0];
-                    return cudaMemcpyAsync(out, a, n * sizeof(To),
-                                           cudaMemcpyDeviceToDevice, stream);
-                }
-            }
-            CopyFn<To, From> f{(To *)out, (const From *)a};
-            return launch_elementwise<2>(f, g, stream);
-        });
+        /* A dense copy without conversion is a plain memcpy, at the copy
+         * engine's full bandwidth. */
+        int dense = g->ndim == 0 || (g->ndim == 1 && g->stride[0][0] == 1 &&
+                                     g->stride[1][0] == 1);
+        if (in_dtype == out_dtype && dense) {
+            size_t n = g->ndim == 0 ? 1 : (size_t)g->shape[0];
+            return cudaMemcpyAsync(out, a, n * sizeof(To),
+                                   cudaMemcpyDeviceToDevice, stream);
+        }
+        CopyFn<To> f{(To *)out, a, in_dtype};
+        return launch_elementwise<2>(f, g, stream);
     });
 }
 
@@ -275,7 +312,7 @@ extern "C" cudaError_t pygpu_cuda_fill(int dtype, void *out,
                                        pygpu_scalar_value value, int64_t n,
                                        cudaStream_t stream)
 {
-    return dispatch_dtype(dtype, [&](auto tag) {
+    return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
         if (n <= 0) {
             return cudaSuccess;

@@ -22,13 +22,20 @@ extern "C" {
 /* CUDA devices pygpu serves (per-device tables are this long). */
 #define PYGPU_MAX_DEVICES 64
 
-/* Scalar types.  The codes index pygpu_dtype_table (csrc/dtype.c). */
+/* Scalar types.  The codes index pygpu_dtype_table (csrc/dtype.c).
+ * bool is one byte holding 0 or 1; bfloat16 is the top half of a float32
+ * (kernels/bfloat16.h).  bool, uint8 and int32 are computed in int64
+ * (results wrap to the type; bool stores x != 0), bfloat16 in float. */
 enum pygpu_scalar {
     PYGPU_FLOAT32 = 0,
     PYGPU_FLOAT16 = 1,
     PYGPU_FLOAT64 = 2,
     PYGPU_INT64 = 3,
-    PYGPU_NDTYPES = 4
+    PYGPU_BOOL = 4,
+    PYGPU_UINT8 = 5,
+    PYGPU_INT32 = 6,
+    PYGPU_BFLOAT16 = 7,
+    PYGPU_NDTYPES = 8
 };
 
 /* The elementwise ops, one row each: X(ENUM, name).  The enum value is
@@ -38,6 +45,11 @@ enum pygpu_scalar {
 #define PYGPU_BINARY_OPS(X) X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div) \
     X(POW, pow) X(MAXIMUM, maximum) X(MINIMUM, minimum) X(FMOD, fmod)        \
     X(REMAINDER, remainder) X(FLOOR_DIVIDE, floor_divide)
+/* The bitwise ops follow them in enum pygpu_binop: bool and integer
+ * dtypes only (rules pygpu_<name>_i alone; the front end refuses floats,
+ * and no loop or kernel exists for them). */
+#define PYGPU_BITWISE_OPS(X)                                                 \
+    X(AND, bitwise_and) X(OR, bitwise_or) X(XOR, bitwise_xor)
 /* Unary ops come in two lists.  Those of PYGPU_UNARY_INT_OPS keep the
  * input's dtype (int64 stays int64).  Those of PYGPU_UNARY_FLOAT_OPS are
  * floating functions: an int64 input promotes to float32 (torch's default
@@ -57,7 +69,11 @@ enum pygpu_scalar {
 #define PYGPU_OP_ENUM_ROW(OP, name) PYGPU_##OP,
 
 /* Binary elementwise operators. */
-enum pygpu_binop { PYGPU_BINARY_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NBINOPS };
+enum pygpu_binop {
+    PYGPU_BINARY_OPS(PYGPU_OP_ENUM_ROW)
+    PYGPU_BITWISE_OPS(PYGPU_OP_ENUM_ROW)
+    PYGPU_NBINOPS
+};
 
 /* Unary elementwise operators. */
 enum pygpu_unop { PYGPU_UNARY_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NUNOPS };
@@ -65,12 +81,26 @@ enum pygpu_unop { PYGPU_UNARY_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NUNOPS };
 /* Rows counted: the float ops follow the int ops in the enum. */
 #define PYGPU_OP_COUNT_ROW(OP, name) +1
 enum { PYGPU_NUNOPS_INT = 0 PYGPU_UNARY_INT_OPS(PYGPU_OP_COUNT_ROW) };
+/* The arithmetic binary ops, before the bitwise ones. */
+enum { PYGPU_NBINOPS_ARITH = 0 PYGPU_BINARY_OPS(PYGPU_OP_COUNT_ROW) };
+
+/* Nonzero for the bitwise ops (integers and bool only). */
+static inline int pygpu_binop_is_bitwise(int op)
+{
+    return op >= PYGPU_NBINOPS_ARITH && op < PYGPU_NBINOPS;
+}
 
 /* Nonzero when an int64 input of unary op `op` promotes to float32. */
 static inline int pygpu_unop_promotes_int(int op)
 {
     return op >= PYGPU_NUNOPS_INT && op < PYGPU_NUNOPS;
 }
+
+/* Comparisons: a bool result of two inputs converted to their promoted
+ * dtype, compared in its compute type (rules.h: pygpu_<name>_f/_d/_i). */
+#define PYGPU_COMPARE_OPS(X)                                                 \
+    X(EQ, eq) X(NE, ne) X(LT, lt) X(LE, le) X(GT, gt) X(GE, ge)
+enum pygpu_cmpop { PYGPU_COMPARE_OPS(PYGPU_OP_ENUM_ROW) PYGPU_NCMPOPS };
 
 /* Reductions.  MAX and MIN may also give the index of their result. */
 enum pygpu_redop {
@@ -141,6 +171,23 @@ void pygpu_cpu_binary_scalar_mixed(int op, int dtype, void *out,
                                    int a_dtype, const void *a,
                                    pygpu_scalar_value s, int scalar_first,
                                    const pygpu_geom *g);
+/* out (bool: 0 or 1 bytes) = a <op> b (enum pygpu_cmpop), a (a_dtype)
+ * and b (b_dtype) converted to dtype as pygpu_cpu_copy does, then
+ * compared in dtype's compute type; NaN compares unequal to everything. */
+void pygpu_cpu_compare(int op, int dtype, void *out, int a_dtype,
+                       const void *a, int b_dtype, const void *b,
+                       const pygpu_geom *g);
+/* out[i] = cond[i] ? a[i] : out[i] over g (operands 0 out, 1 cond (bool),
+ * 2 a), a (a_dtype) converted to dtype as pygpu_cpu_copy does: where,
+ * masked_fill and mask assignment. */
+void pygpu_cpu_masked_copy(int dtype, void *out, const void *cond,
+                           int a_dtype, const void *a, const pygpu_geom *g);
+/* Whole rows of `row` contiguous elements of dtype: gather (scatter == 0)
+ * out row j = in row idx[j], or scatter: out row idx[j] = in row j, for
+ * j < n (boolean-mask indexing; idx holds distinct rows). */
+void pygpu_cpu_index_rows(int dtype, void *out, const void *in,
+                          const int64_t *idx, int64_t n, int64_t row,
+                          int scatter);
 /* out = op(a); geom uses operands 0 and 1.  RELU keeps NaN. */
 void pygpu_cpu_unary(int op, int dtype, void *out, const void *a,
                      const pygpu_geom *g);
@@ -230,6 +277,18 @@ cudaError_t pygpu_cuda_binary_scalar_mixed(int op, int dtype, void *out,
                                            cudaStream_t stream);
 cudaError_t pygpu_cuda_unary(int op, int dtype, void *out, const void *a,
                              const pygpu_geom *g, cudaStream_t stream);
+/* See pygpu_cpu_masked_copy (kernels/mask.cu). */
+cudaError_t pygpu_cuda_masked_copy(int dtype, void *out, const void *cond,
+                                   int a_dtype, const void *a,
+                                   const pygpu_geom *g, cudaStream_t stream);
+/* See pygpu_cpu_index_rows (kernels/mask.cu); idx is device memory. */
+cudaError_t pygpu_cuda_index_rows(int dtype, void *out, const void *in,
+                                  const int64_t *idx, int64_t n, int64_t row,
+                                  int scatter, cudaStream_t stream);
+/* See pygpu_cpu_compare (kernels/compare.cu). */
+cudaError_t pygpu_cuda_compare(int op, int dtype, void *out, int a_dtype,
+                               const void *a, int b_dtype, const void *b,
+                               const pygpu_geom *g, cudaStream_t stream);
 cudaError_t pygpu_cuda_copy(int out_dtype, void *out, int in_dtype,
                             const void *a, const pygpu_geom *g,
                             cudaStream_t stream);

@@ -81,6 +81,13 @@ PYGPU_HD float pygpu_u01_f16(uint32_t x)
     return (float)(x >> 21) * (1.0f / 2048.0f);
 }
 
+/* Uniform [0, 1) with 8 random bits (exact in bfloat16, never rounds
+ * to 1). */
+PYGPU_HD float pygpu_u01_bf16(uint32_t x)
+{
+    return (float)(x >> 24) * (1.0f / 256.0f);
+}
+
 /* Uniform [0, 1) with 32 random bits. */
 PYGPU_HD double pygpu_u01_f64(uint32_t x)
 {

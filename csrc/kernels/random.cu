@@ -17,6 +17,8 @@ __device__ __forceinline__ T uniform_elem(const pygpu_u32x4 &w, int k)
         return pygpu_u01_f64(w.v[k]);
     } else if constexpr (std::is_same<T, __half>::value) {
         return convert<__half>(pygpu_u01_f16(w.v[k])); /* exact */
+    } else if constexpr (std::is_same<T, pygpu_bf16_t>::value) {
+        return convert<pygpu_bf16_t>(pygpu_u01_bf16(w.v[k])); /* exact */
     } else {
         return pygpu_u01_f32(w.v[k]);
     }
@@ -60,9 +62,9 @@ extern "C" cudaError_t pygpu_cuda_random(int dtype, void *out, int64_t n,
                                          int normal, pygpu_philox_state st,
                                          cudaStream_t stream)
 {
-    return dispatch_dtype(dtype, [&](auto tag) {
+    return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
-        if constexpr (std::is_integral<T>::value) {
+        if constexpr (std::is_same<acc_t<T>, int64_t>::value) {
             return cudaErrorInvalidValue; /* random numbers are floating */
         } else {
             if (n <= 0) {

@@ -135,7 +135,7 @@ extern "C" cudaError_t pygpu_cuda_relu_contig(int dtype, void *out,
                                               const void *in, int64_t n,
                                               cudaStream_t stream)
 {
-    return dispatch_dtype(dtype, [&](auto tag) {
+    return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
         if (n <= 0) {
             return cudaSuccess;
@@ -149,7 +149,7 @@ extern "C" cudaError_t pygpu_cuda_bias_act(int dtype, void *out,
                                            int64_t cols, int mode,
                                            cudaStream_t stream)
 {
-    return dispatch_dtype(dtype, [&](auto tag) {
+    return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
         if (rows <= 0 || cols <= 0) {
             return cudaSuccess;

@@ -189,6 +189,26 @@ PYGPU_RULE int64_t pygpu_floor_divide_i(int64_t x, int64_t y)
                                                                    : q;
 }
 
+/* The bitwise ops, on int64 (bool, uint8 and int32 are computed in int64
+ * and stored back, which gives their own bitwise results). */
+PYGPU_RULE int64_t pygpu_bitwise_and_i(int64_t x, int64_t y) { return x & y; }
+PYGPU_RULE int64_t pygpu_bitwise_or_i(int64_t x, int64_t y) { return x | y; }
+PYGPU_RULE int64_t pygpu_bitwise_xor_i(int64_t x, int64_t y) { return x ^ y; }
+
+/* ------------------------------------------------------- comparisons */
+
+/* 1 or 0; NaN is unequal to everything (ne is 1, the others 0). */
+#define PYGPU_COMPARE_RULES(name, OPER)                                      \
+    PYGPU_RULE int pygpu_##name##_f(float x, float y) { return x OPER y; }   \
+    PYGPU_RULE int pygpu_##name##_d(double x, double y) { return x OPER y; } \
+    PYGPU_RULE int pygpu_##name##_i(int64_t x, int64_t y) { return x OPER y; }
+PYGPU_COMPARE_RULES(eq, ==)
+PYGPU_COMPARE_RULES(ne, !=)
+PYGPU_COMPARE_RULES(lt, <)
+PYGPU_COMPARE_RULES(le, <=)
+PYGPU_COMPARE_RULES(gt, >)
+PYGPU_COMPARE_RULES(ge, >=)
+
 /* ------------------------------------------------------------- unary */
 
 PYGPU_RULE float pygpu_neg_f(float x) { return -x; }
@@ -304,6 +324,32 @@ PYGPU_RULE int64_t pygpu_f64_to_i64(double x)
 PYGPU_RULE int64_t pygpu_f32_to_i64(float x)
 {
     return pygpu_f64_to_i64((double)x);
+}
+
+/* float -> int32 truncates toward zero; NaN, the infinities and values
+ * outside the int32 range give INT32_MIN, as x86 and torch's CPU do.
+ * float -> uint8 is the low byte of that int32 (300.0 -> 44, -1.0 -> 255,
+ * NaN -> 0), torch's and NumPy's values on x86.  int64 -> int32 and
+ * uint8 wrap (keep the low bits). */
+PYGPU_RULE int32_t pygpu_f64_to_i32(double x)
+{
+    if (x > -2147483649.0 && x < 2147483648.0) {
+        return (int32_t)x;
+    }
+    return INT32_MIN;
+}
+
+PYGPU_RULE uint8_t pygpu_f64_to_u8(double x)
+{
+    return (uint8_t)(uint32_t)pygpu_f64_to_i32(x);
+}
+
+PYGPU_RULE int32_t pygpu_i64_to_i32(int64_t x)
+{
+    uint32_t low = (uint32_t)(uint64_t)x;
+    return low <= (uint32_t)INT32_MAX ? (int32_t)low
+                                      : (int32_t)(low - 0x80000000u) +
+                                            INT32_MIN;
 }
 
 /* The int64 rules of the floating functions, which the kernel tables

@@ -11,11 +11,12 @@
 
 typedef struct {
     unsigned char enabled[NTYPES];
-    signed char dtype[NTYPES]; /* -1: unset (torch's CPU default, bfloat16) */
+    signed char dtype[NTYPES]; /* torch's defaults: bfloat16 on the CPU,
+                                  float16 on CUDA */
 } autocast_state;
 
 static _Thread_local autocast_state state = {
-    {0, 0, 0}, {-1, PYGPU_FLOAT16, -1}};
+    {0, 0, 0}, {PYGPU_BFLOAT16, PYGPU_FLOAT16, -1}};
 
 int
 pygpu_autocast_inputs(int n, TensorObject *const *in, TensorObject **out)

@@ -145,6 +145,11 @@ int pygpu_ag_math_backward(pygpu_node *n, TensorObject *g,
 PyObject *pygpu_ag_clamp(TensorObject *x, PyObject *lo, PyObject *hi,
                          PyObject *res);
 
+/* res = where(cond, x, y) (x, y tensors or numbers) or, masked_fill,
+ * x.masked_fill(cond, value), computed: recorded (autograd_where.c). */
+PyObject *pygpu_ag_where(TensorObject *cond, PyObject *x, PyObject *y,
+                         PyObject *res, int masked_fill);
+
 /* ------------------------------------------- engine (autograd_engine.c) */
 /* What a pass does besides running Nodes: for autograd.grad, the Nodes
  * whose gradients are wanted (and nothing accumulated into leaves). */

@@ -4,7 +4,7 @@
 
 #define PYGPU_OP_NAME_ROW(OP, name) #name,
 const char *const pygpu_binop_names[PYGPU_NBINOPS] = {
-    PYGPU_BINARY_OPS(PYGPU_OP_NAME_ROW)};
+    PYGPU_BINARY_OPS(PYGPU_OP_NAME_ROW) PYGPU_BITWISE_OPS(PYGPU_OP_NAME_ROW)};
 const char *const pygpu_unop_names[PYGPU_NUNOPS] = {
     PYGPU_UNARY_OPS(PYGPU_OP_NAME_ROW)};
 

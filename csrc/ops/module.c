@@ -177,6 +177,9 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_linear_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_autocast_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_random_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_compare_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_logical_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_where_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_cuda_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_binary_math_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_clamp_functions) < 0 ||

@@ -20,6 +20,12 @@ extern PyMethodDef pygpu_matmul_functions[];  /* ops_matmul.c */
 extern PyMethodDef pygpu_linear_functions[];  /* ops_linear.c */
 extern PyMethodDef pygpu_random_functions[];  /* ops_random.c */
 extern PyMethodDef pygpu_thread_functions[];  /* ops_threads.c */
+extern PyMethodDef pygpu_compare_functions[]; /* ops_compare.c */
+extern PyMethodDef pygpu_logical_functions[]; /* ops_logical.c */
+extern PyMethodDef pygpu_where_functions[];   /* ops_where.c */
+/* Tensor methods, registered by pygpu_tensor_register. */
+extern PyMethodDef pygpu_compare_methods[];   /* ops_compare.c */
+extern PyMethodDef pygpu_logical_methods[];   /* ops_logical.c */
 /* Tensor methods, getset and number slots (tensor_methods.c). */
 extern PyMethodDef pygpu_tensor_methods[];
 extern PyGetSetDef pygpu_tensor_getset[];
@@ -36,6 +42,14 @@ PyObject *pygpu_t_imul(PyObject *a, PyObject *b);
 PyObject *pygpu_t_idiv(PyObject *a, PyObject *b);
 PyObject *pygpu_t_matmul(PyObject *a, PyObject *b);
 PyObject *pygpu_t_neg(PyObject *a);
+/* & | ^ ~ and their in-place forms (ops_logical.c). */
+PyObject *pygpu_t_and(PyObject *a, PyObject *b);
+PyObject *pygpu_t_or(PyObject *a, PyObject *b);
+PyObject *pygpu_t_xor(PyObject *a, PyObject *b);
+PyObject *pygpu_t_iand(PyObject *a, PyObject *b);
+PyObject *pygpu_t_ior(PyObject *a, PyObject *b);
+PyObject *pygpu_t_ixor(PyObject *a, PyObject *b);
+PyObject *pygpu_t_invert(PyObject *a);
 PyObject *pygpu_t_pos(PyObject *a);
 int pygpu_t_bool(PyObject *a);
 PyObject *pygpu_t_nb_float(PyObject *a);
@@ -109,6 +123,35 @@ int pygpu_check_matmul_pair(const TensorObject *a, const TensorObject *b);
 int pygpu_tensor_arg(PyObject *x, const char *fname, const char *arg);
 /* Fill a contiguous tensor with a value. */
 int pygpu_op_fill(TensorObject *t, double value);
+/* The same with the value exact (int64 beyond 2^53 too); bool is true for
+ * any nonzero value. */
+int pygpu_op_fill_value(TensorObject *t, pygpu_scalar_value value);
+/* torch's promotion of operands (ops_elementwise.c): two tensors (a 0-d
+ * one decides only when of a higher category), a tensor's dtype with a
+ * Python number of category scat (PYGPU_CAT_*). */
+int pygpu_result_type_tt(const TensorObject *a, const TensorObject *b);
+int pygpu_result_type_ts(int dtype, int scat);
+/* A Python bool, int or float as a value and its category: 1, 0 when obj
+ * is none of those, -1 with an exception (int overflow). */
+int pygpu_scalar_operand(PyObject *obj, pygpu_scalar_value *v, int *cat);
+/* x is a 0-d CPU tensor next to a CUDA tensor `other` (torch moves it). */
+int pygpu_is_cpu_scalar_tensor(PyObject *x, PyObject *other);
+/* a <op> b (enum pygpu_cmpop), either a Python number (one a tensor), as a
+ * bool tensor, or into out (any dtype, the result's shape); a new
+ * reference, Py_NotImplemented for other operands, or NULL
+ * (ops_compare.c). */
+PyObject *pygpu_op_compare(int op, PyObject *a, PyObject *b,
+                           TensorObject *out);
+/* Boolean-mask indexing (ops_mask.c): whether key is a bool (or uint8)
+ * tensor, and x[mask] (a copy) / x[mask] = value (0 or -1). */
+int pygpu_is_mask_index(PyObject *key);
+PyObject *pygpu_mask_getitem(TensorObject *x, TensorObject *mask);
+int pygpu_mask_setitem(TensorObject *x, TensorObject *mask, PyObject *value);
+/* out[i] = cond[i] ? a[i] : out[i], cond (bool) and a (any dtype,
+ * converted) broadcast to out's shape (ops_where.c); `what` names the op
+ * in errors. */
+int pygpu_op_masked_copy(TensorObject *out, TensorObject *cond,
+                         TensorObject *a, const char *what);
 /* Fill a contiguous float tensor with random numbers from the device's
  * generator (normal != 0: standard normal). */
 int pygpu_op_random(TensorObject *t, int normal);

@@ -21,17 +21,20 @@ promote_opt(int a, int b)
 }
 
 /* torch's combine_categories: a lower-priority dtype counts only when it
- * is of a higher category. */
+ * is of a higher category (a bool one takes any). */
 static int
 combine(int higher, int lower)
 {
     if (higher < 0) {
         return lower;
     }
-    if (lower < 0 || is_float(higher) || !is_float(lower)) {
+    if (lower < 0 || is_float(higher)) {
         return higher;
     }
-    return pygpu_promote(higher, lower);
+    if (higher == PYGPU_BOOL || is_float(lower)) {
+        return pygpu_promote(higher, lower);
+    }
+    return higher;
 }
 
 /* torch's result type of tensors and Python numbers (NULL entries are
@@ -55,6 +58,9 @@ result_type(const char *name, const char *const *argnames,
         }
         else if (PyFloat_Check(x)) {
             wrapped = promote_opt(wrapped, pygpu_default_dtype());
+        }
+        else if (PyBool_Check(x)) {
+            wrapped = promote_opt(wrapped, PYGPU_BOOL);
         }
         else if (PyLong_Check(x)) {
             wrapped = promote_opt(wrapped, PYGPU_INT64);

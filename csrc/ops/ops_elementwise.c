@@ -5,8 +5,6 @@
  * they are and converted inside the loop. */
 #include "ops/autograd.h"
 
-#include <string.h>
-
 int
 pygpu_check_same_device(const TensorObject *a, const TensorObject *b)
 {
@@ -96,6 +94,23 @@ run_unary(int op, TensorObject *out, TensorObject *a, const pygpu_geom *g,
 }
 
 int
+pygpu_op_fill_value(TensorObject *t, pygpu_scalar_value value)
+{
+    int64_t n = pygpu_numel(t->ndim, t->shape);
+    if (n == 0) {
+        return 0;
+    }
+    pygpu_kargs k;
+    k.out = t->data;
+    k.s = value;
+    if (t->dtype == PYGPU_BOOL) {
+        k.s.i = value.f != 0 || value.i != 0;
+    }
+    k.numel = n;
+    return pygpu_dispatch(PYGPU_K_FILL, t->device, t->dtype, &k, "fill");
+}
+
+int
 pygpu_op_fill(TensorObject *t, double value)
 {
     int64_t n = pygpu_numel(t->ndim, t->shape);
@@ -105,25 +120,28 @@ pygpu_op_fill(TensorObject *t, double value)
     pygpu_kargs k;
     k.out = t->data;
     k.s.f = value;
-    k.s.i = (int64_t)value;
+    /* bool: any nonzero value is true (0.5 too); otherwise truncated. */
+    k.s.i = t->dtype == PYGPU_BOOL ? value != 0 : (int64_t)value;
     k.numel = n;
     return pygpu_dispatch(PYGPU_K_FILL, t->device, t->dtype, &k, "fill");
 }
 
 /* ----------------------------------------------------- type promotion */
 
-enum { CAT_INT = 0, CAT_FLOAT = 1 };
+#define CAT_BOOL PYGPU_CAT_BOOL
+#define CAT_INT PYGPU_CAT_INT
+#define CAT_FLOAT PYGPU_CAT_FLOAT
 
 static int
 category(int dtype)
 {
-    return pygpu_dtype_table[dtype].is_floating_point ? CAT_FLOAT : CAT_INT;
+    return pygpu_dtype_category(dtype);
 }
 
 /* torch's result type of tensor a with tensor b: a zero-dim tensor only
- * decides the type when it is of a higher category (int < float). */
-static int
-result_type_tt(const TensorObject *a, const TensorObject *b)
+ * decides the type when it is of a higher category (bool < int < float). */
+int
+pygpu_result_type_tt(const TensorObject *a, const TensorObject *b)
 {
     int za = a->ndim == 0, zb = b->ndim == 0;
     if (za == zb) {
@@ -134,15 +152,86 @@ result_type_tt(const TensorObject *a, const TensorObject *b)
                                                         : dim->dtype;
 }
 
+/* The result dtype of a tensor of `dtype` with a Python number of
+ * category scat: the number decides only when of a higher category, a
+ * float giving the default dtype, an int int64. */
+int
+pygpu_result_type_ts(int dtype, int scat)
+{
+    if (scat <= category(dtype)) {
+        return dtype;
+    }
+    return scat == CAT_FLOAT ? pygpu_default_dtype() : PYGPU_INT64;
+}
+
+/* The dtype an op computes in for result type `dtype`: true division of
+ * bools and integers gives the default dtype, as in torch. */
+static int
+compute_dtype(int op, int dtype)
+{
+    return op == PYGPU_DIV && category(dtype) != CAT_FLOAT
+               ? pygpu_default_dtype()
+               : dtype;
+}
+
+/* The bitwise ops take bool and integers only; pow, fmod, remainder and
+ * floor_divide refuse bool.  In torch's words (its CPU kernel names). */
+static int
+check_int_only(int op, int dtype)
+{
+    const char *kernel = NULL;
+    if (pygpu_binop_is_bitwise(op) && category(dtype) == CAT_FLOAT) {
+        kernel = pygpu_binop_names[op];
+    }
+    else if (dtype == PYGPU_BOOL) {
+        kernel = op == PYGPU_POW            ? "pow"
+                 : op == PYGPU_FMOD         ? "fmod"
+                 : op == PYGPU_REMAINDER    ? "remainder"
+                 : op == PYGPU_FLOOR_DIVIDE ? "div_floor"
+                                            : NULL;
+    }
+    if (kernel == NULL) {
+        return 0;
+    }
+    PyErr_Format(PyExc_RuntimeError, "\"%s_cpu\" not implemented for '%s'",
+                 kernel, pygpu_dtype_table[dtype].scalar_name);
+    return -1;
+}
+
+/* torch refuses - on bool operands (a Python bool counts as one). */
+static int
+check_bool_sub(int op, int a_bool, int b_bool)
+{
+    if (op != PYGPU_SUB || (!a_bool && !b_bool)) {
+        return 0;
+    }
+    PyErr_SetString(PyExc_RuntimeError,
+                    a_bool && b_bool
+                        ? "Subtraction, the `-` operator, with two bool "
+                          "tensors is not supported. Use the `^` or "
+                          "`logical_xor()` operator instead."
+                        : "Subtraction, the `-` operator, with a bool tensor "
+                          "is not supported. If you are trying to invert a "
+                          "mask, use the `~` or `logical_not()` operator "
+                          "instead.");
+    return -1;
+}
+
 /* A Python number as an operand: its value and category; 0 if obj is not
  * a number we take, -1 with an exception. */
-static int
-scalar_operand(PyObject *obj, pygpu_scalar_value *v, int *cat)
+int
+pygpu_scalar_operand(PyObject *obj, pygpu_scalar_value *v, int *cat)
 {
     if (PyFloat_Check(obj)) {
         v->f = PyFloat_AS_DOUBLE(obj);
         v->i = (int64_t)v->f;
         *cat = CAT_FLOAT;
+        return 1;
+    }
+    if (PyBool_Check(obj)) {
+        v->i = obj == Py_True;
+        v->f = (double)v->i;
+        *cat = CAT_BOOL;
         return 1;
     }
     if (PyLong_Check(obj)) {
@@ -208,11 +297,12 @@ binary_scalar(int op, TensorObject *t, pygpu_scalar_value s, int scat,
               int scalar_first, TensorObject *out, int inplace)
 {
     pygpu_geom g;
-    int dtype = scat > category(t->dtype) ? pygpu_default_dtype() : t->dtype;
-    if (op == PYGPU_DIV && category(dtype) == CAT_INT) {
-        dtype = pygpu_default_dtype(); /* true division */
+    if (check_bool_sub(op, t->dtype == PYGPU_BOOL, scat == CAT_BOOL) < 0) {
+        return NULL;
     }
-    if (check_scalar_operand(op, t->dtype, s, scat, scalar_first) < 0) {
+    int dtype = compute_dtype(op, pygpu_result_type_ts(t->dtype, scat));
+    if (check_int_only(op, dtype) < 0 ||
+        check_scalar_operand(op, t->dtype, s, scat, scalar_first) < 0) {
         return NULL;
     }
     if (op == PYGPU_POW && !scalar_first && scat == CAT_FLOAT &&
@@ -250,9 +340,13 @@ binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out,
                                shape) < 0) {
         return NULL;
     }
-    int dtype = result_type_tt(a, b);
-    if (op == PYGPU_DIV && category(dtype) == CAT_INT) {
-        dtype = pygpu_default_dtype();
+    if (check_bool_sub(op, a->dtype == PYGPU_BOOL, b->dtype == PYGPU_BOOL) <
+        0) {
+        return NULL;
+    }
+    int dtype = compute_dtype(op, pygpu_result_type_tt(a, b));
+    if (check_int_only(op, dtype) < 0) {
+        return NULL;
     }
     /* Each input is read in its own dtype and converted in the loop. */
     TensorObject *res =
@@ -271,8 +365,8 @@ binary_tensors(int op, TensorObject *a, TensorObject *b, TensorObject *out,
 }
 
 /* A 0-d CPU tensor next to a CUDA tensor acts as a scalar, as in torch. */
-static int
-is_cpu_scalar_tensor(PyObject *x, PyObject *other)
+int
+pygpu_is_cpu_scalar_tensor(PyObject *x, PyObject *other)
 {
     return Tensor_Check(x) && Tensor_Check(other) &&
            ((TensorObject *)x)->ndim == 0 &&
@@ -294,10 +388,10 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
     /* Written into the first operand: in place, its shape must be the
      * result's; another out= is resized (pygpu_out_prepare). */
     int inplace = out != NULL && (PyObject *)out == a;
-    if (is_cpu_scalar_tensor(b, a) || is_cpu_scalar_tensor(a, b)) {
+    if (pygpu_is_cpu_scalar_tensor(b, a) || pygpu_is_cpu_scalar_tensor(a, b)) {
         /* Moved next to the other operand (one element), it keeps its
          * standing as a 0-d tensor in type promotion, as in torch. */
-        PyObject **which = is_cpu_scalar_tensor(b, a) ? &b : &a;
+        PyObject **which = pygpu_is_cpu_scalar_tensor(b, a) ? &b : &a;
         TensorObject *other = (TensorObject *)(which == &b ? a : b);
         item = *which == (PyObject *)out
                    ? Py_NewRef(*which) /* written to: the device check */
@@ -313,12 +407,12 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
         res = binary_tensors(op, (TensorObject *)a, (TensorObject *)b, out,
                              inplace);
     }
-    else if (Tensor_Check(a) && (r = scalar_operand(b, &s, &cat)) != 0) {
+    else if (Tensor_Check(a) && (r = pygpu_scalar_operand(b, &s, &cat)) != 0) {
         res = r < 0 ? NULL
                     : binary_scalar(op, (TensorObject *)a, s, cat, 0, out,
                                     inplace);
     }
-    else if (Tensor_Check(b) && (r = scalar_operand(a, &s, &cat)) != 0) {
+    else if (Tensor_Check(b) && (r = pygpu_scalar_operand(a, &s, &cat)) != 0) {
         res = r < 0 ? NULL
                     : binary_scalar(op, (TensorObject *)b, s, cat, 1, out,
                                     inplace);
@@ -335,22 +429,56 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
 
 /* ---------------------------------------------------------------- unary */
 
+/* The unary ops torch refuses on bool tensors, in its words. */
+static int
+check_bool_unary(int op, const TensorObject *a)
+{
+    if (a->dtype != PYGPU_BOOL) {
+        return 0;
+    }
+    switch (op) {
+    case PYGPU_NEG:
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Negation, the `-` operator, on a bool tensor is not "
+                        "supported. If you are trying to invert a mask, use "
+                        "the `~` or `logical_not()` operator instead.");
+        return -1;
+    case PYGPU_RELU:
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Boolean inputs not supported for relu");
+        return -1;
+    case PYGPU_ABS:
+    case PYGPU_FLOOR:
+    case PYGPU_CEIL:
+    case PYGPU_ROUND:
+        PyErr_Format(PyExc_RuntimeError, "\"%s\" not implemented for 'Bool'",
+                     pygpu_unop_names[op]);
+        return -1;
+    default:
+        return 0;
+    }
+}
+
 PyObject *
 pygpu_op_unary_out(int op, TensorObject *a, TensorObject *out, int inplace)
 {
     pygpu_geom g;
     TensorObject *res, *src = a, *ag[2] = {a, out};
+    if (check_bool_unary(op, a) < 0) {
+        return NULL;
+    }
     if (pygpu_ag_wanted(2, ag)) {
         return pygpu_ag_unary(op, a, out, inplace);
     }
     if (inplace) {
         out = a;
     }
-    /* A floating function of an integer tensor: the result has the
+    /* A floating function of a bool or integer tensor: the result has the
      * default dtype, as in torch; the input is converted into the result
      * first and the op runs in place there.  In place, a Float result
-     * cannot go back to Long (pygpu_out_prepare says so). */
-    int promote = pygpu_unop_promotes_int(op) && category(a->dtype) == CAT_INT;
+     * cannot go back to an integer (pygpu_out_prepare says so). */
+    int promote =
+        pygpu_unop_promotes_int(op) && category(a->dtype) != CAT_FLOAT;
     int dtype = promote ? pygpu_default_dtype() : a->dtype;
     res = result_tensor(out, inplace, a->ndim, a->shape, dtype, a->device, a,
                         NULL);

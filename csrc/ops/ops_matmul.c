@@ -27,8 +27,9 @@ pygpu_get_allow_tf32(void)
 static const char *
 cname(int dtype)
 {
-    static const char *const names[] = {"float", "c10::Half", "double",
-                                        "long int"};
+    static const char *const names[PYGPU_NDTYPES] = {
+        "float", "c10::Half", "double", "long int", "bool", "unsigned char",
+        "int", "c10::BFloat16"};
     return names[dtype];
 }
 

@@ -10,6 +10,18 @@
 static const char *const redop_names[PYGPU_NREDOPS] = {
     "sum", "mean", "max", "min", "prod"};
 
+/* The dtype a reduction runs in: the table's reductions cover float32,
+ * float16, float64 and int64. */
+static int
+reduce_dtype(int dtype)
+{
+    if (dtype == PYGPU_BFLOAT16) {
+        return PYGPU_FLOAT32;
+    }
+    return pygpu_dtype_category(dtype) == PYGPU_CAT_FLOAT ? dtype
+                                                          : PYGPU_INT64;
+}
+
 /* Reduce contiguous `in` seen as [outer, n, inner] into out (and
  * indices). */
 static int
@@ -75,8 +87,14 @@ reduce_dim(int op, TensorObject *t, int dim, int keepdim, const char *name,
         }
         return -1;
     }
-    in = pygpu_tensor_contiguous(t);
-    out = in ? pygpu_tensor_empty(ndim, shape, t->dtype, t->device) : NULL;
+    /* bool, uint8 and int32 reduce in int64 (sum and prod give int64,
+     * as in torch), bfloat16 in float32; the others convert back. */
+    int wide = reduce_dtype(t->dtype);
+    int final = (op == PYGPU_SUM || op == PYGPU_PROD) && wide == PYGPU_INT64
+                    ? wide : t->dtype;
+    in = wide == t->dtype ? pygpu_tensor_contiguous(t)
+                          : pygpu_tensor_to(t, t->device, wide);
+    out = in ? pygpu_tensor_empty(ndim, shape, wide, t->device) : NULL;
     if (out == NULL) {
         goto fail;
     }
@@ -88,6 +106,12 @@ reduce_dim(int op, TensorObject *t, int dim, int keepdim, const char *name,
     }
     if (outer * inner > 0 && run_reduce(op, out, idx, in, outer, n, inner) < 0) {
         goto fail;
+    }
+    if (final != wide) {
+        Py_SETREF(out, pygpu_tensor_to(out, out->device, final));
+        if (out == NULL) {
+            goto fail;
+        }
     }
     *values = out;
     out = NULL;
@@ -190,7 +214,7 @@ pygpu_reduce_over(int op, TensorObject *t, PyObject *dimobj, int keepdim,
         PyErr_Format(PyExc_RuntimeError,
                      "mean(): could not infer output dtype. Input dtype must "
                      "be either a floating point or complex dtype. Got: %s",
-                     t->dtype == PYGPU_INT64 ? "Long" : "?");
+                     pygpu_dtype_table[t->dtype].scalar_name);
         return NULL;
     }
     if (pair && dimobj != NULL && dimobj != Py_None &&
@@ -254,6 +278,11 @@ pygpu_reduce_arg(int op, TensorObject *t, PyObject *dimobj, int keepdim,
 {
     TensorObject *c = NULL, *flat = NULL, *v = NULL, *ix = NULL;
     PyObject *r = NULL;
+    if (t->dtype == PYGPU_BOOL) { /* torch has no bool loop here */
+        PyErr_Format(PyExc_RuntimeError,
+                     "\"%s_cpu\" not implemented for 'Bool'", name);
+        return NULL;
+    }
     if (dimobj != NULL && dimobj != Py_None) {
         int d;
         if (pygpu_parse_dim(dimobj, t->ndim, &d) < 0 ||

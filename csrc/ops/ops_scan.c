@@ -1,6 +1,6 @@
 /* ops_scan.c - cumsum and cumprod along a dim: the front end of the SCAN
- * kind.  Integer inputs give int64, as in torch; dtype= converts the input
- * first. */
+ * kind.  Bool and integer inputs give int64, as in torch; dtype= converts
+ * the input first. */
 #include "ops/autograd.h"
 #include "ops/reduce.h"
 
@@ -22,17 +22,22 @@ scan(int op, TensorObject *t, int dim)
             n = t->shape[d];
         }
     }
-    in = pygpu_tensor_contiguous(t);
-    out = in ? pygpu_tensor_empty(t->ndim, t->shape, t->dtype, t->device)
-             : NULL;
+    /* bfloat16 scans in float32 and converts back. */
+    int wide = t->dtype == PYGPU_BFLOAT16 ? PYGPU_FLOAT32 : t->dtype;
+    in = wide == t->dtype ? pygpu_tensor_contiguous(t)
+                          : pygpu_tensor_to(t, t->device, wide);
+    out = in ? pygpu_tensor_empty(t->ndim, t->shape, wide, t->device) : NULL;
     if (out != NULL && outer * n * inner > 0) {
         pygpu_kargs k = {.op = op, .out = out->data, .in = {in->data},
                          .outer = outer, .n = n, .inner = inner,
                          .numel = outer * n * inner};
-        if (pygpu_dispatch(PYGPU_K_SCAN, t->device, t->dtype, &k,
+        if (pygpu_dispatch(PYGPU_K_SCAN, t->device, wide, &k,
                            scan_names[op]) < 0) {
             Py_CLEAR(out);
         }
+    }
+    if (out != NULL && wide != t->dtype) {
+        Py_SETREF(out, pygpu_tensor_to(out, out->device, t->dtype));
     }
     Py_XDECREF(in);
     return (PyObject *)out;

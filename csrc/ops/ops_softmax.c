@@ -1,6 +1,6 @@
 /* ops_softmax.c - softmax, log_softmax and logsumexp along a dim: the front
  * end of the SOFTMAX kind.  dtype= converts the input first, as torch;
- * logsumexp of integers computes in float32. */
+ * logsumexp of bools and integers computes in the default dtype. */
 #include "ops/autograd.h"
 #include "ops/reduce.h"
 
@@ -29,8 +29,12 @@ softmax_dim(int op, TensorObject *t, int dim)
             shape[d] = op == PYGPU_LOGSUMEXP ? 1 : n;
         }
     }
-    in = pygpu_tensor_contiguous(t);
-    out = in ? pygpu_tensor_empty(t->ndim, shape, t->dtype, t->device) : NULL;
+    /* bfloat16 computes in float32 (no row of its own) and converts
+     * back. */
+    int wide = t->dtype == PYGPU_BFLOAT16 ? PYGPU_FLOAT32 : t->dtype;
+    in = wide == t->dtype ? pygpu_tensor_contiguous(t)
+                          : pygpu_tensor_to(t, t->device, wide);
+    out = in ? pygpu_tensor_empty(t->ndim, shape, wide, t->device) : NULL;
     if (out == NULL || outer * inner == 0) {
         goto fail;
     }
@@ -43,11 +47,14 @@ softmax_dim(int op, TensorObject *t, int dim)
     pygpu_kargs k = {.op = op, .out = out->data, .in = {in->data},
                      .outer = outer, .n = n, .inner = inner,
                      .numel = outer * n * inner};
-    if (pygpu_dispatch(PYGPU_K_SOFTMAX, t->device, t->dtype, &k,
+    if (pygpu_dispatch(PYGPU_K_SOFTMAX, t->device, wide, &k,
                        soft_names[op]) < 0) {
         Py_CLEAR(out);
     }
 fail:
+    if (out != NULL && wide != t->dtype) {
+        Py_SETREF(out, pygpu_tensor_to(out, out->device, t->dtype));
+    }
     Py_XDECREF(in);
     return out;
 }
@@ -70,7 +77,7 @@ softmax_method(int op, PyObject *self, PyObject *const *args,
     if (!pygpu_dtype_table[dtype].is_floating_point) {
         PyErr_Format(PyExc_NotImplementedError,
                      "\"%s\" not implemented for '%s'", soft_names[op],
-                     dtype == PYGPU_INT64 ? "Long" : "?");
+                     pygpu_dtype_table[dtype].scalar_name);
         return NULL;
     }
     t = pygpu_as_dtype(t, dtype);
@@ -98,8 +105,9 @@ t_logsumexp(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     TensorObject *cur = pygpu_as_dtype(
-        t, pygpu_dtype_table[t->dtype].is_floating_point ? t->dtype
-                                                         : PYGPU_FLOAT32);
+        t, pygpu_dtype_table[t->dtype].is_floating_point
+               ? t->dtype
+               : pygpu_default_dtype());
     if (t->ndim == 0 && cur != NULL) { /* dim 0 of a 0-d tensor */
         Py_SETREF(cur, softmax_dim(PYGPU_LOGSUMEXP, cur, 0));
     }

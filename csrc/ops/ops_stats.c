@@ -49,7 +49,8 @@ unary_inplace(int op, TensorObject *x)
 static int
 compute_dtype(int dtype)
 {
-    return dtype == PYGPU_FLOAT16 ? PYGPU_FLOAT32 : dtype;
+    return dtype == PYGPU_FLOAT16 || dtype == PYGPU_BFLOAT16 ? PYGPU_FLOAT32
+                                                             : dtype;
 }
 
 /* r (steals) converted back to dtype. */
@@ -162,7 +163,7 @@ norm(TensorObject *t, double p, PyObject *dimobj, int keepdim)
         PyErr_Format(PyExc_NotImplementedError,
                      "linalg.vector_norm: Expected a floating point or "
                      "complex tensor as input. Got %s",
-                     t->dtype == PYGPU_INT64 ? "Long" : "?");
+                     pygpu_dtype_table[t->dtype].scalar_name);
         return NULL;
     }
     if (pygpu_reduce_mark_dims(t, dimobj, "norm", mark, &all) < 0) {

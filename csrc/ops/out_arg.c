@@ -17,26 +17,14 @@
 const char *
 pygpu_dtype_torch_name(int dtype)
 {
-    static const struct {
-        const char *name, *torch;
-    } names[] = {{"float32", "Float"}, {"float16", "Half"},
-                 {"float64", "Double"}, {"int64", "Long"},
-                 {"bfloat16", "BFloat16"}, {"int32", "Int"},
-                 {"bool", "Bool"}};
-    const char *name = pygpu_dtype_table[dtype].name;
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        if (strcmp(names[i].name, name) == 0) {
-            return names[i].torch;
-        }
-    }
-    return name;
+    return pygpu_dtype_table[dtype].scalar_name;
 }
 
+/* torch's canCast: no move to a lower category (float > int > bool). */
 int
 pygpu_check_cast(int from, int to)
 {
-    if (pygpu_dtype_table[from].is_floating_point &&
-        !pygpu_dtype_table[to].is_floating_point) {
+    if (pygpu_dtype_category(from) > pygpu_dtype_category(to)) {
         PyErr_Format(PyExc_RuntimeError,
                      "result type %s can't be cast to the desired output "
                      "type %s",

@@ -1,6 +1,7 @@
 /* tensor_convert.c - moving and converting tensors: to / cpu / cuda /
- * float / half / double / long, contiguous, numpy, tolist, item,
- * __array__. */
+ * float / half / double / long / bool / int / byte / bfloat16,
+ * contiguous, numpy, tolist, item, __array__.  bfloat16 meets NumPy as
+ * float32 (tolist, item) or not at all (numpy, __array__: TypeError). */
 #include "ops/autograd.h"
 
 #include <string.h>
@@ -259,6 +260,22 @@ PyObject *pygpu_t_long(PyObject *op, PyObject *n)
 {
     return to_dtype(op, PYGPU_INT64);
 }
+PyObject *pygpu_t_to_bool(PyObject *op, PyObject *n)
+{
+    return to_dtype(op, PYGPU_BOOL);
+}
+PyObject *pygpu_t_to_int(PyObject *op, PyObject *n)
+{
+    return to_dtype(op, PYGPU_INT32);
+}
+PyObject *pygpu_t_to_byte(PyObject *op, PyObject *n)
+{
+    return to_dtype(op, PYGPU_UINT8);
+}
+PyObject *pygpu_t_to_bfloat16(PyObject *op, PyObject *n)
+{
+    return to_dtype(op, PYGPU_BFLOAT16);
+}
 
 PyObject *
 pygpu_t_contiguous(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
@@ -269,9 +286,25 @@ pygpu_t_contiguous(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
 
 /* ------------------------------------------------------------- NumPy */
 
+/* NumPy has no bfloat16: .numpy() and __array__ refuse it, as torch
+ * does (convert with .float() first). */
+static int
+check_numpy_dtype(TensorObject *t)
+{
+    if (t->dtype == PYGPU_BFLOAT16) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Got unsupported ScalarType BFloat16");
+        return -1;
+    }
+    return 0;
+}
+
 static int
 check_cpu_for_numpy(TensorObject *t)
 {
+    if (check_numpy_dtype(t) < 0) {
+        return -1;
+    }
     if (t->device.type != PYGPU_CPU) {
         char buf[32];
         pygpu_device_str(&t->device, buf, sizeof(buf));
@@ -301,6 +334,9 @@ pygpu_t_numpy(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         PyErr_SetString(PyExc_RuntimeError,
                         "Can't call numpy() on Tensor that requires grad. "
                         "Use tensor.detach().numpy() instead.");
+        return NULL;
+    }
+    if (check_numpy_dtype(self) < 0) {
         return NULL;
     }
     if (force && self->device.type != PYGPU_CPU) {
@@ -369,15 +405,18 @@ fail:
     return result;
 }
 
-/* A NumPy array with the tensor's values, wherever it is. */
+/* A NumPy array with the tensor's values, wherever it is (bfloat16 as
+ * float32, which holds every bfloat16 exactly). */
 static PyObject *
 host_array(TensorObject *self)
 {
     PyObject *host = NULL, *arr = NULL;
-    if (self->device.type == PYGPU_CPU) {
+    if (self->device.type == PYGPU_CPU && self->dtype != PYGPU_BFLOAT16) {
         return pygpu_tensor_to_ndarray(self);
     }
-    host = pygpu_t_cpu((PyObject *)self, NULL);
+    pygpu_device cpu = {PYGPU_CPU, -1};
+    host = (PyObject *)pygpu_tensor_to(
+        self, cpu, self->dtype == PYGPU_BFLOAT16 ? PYGPU_FLOAT32 : self->dtype);
     if (host != NULL) {
         arr = pygpu_tensor_to_ndarray((TensorObject *)host);
         Py_DECREF(host);
@@ -418,8 +457,10 @@ pygpu_t_item(PyObject *op, PyObject *noargs)
     if (scalar == NULL) {
         return NULL;
     }
-    /* Python float or int, not a NumPy scalar. */
-    PyObject *r = pygpu_dtype_table[self->dtype].is_floating_point
+    /* Python float, int or bool, not a NumPy scalar. */
+    PyObject *r = self->dtype == PYGPU_BOOL
+                      ? PyBool_FromLong(PyObject_IsTrue(scalar))
+                  : pygpu_dtype_table[self->dtype].is_floating_point
                       ? PyNumber_Float(scalar)
                       : PyNumber_Long(scalar);
     Py_DECREF(scalar);

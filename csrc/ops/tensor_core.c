@@ -149,6 +149,13 @@ static PyType_Slot tensor_slots[] = {
     {Py_nb_remainder, pygpu_t_mod},
     {Py_nb_inplace_remainder, pygpu_t_imod},
     {Py_nb_negative, pygpu_t_neg},
+    {Py_nb_and, pygpu_t_and},
+    {Py_nb_or, pygpu_t_or},
+    {Py_nb_xor, pygpu_t_xor},
+    {Py_nb_inplace_and, pygpu_t_iand},
+    {Py_nb_inplace_or, pygpu_t_ior},
+    {Py_nb_inplace_xor, pygpu_t_ixor},
+    {Py_nb_invert, pygpu_t_invert},
     {Py_nb_positive, pygpu_t_pos},
     {Py_nb_bool, pygpu_t_bool},
     {Py_nb_float, pygpu_t_nb_float},
@@ -198,7 +205,9 @@ pygpu_tensor_register(PyObject *m)
     pygpu_state->Tensor_Type = (PyTypeObject *)type;
     /* Methods defined with their ops, beyond tensor_methods.c's table. */
     if (pygpu_tensor_add_methods(pygpu_binary_math_methods) < 0 ||
-        pygpu_tensor_add_methods(pygpu_clamp_methods) < 0) {
+        pygpu_tensor_add_methods(pygpu_clamp_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_compare_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_logical_methods) < 0) {
         return -1;
     }
     /* NumPy defers to the tensor's own (reflected) operators instead of

@@ -24,7 +24,8 @@ pygpu_tensor_from_ndarray(PyArrayObject *arr)
     if (code < 0) {
         PyErr_Format(PyExc_TypeError,
                      "can't convert np.ndarray of type %S. The only "
-                     "supported types are: float64, float32, float16, int64.",
+                     "supported types are: float64, float32, float16, int64, "
+                     "int32, uint8, and bool.",
                      (PyObject *)PyArray_DESCR(arr));
         return NULL;
     }
@@ -208,7 +209,10 @@ factory(const char *fname, enum fill_kind kind, int has_value,
     int def = pygpu_default_dtype();
     if (has_value) {
         PyObject *v = kw[1];
-        if (PyLong_Check(v) || PyBool_Check(v)) {
+        if (PyBool_Check(v)) {
+            def = PYGPU_BOOL;
+        }
+        else if (PyLong_Check(v)) {
             def = PYGPU_INT64;
         }
         else if (!PyFloat_Check(v) && !PyIndex_Check(v)) {

@@ -3,9 +3,9 @@
  * inference and its errors for integers that int64 cannot hold. */
 #include "ops/ops.h"
 
-/* The pygpu dtype for a NumPy dtype met in pygpu.tensor(): the four
- * native ones map to themselves, other integers and bool to int64;
- * anything else is refused. */
+/* The pygpu dtype for a NumPy dtype met in pygpu.tensor(): float16/32/64,
+ * int64, int32, uint8 and bool map to themselves, other integers to
+ * int64; anything else is refused. */
 static int
 dtype_for_array(PyArrayObject *arr, int from_ndarray)
 {
@@ -17,7 +17,7 @@ dtype_for_array(PyArrayObject *arr, int from_ndarray)
     if (code >= 0) {
         return code;
     }
-    if (PyTypeNum_ISINTEGER(d->type_num) || PyTypeNum_ISBOOL(d->type_num)) {
+    if (PyTypeNum_ISINTEGER(d->type_num)) {
         return PYGPU_INT64;
     }
     if (d->type_num == NPY_LONGDOUBLE) {
@@ -25,8 +25,9 @@ dtype_for_array(PyArrayObject *arr, int from_ndarray)
     }
     PyErr_Format(PyExc_TypeError,
                  "can't convert data of numpy type %S to a pygpu tensor: the "
-                 "supported types are float64, float32, float16, int64 (and "
-                 "other integers and bool, taken as int64)", (PyObject *)d);
+                 "supported types are float64, float32, float16, int64, "
+                 "int32, uint8 and bool (and other integers, taken as "
+                 "int64)", (PyObject *)d);
     return -1;
 }
 
@@ -151,17 +152,22 @@ pygpu_tensor_from_data(PyObject *data, int dtype, pygpu_device dev)
                         "pygpu has no complex dtypes");
         goto fail;
     }
+    /* The array is taken in its own dtype (floats as float64 when a
+     * floating dtype is asked for), then converted by pygpu's rules. */
+    int natural = dtype >= 0 && pygpu_dtype_table[dtype].is_floating_point
+                      ? PYGPU_FLOAT64
+                      : dtype_for_array(arr, 1);
+    if (natural < 0) {
+        goto fail;
+    }
     if (dtype < 0) {
         dtype = dtype_for_array(arr, from_ndarray);
-        if (dtype < 0) {
-            goto fail;
-        }
     }
-    if (dtype == PYGPU_INT64 && check_uint64_fits(arr) < 0) {
+    if (natural == PYGPU_INT64 && check_uint64_fits(arr) < 0) {
         goto fail;
     }
     PyArray_Descr *descr =
-        PyArray_DescrFromType(pygpu_dtype_table[dtype].npy_type);
+        PyArray_DescrFromType(pygpu_dtype_table[natural].npy_type);
     conv = (PyArrayObject *)PyArray_FromAny(
         (PyObject *)arr, descr, 0, 0,
         NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_ENSURECOPY |
@@ -174,7 +180,7 @@ pygpu_tensor_from_data(PyObject *data, int dtype, pygpu_device dev)
     if (host == NULL) {
         goto fail;
     }
-    if (dev.type == PYGPU_CPU) {
+    if (dev.type == PYGPU_CPU && dtype == natural) {
         result = host;
         host = NULL;
     }

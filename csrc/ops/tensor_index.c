@@ -1,6 +1,7 @@
 /* tensor_index.c - t[key] and t[key] = value for ints, slices (positive
  * steps), None, Ellipsis and bools: views of the same memory, and a
- * broadcast copy into such a view.  Keys holding integer index tensors,
+ * broadcast copy into such a view.  A bool tensor key goes to
+ * boolean-mask indexing (ops_mask.c); keys holding integer index tensors,
  * lists or arrays go to tensor_index_int.c. */
 #include "ops/autograd.h"
 
@@ -58,6 +59,9 @@ getitem_view(PyObject *op, PyObject *key)
     PyObject *tuple = NULL, *r = NULL;
     int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS], offset = 0;
     int n = 0, src = 0, nidx = 0, nbool = 0, bool_pos[PYGPU_MAX_DIMS];
+    if (pygpu_is_mask_index(key)) {
+        return pygpu_mask_getitem(t, (TensorObject *)key);
+    }
     if (pygpu_index_wants(key)) { /* an integer index: tensor_index_int.c */
         return pygpu_index_get(t, key);
     }
@@ -225,6 +229,10 @@ pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value)
     if (value == NULL) {
         PyErr_SetString(PyExc_TypeError, "tensor items cannot be deleted");
         return -1;
+    }
+    if (pygpu_is_mask_index(key)) {
+        return pygpu_mask_setitem((TensorObject *)op, (TensorObject *)key,
+                                  value);
     }
     if (pygpu_index_wants(key)) { /* an integer index: tensor_index_int.c */
         return pygpu_index_put((TensorObject *)op, key, value);

@@ -28,6 +28,10 @@ NOARGS_DECL(pygpu_t_float);
 NOARGS_DECL(pygpu_t_half);
 NOARGS_DECL(pygpu_t_double);
 NOARGS_DECL(pygpu_t_long);
+NOARGS_DECL(pygpu_t_to_bool);
+NOARGS_DECL(pygpu_t_to_int);
+NOARGS_DECL(pygpu_t_to_byte);
+NOARGS_DECL(pygpu_t_to_bfloat16);
 NOARGS_DECL(pygpu_t_tolist);
 NOARGS_DECL(pygpu_t_item);
 NOARGS_DECL(pygpu_t_t);
@@ -347,6 +351,14 @@ PyMethodDef pygpu_tensor_methods[] = {
      "self.to(pygpu.float64)."},
     {"long", pygpu_t_long, METH_NOARGS, "long($self, /)\n--\n\n"
      "self.to(pygpu.int64)."},
+    {"bool", pygpu_t_to_bool, METH_NOARGS, "bool($self, /)\n--\n\n"
+     "self.to(pygpu.bool)."},
+    {"int", pygpu_t_to_int, METH_NOARGS, "int($self, /)\n--\n\n"
+     "self.to(pygpu.int32)."},
+    {"byte", pygpu_t_to_byte, METH_NOARGS, "byte($self, /)\n--\n\n"
+     "self.to(pygpu.uint8)."},
+    {"bfloat16", pygpu_t_to_bfloat16, METH_NOARGS,
+     "bfloat16($self, /)\n--\n\nself.to(pygpu.bfloat16)."},
     {"contiguous", FASTKW(pygpu_t_contiguous),
      "contiguous($self, /, memory_format=None)\n--\n\n"
      "self if contiguous, else a contiguous copy.  memory_format is\n"

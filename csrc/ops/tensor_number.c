@@ -1,6 +1,6 @@
 /* tensor_number.c - the Tensor's operator slots: arithmetic, @, in-place
- * forms, comparisons, hash, conversions to Python numbers, len, indexing,
- * iteration, repr. */
+ * forms, hash, conversions to Python numbers, len, indexing, iteration,
+ * repr (the comparisons are in ops_compare.c). */
 #include "ops/ops.h"
 
 /* A NumPy scalar as the Python number it holds, so that it follows torch's
@@ -141,10 +141,13 @@ int
 pygpu_t_bool(PyObject *a)
 {
     TensorObject *t = (TensorObject *)a;
-    if (pygpu_numel(t->ndim, t->shape) != 1) {
+    int64_t n = pygpu_numel(t->ndim, t->shape);
+    if (n != 1) {
         PyErr_SetString(PyExc_RuntimeError,
-                        "Boolean value of Tensor with more than one value is "
-                        "ambiguous");
+                        n == 0 ? "Boolean value of Tensor with no values is "
+                                 "ambiguous"
+                               : "Boolean value of Tensor with more than one "
+                                 "value is ambiguous");
         return -1;
     }
     PyObject *v = single_item(a);
@@ -182,7 +185,8 @@ PyObject *
 pygpu_t_index(PyObject *a)
 {
     TensorObject *t = (TensorObject *)a;
-    if (t->dtype != PYGPU_INT64 || pygpu_numel(t->ndim, t->shape) != 1) {
+    if (pygpu_dtype_category(t->dtype) != PYGPU_CAT_INT ||
+        pygpu_numel(t->ndim, t->shape) != 1) {
         PyErr_SetString(PyExc_TypeError,
                         "only integer tensors of a single element can be "
                         "converted to an index");
@@ -227,35 +231,6 @@ pygpu_t_iter(PyObject *a)
     PyObject *it = PyObject_GetIter(list);
     Py_DECREF(list);
     return it;
-}
-
-/* Operands a comparison with a tensor would compare elementwise: tensors,
- * numbers (Python's and NumPy's), arrays and nested sequences. */
-static int
-compares_elementwise(PyObject *x)
-{
-    return Tensor_Check(x) || PyLong_Check(x) || PyFloat_Check(x) ||
-           PyComplex_Check(x) || PyArray_Check(x) ||
-           PyArray_IsScalar(x, Number) || PyArray_IsScalar(x, Bool) ||
-           PyList_Check(x) || PyTuple_Check(x);
-}
-
-/* == != < <= > >=: elementwise in torch, which needs a bool dtype pygpu
- * does not have yet; an error rather than an answer by identity.  Other
- * operands (None, strings, ...) get Python's default. */
-PyObject *
-pygpu_t_richcompare(PyObject *a, PyObject *b, int op)
-{
-    static const char *const names[] = {"<", "<=", "==", "!=", ">", ">="};
-    if (!compares_elementwise(b)) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    PyErr_Format(PyExc_TypeError,
-                 "elementwise comparison (%s) of a pygpu.Tensor with %.100s "
-                 "is not supported yet: use pygpu.equal(a, b) for whole "
-                 "tensors, or compare a.tolist() or a.cpu().numpy()",
-                 names[op], Py_TYPE(b)->tp_name);
-    return NULL;
 }
 
 /* By identity, as torch's: defining comparisons must not unhash tensors. */

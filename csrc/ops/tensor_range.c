@@ -132,9 +132,8 @@ arange_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     int any_float = start.is_float || end.is_float || step.is_float;
-    if (parse_factory_kw(a[3], a[4], a[5],
-                         any_float ? PYGPU_FLOAT32 : PYGPU_INT64, &dtype,
-                         &dev) < 0) {
+    int fallback = any_float ? pygpu_default_dtype() : PYGPU_INT64;
+    if (parse_factory_kw(a[3], a[4], a[5], fallback, &dtype, &dev) < 0) {
         return NULL;
     }
     int integral = !pygpu_dtype_table[dtype].is_floating_point;
@@ -225,7 +224,8 @@ linspace_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         "number of steps must be non-negative");
         return NULL;
     }
-    if (parse_factory_kw(a[3], a[4], a[5], PYGPU_FLOAT32, &dtype, &dev) < 0) {
+    if (parse_factory_kw(a[3], a[4], a[5], pygpu_default_dtype(), &dtype,
+                         &dev) < 0) {
         return NULL;
     }
     TensorObject *host = pygpu_tensor_empty(1, &n, PYGPU_FLOAT64, cpu_device);
@@ -280,7 +280,8 @@ eye_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
             return NULL;
         }
     }
-    if (parse_factory_kw(a[2], a[3], a[4], PYGPU_FLOAT32, &dtype, &dev) < 0) {
+    if (parse_factory_kw(a[2], a[3], a[4], pygpu_default_dtype(), &dtype,
+                         &dev) < 0) {
         return NULL;
     }
     out = pygpu_tensor_empty(2, shape, dtype, dev);

@@ -1,14 +1,13 @@
 """autocast: inside it, matrix products (matmul, mm, bmm, @, linear and the
-fused linear_relu) cast float32 inputs to the autocast dtype (float16) and
-return that dtype; every other op runs as it would outside.
+fused linear_relu) cast float32 inputs to the autocast dtype (float16 or
+bfloat16) and return that dtype; every other op runs as it would outside.
 
 The state is per thread and per device type and lives in C (the @ operator
 is a C slot), so that a product reads it with one thread-local load.  The
 context manager saves the thread's state on entry and restores it on exit:
 nesting and enabled=False inside work as in torch.
 
-CUDA casts to float16 (its default).  On the CPU torch's default dtype is
-bfloat16, which pygpu lacks: CPU autocast needs dtype=pygpu.float16.
+The defaults are torch's: float16 on CUDA, bfloat16 on the CPU.
 """
 import functools
 import warnings
@@ -38,8 +37,8 @@ def is_autocast_enabled(device_type="cuda"):
 
 
 def get_autocast_dtype(device_type):
-    """The dtype autocast casts to on device_type (None on the CPU until
-    one is given: torch's default there, bfloat16, does not exist)."""
+    """The dtype autocast casts to on device_type (torch's defaults:
+    float16 on CUDA, bfloat16 on the CPU)."""
     _check_type(device_type)
     return _C._get_autocast_state(device_type)[1]
 
@@ -59,19 +58,15 @@ class autocast:
         self._enabled = bool(enabled)
         self.fast_dtype = dtype
         self._cache_enabled = cache_enabled
-        if dtype is None and device_type == "cuda":
-            self.fast_dtype = _C.float16
+        if dtype is None:
+            self.fast_dtype = (_C.float16 if device_type == "cuda"
+                               else _C.bfloat16)
         if not self._enabled:
             return
-        if self.fast_dtype is not _C.float16:
-            if device_type == "cpu":
-                raise RuntimeError(
-                    "pygpu has no bfloat16, torch's CPU autocast dtype: use "
-                    "autocast('cpu', dtype=pygpu.float16)" if dtype is None
-                    else f"CPU autocast supports dtype=pygpu.float16 only, "
-                         f"got {dtype}")
-            warnings.warn(f"In CUDA autocast, but the target dtype {dtype} "
-                          f"is not supported. Disabling autocast.")
+        if self.fast_dtype not in (_C.float16, _C.bfloat16):
+            kind = "CUDA" if device_type == "cuda" else "CPU"
+            warnings.warn(f"In {kind} autocast, but the target dtype "
+                          f"{dtype} is not supported. Disabling autocast.")
             self._enabled = False
 
     def __enter__(self):

@@ -84,8 +84,8 @@ static double scalar_compute_value(int dt, pygpu_scalar_value s)
 
 void test_binary(void)
 {
-    for (int dt = 0; dt < PYGPU_NDTYPES; dt++) {
-        for (int op = 0; op < PYGPU_NBINOPS; op++) {
+    for (int dt = 0; dt < SELFTEST_NDTYPES; dt++) {
+        for (int op = 0; op < PYGPU_NBINOPS_ARITH; op++) {
             const std::vector<GeomCase> geoms =
                 geom_cases(op == PYGPU_ADD || op == PYGPU_DIV);
             Case c("binary %s %s", DTYPE_NAME[dt], BINOP_NAME[op]);
@@ -112,8 +112,8 @@ void test_binary_scalar(void)
      * round it to float first; 0 checks int64 division by zero and the
      * signs of float zeros. */
     const pygpu_scalar_value scalars[] = {{1.5, 7}, {-0.1, -3}, {0.0, 0}};
-    for (int dt = 0; dt < PYGPU_NDTYPES; dt++) {
-        for (int op = 0; op < PYGPU_NBINOPS; op++) {
+    for (int dt = 0; dt < SELFTEST_NDTYPES; dt++) {
+        for (int op = 0; op < PYGPU_NBINOPS_ARITH; op++) {
             for (int first = 0; first < 2; first++) {
                 /* The big shapes once per dtype, each with another op. */
                 const std::vector<GeomCase> geoms =
@@ -163,7 +163,7 @@ static void unary_tolerance(int op, int dt, double *rtol, double *atol)
 void test_unary(void)
 {
     const std::vector<GeomCase> geoms = geom_cases(true);
-    for (int dt = 0; dt < PYGPU_NDTYPES; dt++) {
+    for (int dt = 0; dt < SELFTEST_NDTYPES; dt++) {
         for (int op = 0; op < PYGPU_NUNOPS; op++) {
             Case c("unary %s %s", DTYPE_NAME[dt], UNOP_NAME[op]);
             double rtol, atol;
@@ -188,12 +188,12 @@ void test_unary(void)
 
 void test_copy(void)
 {
-    for (int to = 0; to < PYGPU_NDTYPES; to++) {
-        for (int from = 0; from < PYGPU_NDTYPES; from++) {
+    for (int to = 0; to < SELFTEST_NDTYPES; to++) {
+        for (int from = 0; from < SELFTEST_NDTYPES; from++) {
             /* The big shapes for float32 -> float16 -> float64 -> int64
              * -> float32: each dtype converted from and to once. */
             const std::vector<GeomCase> geoms =
-                geom_cases(to == (from + 1) % PYGPU_NDTYPES);
+                geom_cases(to == (from + 1) % SELFTEST_NDTYPES);
             Case c("copy %s -> %s", DTYPE_NAME[from], DTYPE_NAME[to]);
             for (size_t k = 0; k < geoms.size(); k++) {
                 /* NaN and +-inf into int64 give INT64_MIN (round_to). */
@@ -215,7 +215,7 @@ void test_fill(void)
     const pygpu_scalar_value values[] = {
         {1.5, 42}, {-0.1, -7}, {NAN, 0}, {-0.0, INT64_MIN}};
     const int64_t sizes[] = {0, 1, 7, 1000003, ((int64_t)1 << 23) + 1};
-    for (int dt = 0; dt < PYGPU_NDTYPES; dt++) {
+    for (int dt = 0; dt < SELFTEST_NDTYPES; dt++) {
         Case c("fill %s", DTYPE_NAME[dt]);
         int salt = 0;
         for (const pygpu_scalar_value &val : values) {

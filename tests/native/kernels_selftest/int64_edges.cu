@@ -47,7 +47,7 @@ void test_int64_wrap(void)
     const int64_t MAX = INT64_MAX, MIN = INT64_MIN;
     struct Row {
         int64_t a, b;
-        int64_t want[PYGPU_NBINOPS]; /* add, sub, mul, div; pow, maximum,
+        int64_t want[PYGPU_NBINOPS_ARITH]; /* add, sub, mul, div; pow, maximum,
                                         minimum, fmod, remainder,
                                         floor_divide */
     };
@@ -98,7 +98,7 @@ void test_int64_wrap(void)
         vb.push_back(r.b);
     }
     const HostArr ha = i64_arr(va), hb = i64_arr(vb);
-    for (int op = 0; op < PYGPU_NBINOPS; op++) {
+    for (int op = 0; op < PYGPU_NBINOPS_ARITH; op++) {
         Case c("int64 %s wraps (binary, binary_scalar)", BINOP_NAME[op]);
         /* The table itself must agree with the reference semantics. */
         for (int64_t r = 0; r < nrows; r++) {

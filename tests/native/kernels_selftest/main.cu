@@ -24,7 +24,8 @@ static void test_invalid_codes(void)
                                  &g, g_stream),
         pygpu_cuda_unary(PYGPU_NUNOPS, PYGPU_FLOAT32, nullptr, nullptr, &g,
                          g_stream),
-        pygpu_cuda_copy(PYGPU_FLOAT32, nullptr, 7, nullptr, &g, g_stream),
+        pygpu_cuda_copy(PYGPU_FLOAT32, nullptr, PYGPU_NDTYPES, nullptr, &g,
+                        g_stream),
         pygpu_cuda_fill(-1, nullptr, s, 4, g_stream),
         pygpu_cuda_reduce(PYGPU_NREDOPS, PYGPU_FLOAT32, nullptr, nullptr,
                           nullptr, 1, 4, 1, nullptr, g_stream),
@@ -164,6 +165,7 @@ int main(void)
     test_reduce();
     test_reduce_int64_wrap();
     test_random();
+    test_bfloat16();
     test_gather();
 
     bench();

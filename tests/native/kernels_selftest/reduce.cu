@@ -198,7 +198,7 @@ void test_reduce(void)
         {1, 1, 70000},      {20000, 1100, 1},
         {100003, 40, 1},    {2, 20, 300001},
         {1, 1 << 20, 4}};
-    for (int dt = 0; dt < PYGPU_NDTYPES; dt++) {
+    for (int dt = 0; dt < SELFTEST_NDTYPES; dt++) {
         for (int op = 0; op < PYGPU_NREDOPS; op++) {
             if (op == PYGPU_MEAN && dt == PYGPU_INT64) {
                 continue; /* never asked */

@@ -44,7 +44,7 @@ void test_relu_contig(void)
     const int offs[][2] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {0, 1},
                            {1, 0}, {3, 2}, {0, -1}, {1, -1}, {3, -1}};
     const int noffs = (int)(sizeof offs / sizeof offs[0]);
-    for (int dt = 0; dt < PYGPU_NDTYPES; dt++) {
+    for (int dt = 0; dt < SELFTEST_NDTYPES; dt++) {
         for (int64_t n : sizes) {
             Case c("relu_contig %s n=%lld (%d alignments)", DTYPE_NAME[dt],
                    (long long)n, noffs);
@@ -101,7 +101,7 @@ void test_bias_act(void)
     const int64_t shapes[][2] = {{0, 5},    {1, 1},      {3, 7},
                                  {129, 257}, {1000, 3},  {2, 100003},
                                  {4096, 1},  {3000, 777}, {3, 300007}};
-    for (int dt = 0; dt < PYGPU_NDTYPES; dt++) {
+    for (int dt = 0; dt < SELFTEST_NDTYPES; dt++) {
         for (int act = 0; act < 2; act++) {
             Case c("bias_act %s relu=%d", DTYPE_NAME[dt], act);
             int salt = 0;

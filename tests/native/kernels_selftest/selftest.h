@@ -63,6 +63,10 @@
 inline constexpr const char *const DTYPE_NAME[] = {"float32", "float16",
                                                    "float64", "int64"};
 inline constexpr size_t DTYPE_SIZE[] = {4, 2, 8, 8};
+/* The dtypes with host references here (the first four); bool, uint8,
+ * int32 and bfloat16 are covered by the Python tests on a GPU, and the
+ * bfloat16 rule by bfloat16.cu. */
+inline constexpr int SELFTEST_NDTYPES = 4;
 #define SELFTEST_OP_NAME(OP, name) #name,
 inline constexpr const char *const BINOP_NAME[] = {
     PYGPU_BINARY_OPS(SELFTEST_OP_NAME)};
@@ -440,6 +444,9 @@ void test_reduce_int64_wrap(void);
 
 /* random.cu */
 void test_random(void);
+
+/* bfloat16.cu */
+void test_bfloat16(void);
 
 /* gather.cu */
 void test_gather(void);
