@@ -22,36 +22,19 @@ from provenance import provenance
 BATCHES = (32, 4096)
 
 
-def pygpu_step(device, w, xs, ys):
+def make_step(lib, device, w, xs, ys):
+    """The model with weights w, and one training step on (xs, ys), in lib
+    (pygpu or torch: the same code runs in both)."""
+    nn = lib.nn
     model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(),
                           nn.Linear(256, 10)).to(device)
-    with pygpu.no_grad():
+    with lib.no_grad():
         for p, v in zip(model.parameters(), w):
-            p.copy_(pygpu.tensor(v, device=device))
-    opt = pygpu.optim.Adam(model.parameters(), lr=1e-3)
+            p.copy_(lib.tensor(v, device=device))
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
-    x = pygpu.tensor(xs, device=device)
-    y = pygpu.tensor(ys, device=device)
-
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return model, step
-
-
-def torch_step(device, w, xs, ys):
-    model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
-                                torch.nn.Linear(256, 10)).to(device)
-    with torch.no_grad():
-        for p, v in zip(model.parameters(), w):
-            p.copy_(torch.from_numpy(v))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    x = torch.tensor(xs, device=device)
-    y = torch.tensor(ys, device=device)
+    x = lib.tensor(xs, device=device)
+    y = lib.tensor(ys, device=device)
 
     def step():
         opt.zero_grad()
@@ -72,11 +55,11 @@ def bench(device, quick):
     for batch in BATCHES:
         xs = rng.standard_normal((batch, 784)).astype(np.float32)
         ys = rng.integers(0, 10, batch)
-        pm, pstep = pygpu_step(device, w, xs, ys)
+        pm, pstep = make_step(pygpu, device, w, xs, ys)
         impls = {"pygpu": (pstep, sync)}
         ploss = pstep().item()
         if torch is not None and (device == "cpu" or TORCH_CUDA):
-            tm, tstep = torch_step(device, w, xs, ys)
+            tm, tstep = make_step(torch, device, w, xs, ys)
             tloss = tstep().item()
             assert abs(ploss - tloss) <= 1e-4 * abs(tloss), (ploss, tloss)
             for a, b in zip(pm.parameters(), tm.parameters()):

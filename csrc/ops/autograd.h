@@ -150,6 +150,32 @@ PyObject *pygpu_ag_clamp(TensorObject *x, PyObject *lo, PyObject *hi,
 PyObject *pygpu_ag_where(TensorObject *cond, PyObject *x, PyObject *y,
                          PyObject *res, int masked_fill);
 
+/* --------------------------- the rules' building blocks (autograd_util.c)
+ * New references, or NULL with an exception. */
+/* The op with grad mode off, into `res` (recording is the caller's). */
+#define PYGPU_UNRECORDED(res, call)                                          \
+    do {                                                                     \
+        int was_ = pygpu_set_grad_enabled(0);                                \
+        (res) = (call);                                                      \
+        pygpu_set_grad_enabled(was_);                                        \
+    } while (0)
+TensorObject *pygpu_ag_bin(int op, TensorObject *a, PyObject *b);
+TensorObject *pygpu_ag_bin_s(int op, TensorObject *a, double s);
+TensorObject *pygpu_ag_un(int op, TensorObject *a);
+/* Views: a size-1 dim (stride 0) at pos; the last two dims swapped. */
+TensorObject *pygpu_ag_insert_dim(TensorObject *t, int pos);
+TensorObject *pygpu_ag_mT(TensorObject *t);
+/* t's values in another shape of the same count (a view of a contiguous
+ * t); t as dtype (t itself when it is). */
+TensorObject *pygpu_ag_reshaped(TensorObject *t, int ndim,
+                                const int64_t *shape);
+TensorObject *pygpu_ag_as_dtype(TensorObject *g, int dtype);
+/* res with node as its grad_fn (both stolen; either NULL: NULL). */
+PyObject *pygpu_ag_finish(PyObject *res, pygpu_node *node);
+/* RuntimeError "the derivative of <name> is not implemented ..."; releases
+ * res; NULL. */
+PyObject *pygpu_ag_no_rule(PyObject *res, const char *name);
+
 /* ------------------------------------------- engine (autograd_engine.c) */
 /* What a pass does besides running Nodes: for autograd.grad, the Nodes
  * whose gradients are wanted (and nothing accumulated into leaves). */

@@ -6,27 +6,6 @@
 
 #include <math.h>
 
-static TensorObject *
-bin(int op, TensorObject *a, PyObject *b)
-{
-    return (TensorObject *)pygpu_op_binary(op, (PyObject *)a, b, NULL);
-}
-
-static TensorObject *
-bin_s(int op, TensorObject *a, double s)
-{
-    PyObject *v = PyFloat_FromDouble(s);
-    TensorObject *r = v ? bin(op, a, v) : NULL;
-    Py_XDECREF(v);
-    return r;
-}
-
-static TensorObject *
-un(int op, TensorObject *a)
-{
-    return (TensorObject *)pygpu_op_unary(op, a, 0);
-}
-
 /* Operand i: its saved tensor (new reference), or the number as a Python
  * float.  NULL with an exception. */
 static PyObject *
@@ -44,16 +23,16 @@ static TensorObject *
 step(PyObject *a, PyObject *b, int flip)
 {
     TensorObject *d = (TensorObject *)pygpu_op_binary(PYGPU_SUB, a, b, NULL);
-    TensorObject *s = d ? un(PYGPU_SIGN, d) : NULL;
+    TensorObject *s = d ? pygpu_ag_un(PYGPU_SIGN, d) : NULL;
     Py_XDECREF(d);
     if (s != NULL && flip) {
-        Py_SETREF(s, un(PYGPU_NEG, s));
+        Py_SETREF(s, pygpu_ag_un(PYGPU_NEG, s));
     }
     if (s != NULL) {
-        Py_SETREF(s, bin_s(PYGPU_ADD, s, 1.0));
+        Py_SETREF(s, pygpu_ag_bin_s(PYGPU_ADD, s, 1.0));
     }
     if (s != NULL) {
-        Py_SETREF(s, bin_s(PYGPU_MUL, s, 0.5));
+        Py_SETREF(s, pygpu_ag_bin_s(PYGPU_MUL, s, 0.5));
     }
     return s;
 }
@@ -64,17 +43,17 @@ quotient_grad(TensorObject *g, PyObject *a, PyObject *b, int floor_q)
 {
     TensorObject *q = (TensorObject *)pygpu_op_binary(PYGPU_DIV, a, b, NULL);
     if (q != NULL && floor_q) {
-        Py_SETREF(q, un(PYGPU_FLOOR, q));
+        Py_SETREF(q, pygpu_ag_un(PYGPU_FLOOR, q));
     }
     else if (q != NULL) { /* trunc(q) = q - fmod(q, 1) */
-        TensorObject *f = bin_s(PYGPU_FMOD, q, 1.0);
-        Py_SETREF(q, f ? bin(PYGPU_SUB, q, (PyObject *)f) : NULL);
+        TensorObject *f = pygpu_ag_bin_s(PYGPU_FMOD, q, 1.0);
+        Py_SETREF(q, f ? pygpu_ag_bin(PYGPU_SUB, q, (PyObject *)f) : NULL);
         Py_XDECREF(f);
     }
-    TensorObject *r = q ? bin(PYGPU_MUL, g, (PyObject *)q) : NULL;
+    TensorObject *r = q ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)q) : NULL;
     Py_XDECREF(q);
     if (r != NULL) {
-        Py_SETREF(r, un(PYGPU_NEG, r));
+        Py_SETREF(r, pygpu_ag_un(PYGPU_NEG, r));
     }
     return r;
 }
@@ -89,22 +68,22 @@ pow_grads(pygpu_node *n, TensorObject *g, PyObject *a, PyObject *b,
         TensorObject *t = NULL, *p = NULL;
         if (n->flag & 2) { /* the number exponent s: s a^(s-1) */
             p = n->scalar == 0.0 ? NULL
-                                 : bin_s(PYGPU_POW, (TensorObject *)a,
+                                 : pygpu_ag_bin_s(PYGPU_POW, (TensorObject *)a,
                                          n->scalar - 1.0);
-            t = n->scalar == 0.0 ? bin_s(PYGPU_MUL, g, 0.0)
-                : p              ? bin_s(PYGPU_MUL, p, n->scalar)
+            t = n->scalar == 0.0 ? pygpu_ag_bin_s(PYGPU_MUL, g, 0.0)
+                : p              ? pygpu_ag_bin_s(PYGPU_MUL, p, n->scalar)
                                  : NULL;
         }
         else {
-            TensorObject *bm1 = bin_s(PYGPU_SUB, (TensorObject *)b, 1.0);
-            p = bm1 ? bin(PYGPU_POW, (TensorObject *)a, (PyObject *)bm1)
+            TensorObject *bm1 = pygpu_ag_bin_s(PYGPU_SUB, (TensorObject *)b, 1.0);
+            p = bm1 ? pygpu_ag_bin(PYGPU_POW, (TensorObject *)a, (PyObject *)bm1)
                     : NULL;
             Py_XDECREF(bm1);
-            t = p ? bin(PYGPU_MUL, p, b) : NULL;
+            t = p ? pygpu_ag_bin(PYGPU_MUL, p, b) : NULL;
         }
         Py_XDECREF(p);
         if (t != NULL && !((n->flag & 2) && n->scalar == 0.0)) {
-            Py_SETREF(t, bin(PYGPU_MUL, g, (PyObject *)t));
+            Py_SETREF(t, pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)t));
         }
         if (t == NULL) {
             return -1;
@@ -122,14 +101,14 @@ pow_grads(pygpu_node *n, TensorObject *g, PyObject *a, PyObject *b,
         if (n->flag & 1) {
             Py_INCREF(out);
         }
-        TensorObject *la = (n->flag & 1) ? NULL : un(PYGPU_LOG, (TensorObject *)a);
+        TensorObject *la = (n->flag & 1) ? NULL : pygpu_ag_un(PYGPU_LOG, (TensorObject *)a);
         TensorObject *t = (n->flag & 1)
-                              ? bin_s(PYGPU_MUL, out, log(n->scalar))
-                              : (la ? bin(PYGPU_MUL, out, (PyObject *)la)
+                              ? pygpu_ag_bin_s(PYGPU_MUL, out, log(n->scalar))
+                              : (la ? pygpu_ag_bin(PYGPU_MUL, out, (PyObject *)la)
                                     : NULL);
         Py_DECREF(out);
         Py_XDECREF(la);
-        grads[1] = t ? bin(PYGPU_MUL, g, (PyObject *)t) : NULL;
+        grads[1] = t ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)t) : NULL;
         Py_XDECREF(t);
         if (grads[1] == NULL) {
             return -1;
@@ -174,7 +153,7 @@ pygpu_ag_math_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
             }
             continue;
         }
-        grads[i] = m ? bin(PYGPU_MUL, g, (PyObject *)m) : NULL;
+        grads[i] = m ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)m) : NULL;
         Py_XDECREF(m);
         if (grads[i] == NULL) {
             goto fail;
@@ -194,13 +173,13 @@ static TensorObject *
 at_least(PyObject *a, PyObject *b)
 {
     TensorObject *d = (TensorObject *)pygpu_op_binary(PYGPU_SUB, a, b, NULL);
-    TensorObject *s = d ? un(PYGPU_SIGN, d) : NULL;
+    TensorObject *s = d ? pygpu_ag_un(PYGPU_SIGN, d) : NULL;
     Py_XDECREF(d);
     if (s != NULL) {
-        Py_SETREF(s, bin_s(PYGPU_ADD, s, 1.0));
+        Py_SETREF(s, pygpu_ag_bin_s(PYGPU_ADD, s, 1.0));
     }
     if (s != NULL) {
-        Py_SETREF(s, bin_s(PYGPU_MINIMUM, s, 1.0));
+        Py_SETREF(s, pygpu_ag_bin_s(PYGPU_MINIMUM, s, 1.0));
     }
     return s;
 }
@@ -244,7 +223,7 @@ clamp_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
         grads[0] = (TensorObject *)Py_NewRef((PyObject *)g);
         for (int i = 1; i <= 2 && grads[0] != NULL; i++) {
             if (m[i] != NULL) {
-                Py_SETREF(grads[0], bin(PYGPU_MUL, grads[0], (PyObject *)m[i]));
+                Py_SETREF(grads[0], pygpu_ag_bin(PYGPU_MUL, grads[0], (PyObject *)m[i]));
             }
         }
         if (grads[0] == NULL) {
@@ -255,11 +234,11 @@ clamp_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
         if (n->next[i] == NULL) {
             continue;
         }
-        TensorObject *out = bin_s(PYGPU_MUL, m[i], -1.0);
+        TensorObject *out = pygpu_ag_bin_s(PYGPU_MUL, m[i], -1.0);
         if (out != NULL) {
-            Py_SETREF(out, bin_s(PYGPU_ADD, out, 1.0));
+            Py_SETREF(out, pygpu_ag_bin_s(PYGPU_ADD, out, 1.0));
         }
-        grads[i] = out ? bin(PYGPU_MUL, g, (PyObject *)out) : NULL;
+        grads[i] = out ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)out) : NULL;
         Py_XDECREF(out);
         if (grads[i] == NULL) {
             goto fail;
@@ -294,10 +273,5 @@ pygpu_ag_clamp(TensorObject *x, PyObject *lo, PyObject *hi, PyObject *res)
             Py_CLEAR(n);
         }
     }
-    if (n == NULL) {
-        Py_DECREF(res);
-        return NULL;
-    }
-    pygpu_ag_set_grad_fn((TensorObject *)res, n);
-    return res;
+    return pygpu_ag_finish(res, n);
 }

@@ -7,35 +7,6 @@
 
 #include <string.h>
 
-#define UNRECORDED(call)                                                     \
-    do {                                                                     \
-        int was_ = pygpu_set_grad_enabled(0);                                \
-        res = (call);                                                        \
-        pygpu_set_grad_enabled(was_);                                        \
-    } while (0)
-
-static PyObject *
-finish(PyObject *res, pygpu_node *node)
-{
-    if (res == NULL || node == NULL) {
-        Py_XDECREF(res);
-        Py_XDECREF(node);
-        return NULL;
-    }
-    pygpu_ag_set_grad_fn((TensorObject *)res, node);
-    return res;
-}
-
-static PyObject *
-no_rule(PyObject *res, const char *name)
-{
-    Py_XDECREF(res);
-    PyErr_Format(PyExc_RuntimeError,
-                 "the derivative of %s is not implemented in pygpu's "
-                 "autograd yet", name);
-    return NULL;
-}
-
 /* r (reduced over the dims marked in n->perm, kept as size 1 when
  * n->flag) spread back over input 0's shape: a view, stride 0 along the
  * reduced dims. */
@@ -54,13 +25,6 @@ spread(pygpu_node *n, TensorObject *r)
         }
     }
     return pygpu_tensor_view(r, nd, n->in_shape[0], strides, 0);
-}
-
-static TensorObject *
-bin(int op, TensorObject *a, TensorObject *b)
-{
-    return (TensorObject *)pygpu_op_binary(op, (PyObject *)a, (PyObject *)b,
-                                           NULL);
 }
 
 /* -------------------------------------------------------- sum and mean */
@@ -101,9 +65,9 @@ pygpu_ag_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim,
 {
     PyObject *res;
     if (op != PYGPU_SUM && op != PYGPU_MEAN) {
-        return no_rule(NULL, name);
+        return pygpu_ag_no_rule(NULL, name);
     }
-    UNRECORDED(pygpu_reduce_over(op, t, dimobj, keepdim, pair, name));
+    PYGPU_UNRECORDED(res, pygpu_reduce_over(op, t, dimobj, keepdim, pair, name));
     if (res == NULL) {
         return NULL;
     }
@@ -118,7 +82,7 @@ pygpu_ag_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim,
             Py_CLEAR(n);
         }
     }
-    return finish(res, n);
+    return pygpu_ag_finish(res, n);
 }
 
 /* ---------------------------------------------------------- logsumexp */
@@ -134,11 +98,11 @@ logsumexp_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     }
     gs = spread(n, g);
     os = gs ? spread(n, out) : NULL;
-    e = os ? bin(PYGPU_SUB, x, os) : NULL;
+    e = os ? pygpu_ag_bin(PYGPU_SUB, x, (PyObject *)os) : NULL;
     if (e != NULL) {
         Py_SETREF(e, (TensorObject *)pygpu_op_unary(PYGPU_EXP, e, 0));
     }
-    grads[0] = e ? bin(PYGPU_MUL, gs, e) : NULL;
+    grads[0] = e ? pygpu_ag_bin(PYGPU_MUL, gs, (PyObject *)e) : NULL;
     Py_XDECREF(gs);
     Py_XDECREF(os);
     Py_XDECREF(e);
@@ -159,7 +123,7 @@ pygpu_ag_logsumexp(TensorObject *t, PyObject *dimobj, int keepdim,
                       pygpu_ag_save(n, 1, (TensorObject *)res) < 0)) {
         Py_CLEAR(n);
     }
-    return finish(res, n);
+    return pygpu_ag_finish(res, n);
 }
 
 /* ------------------------------------------------- softmax, log_softmax */
@@ -175,16 +139,16 @@ softmax_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
         return -1;
     }
     if (n->op == PYGPU_SOFTMAX) {
-        t = bin(PYGPU_MUL, g, y);
+        t = pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)y);
         s = t ? (TensorObject *)pygpu_op_reduce(PYGPU_SUM, t, dim, 1) : NULL;
-        Py_XSETREF(t, s ? bin(PYGPU_SUB, g, s) : NULL);
-        grads[0] = t ? bin(PYGPU_MUL, y, t) : NULL;
+        Py_XSETREF(t, s ? pygpu_ag_bin(PYGPU_SUB, g, (PyObject *)s) : NULL);
+        grads[0] = t ? pygpu_ag_bin(PYGPU_MUL, y, (PyObject *)t) : NULL;
     }
     else {
         s = (TensorObject *)pygpu_op_reduce(PYGPU_SUM, g, dim, 1);
         t = s ? (TensorObject *)pygpu_op_unary(PYGPU_EXP, y, 0) : NULL;
-        Py_XSETREF(t, t ? bin(PYGPU_MUL, t, s) : NULL);
-        grads[0] = t ? bin(PYGPU_SUB, g, t) : NULL;
+        Py_XSETREF(t, t ? pygpu_ag_bin(PYGPU_MUL, t, (PyObject *)s) : NULL);
+        grads[0] = t ? pygpu_ag_bin(PYGPU_SUB, g, (PyObject *)t) : NULL;
     }
     Py_DECREF(dim);
     Py_XDECREF(t);
@@ -208,7 +172,7 @@ pygpu_ag_softmax(int op, TensorObject *t, int dim, PyObject *res)
             Py_CLEAR(n);
         }
     }
-    return finish(res, n);
+    return pygpu_ag_finish(res, n);
 }
 
 /* --------------------------------------------------------------- scans */
@@ -225,8 +189,8 @@ cumsum_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     total = (TensorObject *)pygpu_op_reduce(PYGPU_SUM, g, dim, 1);
     cs = total ? PyObject_CallMethod((PyObject *)g, "cumsum", "O", dim)
                : NULL;
-    t = cs ? bin(PYGPU_SUB, total, (TensorObject *)cs) : NULL;
-    grads[0] = t ? bin(PYGPU_ADD, t, g) : NULL;
+    t = cs ? pygpu_ag_bin(PYGPU_SUB, total, cs) : NULL;
+    grads[0] = t ? pygpu_ag_bin(PYGPU_ADD, t, (PyObject *)g) : NULL;
     Py_DECREF(dim);
     Py_XDECREF(cs);
     Py_XDECREF(total);
@@ -241,11 +205,11 @@ pygpu_ag_scan(int op, TensorObject *t, int dim, PyObject *res)
         return res;
     }
     if (op != PYGPU_CUMSUM) {
-        return no_rule(res, "cumprod");
+        return pygpu_ag_no_rule(res, "cumprod");
     }
     pygpu_node *n = pygpu_ag_node("CumsumBackward0", cumsum_backward, 1, &t);
     if (n != NULL) {
         n->perm[0] = t->ndim ? dim : 0;
     }
-    return finish(res, n);
+    return pygpu_ag_finish(res, n);
 }

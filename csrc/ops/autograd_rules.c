@@ -13,104 +13,18 @@
 
 /* ------------------------------------------------------------- helpers */
 
-/* The op with grad mode off (recording is the caller's job). */
-#define UNRECORDED(call)                                                     \
-    do {                                                                     \
-        int was_ = pygpu_set_grad_enabled(0);                                \
-        res = (call);                                                        \
-        pygpu_set_grad_enabled(was_);                                        \
-    } while (0)
-
-static TensorObject *
-bin(int op, TensorObject *a, PyObject *b)
-{
-    return (TensorObject *)pygpu_op_binary(op, (PyObject *)a, b, NULL);
-}
-
-static TensorObject *
-bin_t(int op, TensorObject *a, TensorObject *b)
-{
-    return bin(op, a, (PyObject *)b);
-}
-
-static TensorObject *
-bin_s(int op, TensorObject *a, double s)
-{
-    PyObject *v = PyFloat_FromDouble(s);
-    if (v == NULL) {
-        return NULL;
-    }
-    TensorObject *r = bin(op, a, v);
-    Py_DECREF(v);
-    return r;
-}
-
-static TensorObject *
-un(int op, TensorObject *a)
-{
-    return (TensorObject *)pygpu_op_unary(op, a, 0);
-}
-
 /* a * b * c, any may be NULL for "absent" (then the product of the
  * others). */
 static TensorObject *
 mul3(TensorObject *a, TensorObject *b, TensorObject *c)
 {
-    TensorObject *ab = b ? bin_t(PYGPU_MUL, a, b)
+    TensorObject *ab = b ? pygpu_ag_bin(PYGPU_MUL, a, (PyObject *)b)
                          : (TensorObject *)Py_NewRef(a);
     if (ab == NULL || c == NULL) {
         return ab;
     }
-    Py_SETREF(ab, bin_t(PYGPU_MUL, ab, c));
+    Py_SETREF(ab, pygpu_ag_bin(PYGPU_MUL, ab, (PyObject *)c));
     return ab;
-}
-
-/* A view of t with a size-1 dim inserted at pos. */
-static TensorObject *
-insert_dim(TensorObject *t, int pos)
-{
-    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
-    for (int d = 0, j = 0; d <= t->ndim; d++) {
-        if (d == pos) {
-            shape[d] = 1;
-            strides[d] = 0;
-        }
-        else {
-            shape[d] = t->shape[j];
-            strides[d] = t->strides[j++];
-        }
-    }
-    return pygpu_tensor_view(t, t->ndim + 1, shape, strides, 0);
-}
-
-/* t with its last two dims swapped (a view). */
-static TensorObject *
-mT(TensorObject *t)
-{
-    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
-    int n = t->ndim;
-    memcpy(shape, t->shape, sizeof(int64_t) * n);
-    memcpy(strides, t->strides, sizeof(int64_t) * n);
-    shape[n - 2] = t->shape[n - 1];
-    shape[n - 1] = t->shape[n - 2];
-    strides[n - 2] = t->strides[n - 1];
-    strides[n - 1] = t->strides[n - 2];
-    return pygpu_tensor_view(t, n, shape, strides, 0);
-}
-
-/* t's values in the given shape (same count): a view of a contiguous t. */
-static TensorObject *
-reshaped(TensorObject *t, int ndim, const int64_t *shape)
-{
-    int64_t strides[PYGPU_MAX_DIMS];
-    TensorObject *c = pygpu_tensor_contiguous(t);
-    if (c == NULL) {
-        return NULL;
-    }
-    pygpu_contiguous_strides(ndim, shape, strides);
-    TensorObject *r = pygpu_tensor_view(c, ndim, shape, strides, 0);
-    Py_DECREF(c);
-    return r;
 }
 
 /* Zeros of input i's shape, dtype and device. */
@@ -123,27 +37,6 @@ zeros_of(pygpu_node *n, int i)
         Py_CLEAR(z);
     }
     return z;
-}
-
-/* g as dtype (rules whose ops need one dtype, such as products). */
-static TensorObject *
-as_dtype(TensorObject *g, int dtype)
-{
-    if (g->dtype == dtype) {
-        return (TensorObject *)Py_NewRef(g);
-    }
-    return pygpu_tensor_to(g, g->device, dtype);
-}
-
-static PyObject *
-finish(PyObject *res, pygpu_node *node)
-{
-    if (node == NULL) {
-        Py_XDECREF(res);
-        return NULL;
-    }
-    pygpu_ag_set_grad_fn((TensorObject *)res, node);
-    return res;
 }
 
 static PyObject *
@@ -198,35 +91,35 @@ binary_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
         break;
     case PYGPU_SUB:
         grads[0] = n->next[0] ? (TensorObject *)Py_NewRef(g) : NULL;
-        if (n->next[1] && (grads[1] = un(PYGPU_NEG, g)) == NULL) {
+        if (n->next[1] && (grads[1] = pygpu_ag_un(PYGPU_NEG, g)) == NULL) {
             return -1;
         }
         break;
     case PYGPU_MUL:
-        if (n->next[0] && (grads[0] = b ? bin_t(PYGPU_MUL, g, b)
-                                        : bin_s(PYGPU_MUL, g, s)) == NULL) {
+        if (n->next[0] && (grads[0] = b ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)b)
+                                        : pygpu_ag_bin_s(PYGPU_MUL, g, s)) == NULL) {
             return -1;
         }
-        if (n->next[1] && (grads[1] = a ? bin_t(PYGPU_MUL, g, a)
-                                        : bin_s(PYGPU_MUL, g, s)) == NULL) {
+        if (n->next[1] && (grads[1] = a ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)a)
+                                        : pygpu_ag_bin_s(PYGPU_MUL, g, s)) == NULL) {
             return -1;
         }
         break;
     case PYGPU_DIV:
-        if (n->next[0] && (grads[0] = b ? bin_t(PYGPU_DIV, g, b)
-                                        : bin_s(PYGPU_DIV, g, s)) == NULL) {
+        if (n->next[0] && (grads[0] = b ? pygpu_ag_bin(PYGPU_DIV, g, (PyObject *)b)
+                                        : pygpu_ag_bin_s(PYGPU_DIV, g, s)) == NULL) {
             return -1;
         }
         if (n->next[1]) { /* -g * a / b^2 */
-            t = a ? bin_t(PYGPU_MUL, g, a) : bin_s(PYGPU_MUL, g, -s);
+            t = a ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)a) : pygpu_ag_bin_s(PYGPU_MUL, g, -s);
             if (t != NULL && a != NULL) {
-                Py_SETREF(t, un(PYGPU_NEG, t));
+                Py_SETREF(t, pygpu_ag_un(PYGPU_NEG, t));
             }
             if (t != NULL) {
-                Py_SETREF(t, bin_t(PYGPU_DIV, t, b));
+                Py_SETREF(t, pygpu_ag_bin(PYGPU_DIV, t, (PyObject *)b));
             }
             if (t != NULL) {
-                Py_SETREF(t, bin_t(PYGPU_DIV, t, b));
+                Py_SETREF(t, pygpu_ag_bin(PYGPU_DIV, t, (PyObject *)b));
             }
             if (t == NULL) {
                 return -1;
@@ -285,7 +178,7 @@ pygpu_ag_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
     if (out != NULL) {
         return pygpu_ag_binary_inplace(op, out, b);
     }
-    UNRECORDED(pygpu_op_binary(op, a, b, NULL));
+    PYGPU_UNRECORDED(res, pygpu_op_binary(op, a, b, NULL));
     if (res == NULL || res == Py_NotImplemented) {
         return res;
     }
@@ -295,7 +188,7 @@ pygpu_ag_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
         pygpu_ag_save(n, 2, (TensorObject *)res) < 0) {
         Py_CLEAR(n);
     }
-    return finish(res, n);
+    return pygpu_ag_finish(res, n);
 }
 
 /* ------------------------------------------------------------ in place */
@@ -337,8 +230,8 @@ pygpu_ag_binary_inplace(int op, TensorObject *a, PyObject *b)
     /* The rule for a needs b only, which is saved; a's slot holds its
      * pre-op value in no rule. */
     Py_CLEAR(n->saved[0]);
-    UNRECORDED(pygpu_op_binary(op, (PyObject *)a, b, a));
-    return finish(res, n);
+    PYGPU_UNRECORDED(res, pygpu_op_binary(op, (PyObject *)a, b, a));
+    return pygpu_ag_finish(res, n);
 }
 
 /* ------------------------------------------------------------- unary */
@@ -382,69 +275,69 @@ unary_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     }
     switch (n->op) {
     case PYGPU_NEG:
-        r = un(PYGPU_NEG, g);
+        r = pygpu_ag_un(PYGPU_NEG, g);
         break;
     case PYGPU_RELU: /* sign(relu(x)) is the 0/1 mask */
     case PYGPU_ABS:
-        t = un(PYGPU_SIGN, v);
-        r = t ? bin_t(PYGPU_MUL, g, t) : NULL;
+        t = pygpu_ag_un(PYGPU_SIGN, v);
+        r = t ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)t) : NULL;
         break;
     case PYGPU_FLOOR: case PYGPU_CEIL: case PYGPU_ROUND: case PYGPU_SIGN:
         r = zeros_of(n, 0);
         break;
     case PYGPU_EXP:
-        r = bin_t(PYGPU_MUL, g, v);
+        r = pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)v);
         break;
     case PYGPU_LOG:
-        r = bin_t(PYGPU_DIV, g, v);
+        r = pygpu_ag_bin(PYGPU_DIV, g, (PyObject *)v);
         break;
     case PYGPU_LOG1P:
-        t = bin_s(PYGPU_ADD, v, 1.0);
-        r = t ? bin_t(PYGPU_DIV, g, t) : NULL;
+        t = pygpu_ag_bin_s(PYGPU_ADD, v, 1.0);
+        r = t ? pygpu_ag_bin(PYGPU_DIV, g, (PyObject *)t) : NULL;
         break;
     case PYGPU_EXPM1:
-        t = bin_s(PYGPU_ADD, v, 1.0);
-        r = t ? bin_t(PYGPU_MUL, g, t) : NULL;
+        t = pygpu_ag_bin_s(PYGPU_ADD, v, 1.0);
+        r = t ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)t) : NULL;
         break;
     case PYGPU_SQRT:
-        t = bin_s(PYGPU_MUL, g, 0.5);
-        r = t ? bin_t(PYGPU_DIV, t, v) : NULL;
+        t = pygpu_ag_bin_s(PYGPU_MUL, g, 0.5);
+        r = t ? pygpu_ag_bin(PYGPU_DIV, t, (PyObject *)v) : NULL;
         break;
     case PYGPU_RSQRT: /* -0.5 g y^3 */
-        t = bin_s(PYGPU_MUL, g, -0.5);
+        t = pygpu_ag_bin_s(PYGPU_MUL, g, -0.5);
         r = t ? mul3(t, v, v) : NULL;
-        Py_XSETREF(r, r ? bin_t(PYGPU_MUL, r, v) : NULL);
+        Py_XSETREF(r, r ? pygpu_ag_bin(PYGPU_MUL, r, (PyObject *)v) : NULL);
         break;
     case PYGPU_SIN:
-        t = un(PYGPU_COS, v);
-        r = t ? bin_t(PYGPU_MUL, g, t) : NULL;
+        t = pygpu_ag_un(PYGPU_COS, v);
+        r = t ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)t) : NULL;
         break;
     case PYGPU_COS:
-        t = un(PYGPU_SIN, v);
-        u = t ? bin_t(PYGPU_MUL, g, t) : NULL;
-        r = u ? un(PYGPU_NEG, u) : NULL;
+        t = pygpu_ag_un(PYGPU_SIN, v);
+        u = t ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)t) : NULL;
+        r = u ? pygpu_ag_un(PYGPU_NEG, u) : NULL;
         break;
     case PYGPU_TANH: /* g (1 - y^2) */
-        t = bin_t(PYGPU_MUL, v, v);
-        u = t ? bin_s(PYGPU_MUL, t, -1.0) : NULL;
-        Py_XSETREF(u, u ? bin_s(PYGPU_ADD, u, 1.0) : NULL);
-        r = u ? bin_t(PYGPU_MUL, g, u) : NULL;
+        t = pygpu_ag_bin(PYGPU_MUL, v, (PyObject *)v);
+        u = t ? pygpu_ag_bin_s(PYGPU_MUL, t, -1.0) : NULL;
+        Py_XSETREF(u, u ? pygpu_ag_bin_s(PYGPU_ADD, u, 1.0) : NULL);
+        r = u ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)u) : NULL;
         break;
     case PYGPU_SIGMOID: /* g y (1 - y) */
-        t = bin_s(PYGPU_MUL, v, -1.0);
-        Py_XSETREF(t, t ? bin_s(PYGPU_ADD, t, 1.0) : NULL);
+        t = pygpu_ag_bin_s(PYGPU_MUL, v, -1.0);
+        Py_XSETREF(t, t ? pygpu_ag_bin_s(PYGPU_ADD, t, 1.0) : NULL);
         r = t ? mul3(g, v, t) : NULL;
         break;
     case PYGPU_RECIPROCAL: /* -g y^2 */
-        t = un(PYGPU_NEG, g);
+        t = pygpu_ag_un(PYGPU_NEG, g);
         r = t ? mul3(t, v, v) : NULL;
         break;
     case PYGPU_SILU: /* g s (1 + x (1 - s)) */
-        t = un(PYGPU_SIGMOID, v);
-        u = t ? bin_s(PYGPU_MUL, t, -1.0) : NULL;
-        Py_XSETREF(u, u ? bin_s(PYGPU_ADD, u, 1.0) : NULL);
-        Py_XSETREF(u, u ? bin_t(PYGPU_MUL, u, v) : NULL);
-        Py_XSETREF(u, u ? bin_s(PYGPU_ADD, u, 1.0) : NULL);
+        t = pygpu_ag_un(PYGPU_SIGMOID, v);
+        u = t ? pygpu_ag_bin_s(PYGPU_MUL, t, -1.0) : NULL;
+        Py_XSETREF(u, u ? pygpu_ag_bin_s(PYGPU_ADD, u, 1.0) : NULL);
+        Py_XSETREF(u, u ? pygpu_ag_bin(PYGPU_MUL, u, (PyObject *)v) : NULL);
+        Py_XSETREF(u, u ? pygpu_ag_bin_s(PYGPU_ADD, u, 1.0) : NULL);
         r = u ? mul3(g, t, u) : NULL;
         break;
     default:
@@ -498,7 +391,7 @@ pygpu_ag_unary(int op, TensorObject *a, TensorObject *out, int inplace)
         return NULL;
     }
     n->op = op;
-    UNRECORDED(pygpu_op_unary(op, a, inplace));
+    PYGPU_UNRECORDED(res, pygpu_op_unary(op, a, inplace));
     if (res != NULL && reads == 1 &&
         pygpu_ag_save(n, 0, (TensorObject *)res) < 0) {
         Py_CLEAR(res);
@@ -507,5 +400,5 @@ pygpu_ag_unary(int op, TensorObject *a, TensorObject *out, int inplace)
         Py_DECREF(n);
         return NULL;
     }
-    return finish(res, n);
+    return pygpu_ag_finish(res, n);
 }

@@ -5,82 +5,11 @@
 
 #include <string.h>
 
-#define UNRECORDED(call)                                                     \
-    do {                                                                     \
-        int was_ = pygpu_set_grad_enabled(0);                                \
-        res = (call);                                                        \
-        pygpu_set_grad_enabled(was_);                                        \
-    } while (0)
-
-static PyObject *
-finish(PyObject *res, pygpu_node *node)
-{
-    if (res == NULL || node == NULL) {
-        Py_XDECREF(res);
-        Py_XDECREF(node);
-        return NULL;
-    }
-    pygpu_ag_set_grad_fn((TensorObject *)res, node);
-    return res;
-}
-
 /* A view of t: shape and strides given. */
 static TensorObject *
 view(TensorObject *t, int ndim, const int64_t *shape, const int64_t *strides)
 {
     return pygpu_tensor_view(t, ndim, shape, strides, 0);
-}
-
-/* t with a size-1 dim (stride 0) inserted at pos. */
-static TensorObject *
-insert_dim(TensorObject *t, int pos)
-{
-    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
-    for (int d = 0, j = 0; d <= t->ndim; d++) {
-        int here = d == pos;
-        shape[d] = here ? 1 : t->shape[j];
-        strides[d] = here ? 0 : t->strides[j++];
-    }
-    return view(t, t->ndim + 1, shape, strides);
-}
-
-/* t with its last two dims swapped. */
-static TensorObject *
-mT(TensorObject *t)
-{
-    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
-    int n = t->ndim;
-    memcpy(shape, t->shape, sizeof(int64_t) * n);
-    memcpy(strides, t->strides, sizeof(int64_t) * n);
-    shape[n - 2] = t->shape[n - 1];
-    shape[n - 1] = t->shape[n - 2];
-    strides[n - 2] = t->strides[n - 1];
-    strides[n - 1] = t->strides[n - 2];
-    return view(t, n, shape, strides);
-}
-
-/* t in another shape of the same count. */
-static TensorObject *
-reshaped(TensorObject *t, int ndim, const int64_t *shape)
-{
-    int64_t strides[PYGPU_MAX_DIMS];
-    TensorObject *c = pygpu_tensor_contiguous(t);
-    if (c == NULL) {
-        return NULL;
-    }
-    pygpu_contiguous_strides(ndim, shape, strides);
-    TensorObject *r = view(c, ndim, shape, strides);
-    Py_DECREF(c);
-    return r;
-}
-
-static TensorObject *
-as_dtype(TensorObject *g, int dtype)
-{
-    if (g->dtype == dtype) {
-        return (TensorObject *)Py_NewRef(g);
-    }
-    return pygpu_tensor_to(g, g->device, dtype);
 }
 
 static TensorObject *
@@ -107,23 +36,23 @@ matmul_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     /* Under autocast the operands may differ in dtype: the products run
      * in the wider one (the engine converts each result back). */
     int dt = pygpu_promote(a->dtype, b->dtype);
-    a1 = as_dtype(a, dt);
-    b1 = as_dtype(b, dt);
-    g1 = as_dtype(g, dt);
+    a1 = pygpu_ag_as_dtype(a, dt);
+    b1 = pygpu_ag_as_dtype(b, dt);
+    g1 = pygpu_ag_as_dtype(g, dt);
     if (a1 != NULL && a->ndim == 1) {
-        Py_SETREF(a1, insert_dim(a1, 0));
+        Py_SETREF(a1, pygpu_ag_insert_dim(a1, 0));
     }
     if (b1 != NULL && b->ndim == 1) {
-        Py_SETREF(b1, insert_dim(b1, 1));
+        Py_SETREF(b1, pygpu_ag_insert_dim(b1, 1));
     }
     if (a1 == NULL || b1 == NULL || g1 == NULL) {
         goto fail;
     }
     if (a->ndim == 1) {
-        Py_SETREF(g1, insert_dim(g1, g1->ndim - (b->ndim == 1 ? 0 : 1)));
+        Py_SETREF(g1, pygpu_ag_insert_dim(g1, g1->ndim - (b->ndim == 1 ? 0 : 1)));
     }
     if (g1 != NULL && b->ndim == 1) {
-        Py_SETREF(g1, insert_dim(g1, g1->ndim));
+        Py_SETREF(g1, pygpu_ag_insert_dim(g1, g1->ndim));
     }
     if (g1 == NULL) {
         goto fail;
@@ -133,14 +62,14 @@ matmul_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
         if (n->next[i] == NULL) {
             continue;
         }
-        t = i == 0 ? mT(b1) : mT(a1);
+        t = i == 0 ? pygpu_ag_mT(b1) : pygpu_ag_mT(a1);
         r = t == NULL ? NULL : i == 0 ? mm(g1, t) : mm(t, g1);
         Py_CLEAR(t);
         if (r != NULL) {
             Py_SETREF(r, pygpu_sum_to(r, op1->ndim, op1->shape));
         }
         if (r != NULL && op->ndim == 1) {
-            Py_SETREF(r, reshaped(r, 1, op->shape));
+            Py_SETREF(r, pygpu_ag_reshaped(r, 1, op->shape));
         }
         if (r == NULL) {
             goto fail;
@@ -159,7 +88,7 @@ PyObject *
 pygpu_ag_matmul(TensorObject *a, TensorObject *b)
 {
     PyObject *res;
-    UNRECORDED(pygpu_op_matmul((PyObject *)a, (PyObject *)b));
+    PYGPU_UNRECORDED(res, pygpu_op_matmul((PyObject *)a, (PyObject *)b));
     if (res == NULL) {
         return NULL;
     }
@@ -173,7 +102,7 @@ pygpu_ag_matmul(TensorObject *a, TensorObject *b)
         (pygpu_ag_save(n, 0, a) < 0 || pygpu_ag_save(n, 1, b) < 0)) {
         Py_CLEAR(n);
     }
-    return finish(res, n);
+    return pygpu_ag_finish(res, n);
 }
 
 /* ------------------------------------------------------------ linear */
@@ -192,8 +121,8 @@ linear_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     }
     /* Under autocast x and w may differ in dtype: the products run in w's
      * (the engine converts each result back to its input's dtype). */
-    gy = as_dtype(g, w->dtype);
-    xc = as_dtype(x, w->dtype);
+    gy = pygpu_ag_as_dtype(g, w->dtype);
+    xc = pygpu_ag_as_dtype(x, w->dtype);
     if (xc == NULL) {
         goto fail;
     }
@@ -217,11 +146,11 @@ linear_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     }
     if (n->next[1]) {
         if (x->ndim == 1) { /* the outer product gy x^T */
-            t = insert_dim(gy, 1);
-            u = t ? insert_dim(x, 0) : NULL;
+            t = pygpu_ag_insert_dim(gy, 1);
+            u = t ? pygpu_ag_insert_dim(x, 0) : NULL;
         }
         else {
-            t = mT(gy);
+            t = pygpu_ag_mT(gy);
             u = (TensorObject *)Py_NewRef(x);
         }
         grads[1] = t && u ? mm(t, u) : NULL;
@@ -246,7 +175,7 @@ pygpu_ag_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
                 int relu)
 {
     PyObject *res;
-    UNRECORDED(pygpu_op_linear(x, w, bias, relu));
+    PYGPU_UNRECORDED(res, pygpu_op_linear(x, w, bias, relu));
     if (res == NULL) {
         return NULL;
     }
@@ -261,7 +190,7 @@ pygpu_ag_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
             Py_CLEAR(n);
         }
     }
-    return finish(res, n);
+    return pygpu_ag_finish(res, n);
 }
 
 /* ------------------------------------------------------ views, copies */
@@ -273,7 +202,7 @@ view_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     TensorObject *r = NULL;
     switch (n->op) {
     case PYGPU_AG_RESHAPE:
-        r = reshaped(g, n->in_ndim[0], n->in_shape[0]);
+        r = pygpu_ag_reshaped(g, n->in_ndim[0], n->in_shape[0]);
         break;
     case PYGPU_AG_PERMUTE: /* output dim i was input dim perm[i] */
         for (int i = 0; i < g->ndim; i++) {
@@ -323,14 +252,14 @@ pygpu_ag_view(int kind, TensorObject *in, const int *perm, PyObject *key,
         }
         n->key = Py_XNewRef(key);
     }
-    return finish(res, n);
+    return pygpu_ag_finish(res, n);
 }
 
 TensorObject *
 pygpu_ag_to(TensorObject *src, pygpu_device dev, int dtype)
 {
     PyObject *res;
-    UNRECORDED((PyObject *)pygpu_tensor_to(src, dev, dtype));
+    PYGPU_UNRECORDED(res, (PyObject *)pygpu_tensor_to(src, dev, dtype));
     return (TensorObject *)pygpu_ag_view(PYGPU_AG_COPY, src, NULL, NULL,
                                          res);
 }
@@ -426,12 +355,9 @@ pygpu_ag_cat(PyObject *const *items, int n, int dim, int stack,
                                            : "CatBackward0",
                                      cat_backward, n,
                                      (TensorObject *const *)items);
-    if (node == NULL) {
-        Py_DECREF(res);
-        return NULL;
+    if (node != NULL) {
+        node->op = dim;
+        node->flag = stack;
     }
-    node->op = dim;
-    node->flag = stack;
-    pygpu_ag_set_grad_fn((TensorObject *)res, node);
-    return res;
+    return pygpu_ag_finish(res, node);
 }

@@ -73,10 +73,5 @@ pygpu_ag_where(TensorObject *cond, PyObject *x, PyObject *y, PyObject *res,
             Py_CLEAR(n);
         }
     }
-    if (n == NULL) {
-        Py_DECREF(res);
-        return NULL;
-    }
-    pygpu_ag_set_grad_fn((TensorObject *)res, n);
-    return res;
+    return pygpu_ag_finish(res, n);
 }

@@ -1,7 +1,7 @@
 """Adam and AdamW (torch's rules, bias-corrected moments)."""
 import math
 
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.grad_mode import no_grad
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -33,10 +33,7 @@ class Adam(Optimizer):
 
     @no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
+        loss = self._closure_loss(closure)
         for g in self.param_groups:
             lr, (b1, b2), eps = g["lr"], g["betas"], g["eps"]
             wd = g["weight_decay"]

@@ -2,6 +2,7 @@
 from copy import deepcopy
 
 from .._C import Tensor
+from ..autograd.grad_mode import enable_grad
 
 __all__ = ["Optimizer"]
 
@@ -43,6 +44,15 @@ class Optimizer:
         for k, v in self.defaults.items():
             group.setdefault(k, v)
         self.param_groups.append(group)
+
+    @staticmethod
+    def _closure_loss(closure):
+        """The loss closure() gives (grad mode on inside a step), or
+        None."""
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
 
     def zero_grad(self, set_to_none=True):
         for g in self.param_groups:

@@ -1,6 +1,6 @@
 """SGD with momentum, dampening, Nesterov and weight decay (torch's
 rule)."""
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.grad_mode import no_grad
 from .optimizer import Optimizer
 
 __all__ = ["SGD"]
@@ -29,10 +29,7 @@ class SGD(Optimizer):
 
     @no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
+        loss = self._closure_loss(closure)
         for g in self.param_groups:
             lr, mom, damp = g["lr"], g["momentum"], g["dampening"]
             wd, nesterov = g["weight_decay"], g["nesterov"]
