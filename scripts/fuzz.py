@@ -39,7 +39,7 @@ CLEAN = (TypeError, ValueError, RuntimeError, IndexError)
 KNOWN = ()
 KNOWN_SEEN = []
 FAMILIES = ["unary", "binary", "in_place", "reduce", "matmul", "shape",
-            "index", "bad"]
+            "index", "bad", "bad_more"]
 DEVICE = "cpu"
 
 
@@ -593,6 +593,54 @@ def fam_bad(rng):
     # Strict: the last ten calls are wrong whatever x and y are.
     expect_clean_error(calls[i], must_raise=i >= len(calls) - 10,
                        what=f"bad call #{i} with {x!r}, {y!r}")
+
+
+def fam_bad_more(rng):
+    """Junk arguments to the newer API: dtypes, comparisons, masks, math,
+    reductions, joining, indexing, creation, autograd, optimizers and
+    losses.  Any clean error (or a result) is fine; nothing may crash."""
+    F = pygpu.nn.functional
+    t = pygpu.ones(2, 3, device=DEVICE)
+    g = pygpu.ones(2, 3, device=DEVICE, requires_grad=True)
+    x = junk(rng)
+    y = junk(rng)
+    calls = [
+        lambda: t == x, lambda: t < x, lambda: pygpu.eq(t, x),
+        lambda: pygpu.isclose(t, x), lambda: pygpu.where(x, t, y),
+        lambda: pygpu.where(t > 0, x, y), lambda: t.masked_fill(x, y),
+        lambda: t.masked_fill(t > 0, x), lambda: t[t > x],
+        lambda: t.__setitem__(t > 0, x), lambda: pygpu.logical_and(t, x),
+        lambda: t & x, lambda: ~t, lambda: t.to(pygpu.bool) ^ x,
+        lambda: t.any(x), lambda: t.all(x, y), lambda: t ** x,
+        lambda: x ** t, lambda: pygpu.pow(t, x), lambda: t.clamp(x, y),
+        lambda: pygpu.maximum(t, x), lambda: t % x, lambda: t // x,
+        lambda: pygpu.fmod(t, x), lambda: t.softmax(x),
+        lambda: t.log_softmax(x), lambda: t.logsumexp(x),
+        lambda: t.cumsum(x), lambda: t.cumprod(x, dtype=y),
+        lambda: t.var(x), lambda: t.std(x, correction=y),
+        lambda: t.norm(x), lambda: t.argmax(x), lambda: t.min(x, y),
+        lambda: t.prod(x), lambda: t.amax(x), lambda: pygpu.cat(x),
+        lambda: pygpu.cat([t, x]), lambda: pygpu.stack([t, x], y),
+        lambda: t.split(x), lambda: t.chunk(x, y), lambda: t.narrow(x, y, 1),
+        lambda: t.unbind(x), lambda: t.flip(x), lambda: t.repeat(x, y),
+        lambda: pygpu.index_select(t, x, y), lambda: pygpu.gather(t, x, y),
+        lambda: t[[x, y]], lambda: t.__setitem__([x], y),
+        lambda: pygpu.arange(x), lambda: pygpu.arange(x, y),
+        lambda: pygpu.linspace(x, y, 3), lambda: pygpu.eye(x, y),
+        lambda: t.new_zeros(x), lambda: t.new_full(x, y), lambda: t.type(x),
+        lambda: t.to(x, y), lambda: t.resize_(x), lambda: t.bfloat16() + x,
+        lambda: pygpu.add(t, t, out=x), lambda: pygpu.exp(t, out=x),
+        lambda: g.requires_grad_(x), lambda: (g * 2).backward(x),
+        lambda: (g * 2).sum().backward(retain_graph=x),
+        lambda: pygpu.autograd.grad(g.sum(), x),
+        lambda: pygpu.autograd.grad(x, g), lambda: g.__setattr__("grad", x),
+        lambda: pygpu.optim.SGD(x), lambda: pygpu.optim.Adam([g], lr=x),
+        lambda: F.cross_entropy(t, x), lambda: F.mse_loss(t, x),
+        lambda: F.cross_entropy(t, pygpu.tensor([0, 1], device=DEVICE),
+                                label_smoothing=x),
+    ]
+    i = int(rng.integers(len(calls)))
+    expect_clean_error(calls[i], what=f"bad call #{i} with {x!r}, {y!r}")
 
 
 def check_one(rng, family):

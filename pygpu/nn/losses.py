@@ -23,11 +23,15 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-def _check(name, input, target):
-    for arg, x in (("input", input), ("target", target)):
+def _tensors(name, **args):
+    for arg, x in args.items():
         if not isinstance(x, Tensor):
             raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not "
                             f"{type(x).__name__}")
+
+
+def _check(name, input, target):
+    _tensors(name, input=input, target=target)
     if input.shape != target.shape:
         warnings.warn(f"Using a target size ({target.shape}) that is "
                       f"different to the input size ({input.shape}). This "
@@ -83,6 +87,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100,
              reduction="mean"):
     """-input[i, target[i]] * weight[target[i]], reduced; input holds
     log-probabilities with classes in dim 1."""
+    _tensors("nll_loss", input=input, target=target)
     logp = _classes_last(input)
     onehot, per, wsum, _ = _class_weights(target, logp.shape[-1], weight,
                                           ignore_index, input.device,
@@ -100,6 +105,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100,
     class probabilities (a float target of input's shape),
     -sum(weight * target * log_softmax(input)); label_smoothing mixes the
     target with the uniform distribution, as torch's."""
+    _tensors("cross_entropy", input=input, target=target)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError("label_smoothing must be between 0.0 and 1.0. Got: "
                          f"{label_smoothing}")
