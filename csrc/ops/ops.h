@@ -258,6 +258,37 @@ int pygpu_geom_build(pygpu_geom *g, int ndim, const int64_t *shape, int nops,
 extern PyMethodDef pygpu_split_functions[]; /* ops_split.c */
 extern PyMethodDef pygpu_flip_functions[];  /* ops_flip.c */
 
+/* The function fname(input, ...) and the method t.fname(...) of
+ * `PyObject *fname##_impl(TensorObject *t, PyObject **args)`, reading the
+ * names of the array fname##_names ("input" first): the first `pos` after
+ * input may come positionally, the first `required` must be given. */
+#define PYGPU_FUNCTION_AND_METHOD(fname, pos, required)                      \
+    enum {                                                                   \
+        fname##_n = sizeof(fname##_names) / sizeof(fname##_names[0])         \
+    };                                                                       \
+    static PyObject *fname##_fn(PyObject *self, PyObject *const *args,       \
+                                Py_ssize_t nargs, PyObject *kwnames)         \
+    {                                                                        \
+        PyObject *a[fname##_n];                                              \
+        if (pygpu_parse_args(#fname, args, nargs, kwnames, fname##_names,    \
+                             fname##_n, (pos) + 1, (required) + 1, a) < 0 || \
+            pygpu_tensor_arg(a[0], #fname, "input") < 0) {                   \
+            return NULL;                                                     \
+        }                                                                    \
+        return fname##_impl((TensorObject *)a[0], a + 1);                    \
+    }                                                                        \
+    PyObject *pygpu_t_##fname(PyObject *op, PyObject *const *args,           \
+                              Py_ssize_t nargs, PyObject *kwnames)           \
+    {                                                                        \
+        PyObject *a[fname##_n];                                              \
+        if (pygpu_parse_args(#fname, args, nargs, kwnames,                   \
+                             fname##_names + 1, fname##_n - 1, (pos),        \
+                             (required), a) < 0) {                           \
+            return NULL;                                                     \
+        }                                                                    \
+        return fname##_impl((TensorObject *)op, a);                          \
+    }
+
 /* ------------------------------------------------- integer indexing */
 extern PyMethodDef pygpu_index_functions[]; /* ops_index.c */
 /* One GATHER over shape[0..nd): the dense operand, the indexed one

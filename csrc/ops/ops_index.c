@@ -231,35 +231,8 @@ static const char *const index_select_names[] = {"input", "dim", "index"};
 static const char *const gather_names[] = {"input", "dim", "index",
                                            "sparse_grad"};
 
-#define INDEX_OP(fname)                                                      \
-    enum {                                                                   \
-        fname##_n = sizeof(fname##_names) / sizeof(fname##_names[0])         \
-    };                                                                       \
-    static PyObject *fname##_fn(PyObject *self, PyObject *const *args,       \
-                                Py_ssize_t nargs, PyObject *kwnames)         \
-    {                                                                        \
-        PyObject *a[fname##_n];                                              \
-        if (pygpu_parse_args(#fname, args, nargs, kwnames, fname##_names,    \
-                             fname##_n, 3, 3, a) < 0 ||                      \
-            pygpu_tensor_arg(a[0], #fname, "input") < 0) {                   \
-            return NULL;                                                     \
-        }                                                                    \
-        return fname##_impl((TensorObject *)a[0], a + 1);                    \
-    }                                                                        \
-    PyObject *pygpu_t_##fname(PyObject *op, PyObject *const *args,           \
-                              Py_ssize_t nargs, PyObject *kwnames)           \
-    {                                                                        \
-        PyObject *a[fname##_n];                                              \
-        if (pygpu_parse_args(#fname, args, nargs, kwnames,                   \
-                             fname##_names + 1, fname##_n - 1, 2, 2,         \
-                             a) < 0) {                                       \
-            return NULL;                                                     \
-        }                                                                    \
-        return fname##_impl((TensorObject *)op, a);                          \
-    }
-
-INDEX_OP(index_select)
-INDEX_OP(gather)
+PYGPU_FUNCTION_AND_METHOD(index_select, 2, 2)
+PYGPU_FUNCTION_AND_METHOD(gather, 2, 2)
 
 PyMethodDef pygpu_index_functions[] = {
     {"index_select", FASTKW(index_select_fn),

@@ -263,36 +263,11 @@ pygpu_t_expand_as(PyObject *op, PyObject *other)
     return r;
 }
 
-/* The function fname(input, ...) and the method t.fname(...) of impl,
- * whose arguments after input are names[1..nnames), the first `required`
- * of them required. */
+/* fname's names after "input", the first `required` of them required;
+ * all may come positionally. */
 #define SPLIT_OP(fname, required, ...)                                       \
     static const char *const fname##_names[] = {"input", __VA_ARGS__};      \
-    enum {                                                                   \
-        fname##_n = sizeof(fname##_names) / sizeof(fname##_names[0])         \
-    };                                                                       \
-    static PyObject *fname##_fn(PyObject *self, PyObject *const *args,       \
-                                Py_ssize_t nargs, PyObject *kwnames)         \
-    {                                                                        \
-        PyObject *a[fname##_n];                                              \
-        if (pygpu_parse_args(#fname, args, nargs, kwnames, fname##_names,    \
-                             fname##_n, fname##_n, (required) + 1, a) < 0 || \
-            pygpu_tensor_arg(a[0], #fname, "input") < 0) {                   \
-            return NULL;                                                     \
-        }                                                                    \
-        return fname##_impl((TensorObject *)a[0], a + 1);                    \
-    }                                                                        \
-    PyObject *pygpu_t_##fname(PyObject *op, PyObject *const *args,           \
-                              Py_ssize_t nargs, PyObject *kwnames)           \
-    {                                                                        \
-        PyObject *a[fname##_n];                                              \
-        if (pygpu_parse_args(#fname, args, nargs, kwnames,                   \
-                             fname##_names + 1, fname##_n - 1,               \
-                             fname##_n - 1, (required), a) < 0) {            \
-            return NULL;                                                     \
-        }                                                                    \
-        return fname##_impl((TensorObject *)op, a);                          \
-    }
+    PYGPU_FUNCTION_AND_METHOD(fname, fname##_n - 1, required)
 
 SPLIT_OP(split, 1, "split_size_or_sections", "dim")
 SPLIT_OP(chunk, 1, "chunks", "dim")
