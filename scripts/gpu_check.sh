@@ -212,7 +212,8 @@ if wanted selftests; then
         "$TMP/kselftest"
     step selftests blas_build 120 "$OUT/logs/blas_selftest_build.log" \
         gcc -std=c11 -O2 -I csrc -I "$CUDA_ROOT/include" \
-        tests/native/blas_selftest/*.c -L "$CUDA_ROOT/lib64" \
+        tests/native/blas_selftest/*.c csrc/cuda/cuda_blas_gemm.c \
+        csrc/cuda/cuda_blas_lt.c -L "$CUDA_ROOT/lib64" \
         -Wl,-rpath,"$CUDA_ROOT/lib64" -lcublasLt -lcublas -lcudart \
         -o "$TMP/blasselftest"
     step selftests blas 180 "$OUT/logs/blas_selftest.log" \

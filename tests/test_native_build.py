@@ -1,7 +1,7 @@
 """The cuBLAS self-test (tests/native/blas_selftest) needs a GPU to run;
 without one it is still compiled here, against the toolkit's headers when
-they are present, so that it keeps up with the headers it shares with the
-extension.  scripts/gpu_check.sh builds and runs it, and the kernel
+they are present, with the extension's Python-free call sequences
+(csrc/cuda/cuda_blas_gemm.c, cuda_blas_lt.c) that it runs as they are.  scripts/gpu_check.sh builds and runs it, and the kernel
 self-test, on a GPU machine."""
 import glob
 import os
@@ -30,6 +30,9 @@ def test_blas_selftest_compiles():
     sources = sorted(glob.glob(os.path.join(ROOT, "tests", "native",
                                             "blas_selftest", "*.c")))
     assert sources
+    # The extension's own call sequences, which the self-test runs as-is.
+    sources += [os.path.join(ROOT, "csrc", "cuda", f)
+                for f in ("cuda_blas_gemm.c", "cuda_blas_lt.c")]
     r = subprocess.run([cc, "-std=c11", "-fsyntax-only", "-Wall", "-I",
                         os.path.join(ROOT, "csrc"), "-I", inc, *sources],
                        capture_output=True, text=True, timeout=120)

@@ -1,5 +1,7 @@
-/* cuda_blas_internal.h - what cuda_blas.c (handles, workspace, gemm,
- * matmul) shares with cuda_blaslt.c (the cuBLASLt plan cache, linear).
+/* cuda_blas_internal.h - what cuda_blas.c (handles, workspace, matmul),
+ * cuda_blaslt.c (the cuBLASLt plan cache, linear) and the Python-free
+ * call sequences of cuda_blas_gemm.c and cuda_blas_lt.c share (the
+ * self-test in tests/native/blas_selftest runs the latter two as they are).
  * Not part of the extension's cross-file contract (that is blas.h).
  *
  * Locking.  One mutex guards every device's handles, workspace and stream
@@ -70,13 +72,15 @@ int pygpu_blas_check(cublasStatus_t st, const char *call, pygpu_blas_err *e);
 int pygpu_blas_cuda_check(cudaError_t err, const char *call,
                           const char *file, int line, pygpu_blas_err *e);
 
-/* Run a planned gemm, C = op(A) op(B) (accumulate 0) or C += op(A) op(B)
+/* (cuda_blas_gemm.c, no Python.)  Run a planned gemm, C = op(A) op(B) (accumulate 0) or C += op(A) op(B)
  * (accumulate 1: beta 1, the sum rounded once), on d bound to `stream`.
  * For PYGPU_GEMM_ZERO (k == 0) C is zero-filled, or left as it is when
- * accumulating.  dtype is a supported pygpu_scalar.  0, or -1 with *e. */
+ * accumulating.  dtype is a supported pygpu_scalar.  force64 takes the
+ * 64-bit entry points even where the sizes fit an int (the self-test's
+ * way to check them; the extension passes 0).  0, or -1 with *e. */
 int pygpu_blas_gemm(pygpu_blas_dev *d, int dtype, int tf32, int kind,
                     const pygpu_gemm_plan *p, void *c, int accumulate,
-                    cudaStream_t stream, pygpu_blas_err *e);
+                    int force64, cudaStream_t stream, pygpu_blas_err *e);
 
 /* The cuda data type, cuBLAS compute type and scale type of a dtype;
  * -1 for a dtype cuBLAS products do not support. */
@@ -90,5 +94,46 @@ int pygpu_blas_raise_dtype(const char *op, int dtype);
  * cannot take); returns -1. */
 int pygpu_blas_raise_layout(const char *op, int kind, const pygpu_mat *a,
                             const pygpu_mat *b);
+
+/* ------------------------------------ cuda_blas_lt.c (no Python) */
+/* A linear problem as cuBLASLt's heuristic sees it: all int64_t, so no
+ * padding and memcmp compares keys. */
+typedef struct pygpu_lt_key {
+    int64_t device, dtype, tf32, epilogue;
+    int64_t trans_a, trans_b, m, n, k, lda, ldb, ldc;
+    int64_t align_a, align_b, align_c, align_bias;
+} pygpu_lt_key;
+
+/* A built plan (a cache slot of cuda_blaslt.c). */
+typedef struct pygpu_lt_plan {
+    pygpu_lt_key key;
+    int used;
+    int use_lt; /* 0: cuBLASLt cannot run this problem: use the fallback */
+    uint64_t last_use;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc; /* lc describes both C and D */
+    cublasLtMatmulAlgo_t algo;
+} pygpu_lt_plan;
+
+/* Whether linear may try cuBLASLt for this plan kind, sizes and bias. */
+int pygpu_lt_eligible(int kind, const pygpu_gemm_plan *p, const void *bias);
+/* The key of out = op(A) op(B) (+ bias) (relu) on `device`. */
+void pygpu_lt_key_make(pygpu_lt_key *key, int device, int dtype, int tf32,
+                       const pygpu_gemm_plan *p, const void *out,
+                       const void *bias, int relu);
+/* Fill s for `key`: descriptors, layouts, and one algorithm from the
+ * heuristic (or use_lt = 0 when there is none).  0, or -1 with *e and s
+ * emptied. */
+int pygpu_lt_plan_build(pygpu_blas_dev *d, pygpu_lt_plan *s,
+                        const pygpu_lt_key *key, const pygpu_gemm_plan *p,
+                        const void *bias, pygpu_blas_err *e);
+/* Destroy s's descriptors and zero it. */
+void pygpu_lt_plan_clear(pygpu_lt_plan *s);
+/* Run s (with this bias pointer) on `stream`: 1 done, 0 when the fallback
+ * must run it (no algorithm, or refused: then use_lt is cleared), -1
+ * with *e. */
+int pygpu_lt_plan_run(pygpu_blas_dev *d, pygpu_lt_plan *s,
+                      const pygpu_gemm_plan *p, void *out, const void *bias,
+                      cudaStream_t stream, pygpu_blas_err *e);
 
 #endif /* PYGPU_CUDA_BLAS_INTERNAL_H */

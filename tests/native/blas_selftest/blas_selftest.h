@@ -3,21 +3,23 @@
  * csrc/cuda/cuda_blaslt.c, with the same row-major mapping (csrc/cuda/blas_layout.h),
  * and check them against a host product in double.
  *
- * No Python: the sequences are restated here (gemm with the 32- and 64-bit
- * entry points, the k == 0 memset, cuBLASLt descriptors / layouts /
+ * No Python: the extension's call sequences live in two Python-free files,
+ * csrc/cuda/cuda_blas_gemm.c and csrc/cuda/cuda_blas_lt.c, which are
+ * compiled into this program and run as they are (gemm with the 32- and
+ * 64-bit entry points, the k == 0 memset, cuBLASLt descriptors / layouts /
  * alignment preferences / heuristic / epilogues with a descriptor reused
- * for a second bias pointer, the workspace handed over between streams).
- * Where the extension takes the fallback (no cuBLASLt algorithm, or a
- * bias under 16-byte alignment) the fallback's sequence is restated too:
- * the output is filled with the bias (here by a copy from the host, in the
- * extension by the bias_act kernel's PYGPU_BIAS_FILL mode) and the gemm
- * accumulates into it (beta 1); only the relu kernel is applied on the
- * host, so the gemm part is still checked.
+ * for a second bias pointer, linear's routing, the workspace handed over
+ * between streams).  Where the extension takes the fallback (no cuBLASLt
+ * algorithm, or a bias under 16-byte alignment) the output is filled with
+ * the bias (here by a copy from the host, in the extension by the bias_act
+ * kernel's PYGPU_BIAS_FILL mode) and the real gemm accumulates into it
+ * (beta 1); only the relu kernel is applied on the host, so the gemm part
+ * is still checked.
  *
  * The files of tests/native/blas_selftest/:
  *   harness.c          globals, host conversions, operands and buffers,
  *                      tolerances, report / skip counters
- *   sequences.c        the extension's cuBLAS / cuBLASLt call sequences
+ *   sequences.c        the extension's sequences on the self-test's handles
  *   gemm.c             matmul and linear over layouts, big batches, the
  *                      stream switch
  *   true_fp32.c        float32 without TF32 is true FP32
@@ -30,7 +32,8 @@
  * slash and a star would end this comment):
  *
  *   gcc -std=c11 -O2 -I csrc -I $CUDA_HOME/include \
- *       tests/native/blas_selftest/[a-z]*.c -o blas_selftest \
+ *       tests/native/blas_selftest/[a-z]*.c csrc/cuda/cuda_blas_gemm.c \
+ *       csrc/cuda/cuda_blas_lt.c -o blas_selftest \
  *       -L $CUDA_HOME/lib64 -lcublasLt -lcublas -lcudart
  *
  * Prints each failure ("FAIL <case> ..."), each skipped case ("SKIP <case>:
@@ -57,6 +60,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/blas_layout.h"
+#include "cuda/cuda_blas_internal.h"
 #include "../test_layouts.h"
 
 /* dtype codes as in kernels.h (not included: it is the extension's). */
@@ -65,7 +69,6 @@ extern const char *dtype_name[];
 extern const int dtype_size[];
 
 #define WORKSPACE_BYTES ((size_t)32 << 20)
-#define MIN_BIAS_ALIGN 16
 
 /* Defined in harness.c. */
 extern int passed, failed, skipped, lt_used, lt_fallback;
@@ -143,7 +146,7 @@ void report(int ok, const char *what, int dtype, int tf32, int64_t m,
 /* A case that cannot run here: not a failure, but named and counted. */
 void skip(const char *what, const char *why);
 
-/* ------------------------------ sequences.c: the extension's sequences */
+/* ------------------- sequences.c: the extension's sequences, run as-is */
 /* pygpu_blas_gemm: force64 takes the _64 entry points even when the sizes
  * fit an int; accumulate gives C += op(A) op(B) (beta 1, one rounding),
  * and leaves C as it is for k == 0. */
@@ -151,20 +154,12 @@ cublasStatus_t run_gemm(int dtype, int tf32, int kind,
                         const pygpu_gemm_plan *p, void *c,
                         cudaStream_t stream, int force64, int accumulate);
 
-/* A cuBLASLt plan: lt_plan_build of cuda_blaslt.c. */
-typedef struct lt_plan {
-    int use_lt;
-    int dtype, tf32; /* to name a failure */
-    cublasLtMatmulDesc_t desc;
-    cublasLtMatrixLayout_t la, lb, lc;
-    cublasLtMatmulAlgo_t algo;
-} lt_plan;
-
-void lt_build(lt_plan *s, int dtype, int tf32, const pygpu_gemm_plan *p,
+/* A cuBLASLt plan (pygpu_lt_plan, cuda_blas_internal.h), built fresh. */
+void lt_build(pygpu_lt_plan *s, int dtype, int tf32, const pygpu_gemm_plan *p,
               const void *out, const void *bias, int relu);
-void lt_free(lt_plan *s);
+void lt_free(pygpu_lt_plan *s);
 /* lt_run of cuda_blaslt.c on a built plan: 1 done, 0 fallback. */
-int lt_exec(lt_plan *s, const pygpu_gemm_plan *p, void *out,
+int lt_exec(pygpu_lt_plan *s, const pygpu_gemm_plan *p, void *out,
             const void *bias, cudaStream_t stream);
 /* The fallback of pygpu_cuda_linear: bias fill, then gemm with beta 1. */
 cublasStatus_t linear_fallback(int dtype, int tf32, int kind,

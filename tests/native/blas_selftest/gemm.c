@@ -74,7 +74,7 @@ void test_linear(int dtype, int tf32, int64_t rows, int64_t out_f,
     operand ox, ow;
     pygpu_mat wt;
     pygpu_gemm_plan p;
-    lt_plan plan;
+    pygpu_lt_plan plan;
     double *bias_h = NULL, *got = NULL;
     void *bias_tmp = NULL, *bias_base[2] = {NULL, NULL}, *bias_d[2] = {NULL, NULL};
     void *obase = NULL, *out;
@@ -103,9 +103,7 @@ void test_linear(int dtype, int tf32, int64_t rows, int64_t out_f,
     }
     kind = pygpu_gemm_plan_make(&ox.mat, &wt, 1, &p);
     memset(&plan, 0, sizeof(plan));
-    if (kind == PYGPU_GEMM_CALL && pygpu_gemm_plan_fits_int(&p) &&
-        p.m > 1 && p.k > 1 &&
-        (!with_bias || pygpu_ptr_alignment(bias_d[0]) >= MIN_BIAS_ALIGN)) {
+    if (pygpu_lt_eligible(kind, &p, with_bias ? bias_d[0] : NULL)) {
         lt_build(&plan, dtype, tf32, &p, out, bias_d[0], relu);
         for (round = 0; round < 2; round++) {
             used_lt = lt_exec(&plan, &p, out, bias_d[round], 0);

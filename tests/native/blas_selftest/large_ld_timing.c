@@ -114,7 +114,7 @@ void time_thin_path(void)
     pygpu_mat x = {NULL, 64, 256, 256, 1, 0}, w = {NULL, 256, 256, 256, 1, 0};
     pygpu_mat wt;
     pygpu_gemm_plan p;
-    lt_plan plan;
+    pygpu_lt_plan plan;
     void *dx, *dw, *db, *dc;
     double t0, t_lt, t_gemm;
     int64_t i;

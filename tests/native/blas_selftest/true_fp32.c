@@ -48,7 +48,7 @@ void test_true_fp32(int use_lt, int tf32)
     b.ptr = db; /* symmetric, so as linear's w it is its own transpose */
     pygpu_gemm_plan_make(&a, &b, 1, &p);
     if (use_lt) {
-        lt_plan plan;
+        pygpu_lt_plan plan;
         lt_build(&plan, F32, tf32, &p, dc, NULL, 0);
         if (!plan.use_lt) {
             skip(name, "no cuBLASLt algorithm for this problem; the "
