@@ -163,6 +163,8 @@ def init_process_group(backend=None, init_method=None, timeout=None,
         names = _parse_backend(backend)
         classes = {n: _backend.backend_class(n)[0] for n in names.values()}
         prefix = f"init{next(_state['inits'])}"
+        _preflight(classes, rank, world_size)  # before any waiting
+        own_store = store is None
         if store is not None:
             if rank < 0 or world_size <= 0:
                 raise ValueError("rank and world_size must be given with a "
@@ -176,28 +178,45 @@ def init_process_group(backend=None, init_method=None, timeout=None,
         else:
             store, rank, world_size = rendezvous(init_method or "env://",
                                                  rank, world_size, timeout)
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank {rank} is out of range for a world of "
-                             f"{world_size}")
-        for cls in classes.values():
-            cls.preflight(rank, world_size)
-        if store is not None:
-            check_world(store, rank, world_size, timeout.total_seconds(),
-                        prefix)
-        backends = {}
-        made = {}
-        for dev, name in names.items():
-            if name not in made:
-                cls = classes[name]
-                sub = PrefixStore(f"{prefix}/{name}", store) \
-                    if store is not None else None
-                made[name] = cls(sub, rank, world_size, timeout)
-            backends[dev] = made[name]
-        pg = ProcessGroup(backends, _backend_string(names), rank,
-                          world_size, range(world_size), timeout, store)
-        pg._prefix = prefix
+        try:
+            pg = _form(names, classes, store, rank, world_size, timeout,
+                       prefix)
+        except BaseException:
+            if own_store and store is not None:
+                store.close()
+            raise
         _state["default"] = pg
         _state["groups"] = []
+
+
+def _preflight(classes, rank, world_size):
+    if world_size < 0 and os.environ.get("WORLD_SIZE", "").isdigit():
+        world_size = int(os.environ["WORLD_SIZE"])
+    if world_size > 0:
+        for cls in classes.values():
+            cls.preflight(rank, world_size)
+
+
+def _form(names, classes, store, rank, world_size, timeout, prefix):
+    """The checks every rank agrees on, then the backends."""
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} is out of range for a world of "
+                         f"{world_size}")
+    for cls in classes.values():
+        cls.preflight(rank, world_size)
+    if store is not None:
+        check_world(store, rank, world_size, timeout.total_seconds(), prefix)
+    backends, made = {}, {}
+    for dev, name in names.items():
+        if name not in made:
+            sub = PrefixStore(f"{prefix}/{name}", store) \
+                if store is not None else None
+            made[name] = classes[name](sub, rank, world_size, timeout)
+        backends[dev] = made[name]
+    pg = ProcessGroup(backends, _backend_string(names), rank, world_size,
+                      range(world_size), timeout, store)
+    pg._prefix = prefix
+    return pg
 
 
 def _mpi_world(rank, world_size):

@@ -94,6 +94,7 @@ def check_world(store, rank, world_size, timeout_s, prefix):
                 continue
             seen[r] = int(s.get(f"world_size/{r}"))
             if seen[r] != world_size:
+                _linger(s, rank, len(seen))
                 raise RuntimeError(
                     f"init_process_group: mismatched world sizes: rank "
                     f"{rank} has world_size {world_size} but rank {r} has "
@@ -110,3 +111,16 @@ def check_world(store, rank, world_size, timeout_s, prefix):
                 f"WORLD_SIZE?)")
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
+
+
+def _linger(s, rank, arrived, limit_s=3.0):
+    """Counts this rank's failure; rank 0, whose process serves a
+    TCPStore, waits (a few seconds at most) until the other ranks seen
+    have read what they need to report the mismatch themselves."""
+    failed = s.add("failed", 1)
+    if rank != 0:
+        return
+    deadline = time.monotonic() + limit_s
+    while failed < arrived and time.monotonic() < deadline:
+        time.sleep(0.01)
+        failed = s.add("failed", 0)
