@@ -8,7 +8,9 @@ offsets, expanded broadcasts), runs the op and checks it against NumPy; the
 "bad" family calls ops with wrong types, None, mismatched shapes, huge or
 negative sizes and out-of-range dims and indices, which must raise
 TypeError, ValueError, RuntimeError or IndexError with a message: never
-SystemError, never another class, never a message-less error.  A crash ends
+SystemError, never another class, never a message-less error.  The
+families of scripts/fuzz_ops.py cover the wider API (comparisons, math,
+more reductions, joining, selecting, casts and promotion).  A crash ends
 the process, so the figures printed then are the crash's report.
 
     python scripts/fuzz.py [-n CALLS] [--seed S] [--device cpu|cuda]
@@ -25,6 +27,7 @@ import traceback
 import numpy as np
 
 import pygpu
+import fuzz_ops
 
 DTYPES = {
     "float16": (pygpu.float16, np.float16, 1e-2),
@@ -39,7 +42,7 @@ CLEAN = (TypeError, ValueError, RuntimeError, IndexError)
 KNOWN = ()
 KNOWN_SEEN = []
 FAMILIES = ["unary", "binary", "in_place", "reduce", "matmul", "shape",
-            "index", "bad", "bad_more"]
+            "index", "bad", "bad_more"] + fuzz_ops.FAMILIES
 DEVICE = "cpu"
 
 
@@ -183,8 +186,9 @@ def compare(got, ref, dt, what, scale=None):
     s = np.abs(ref if scale is None else np.asarray(scale, np.float64))
     tol = DTYPES[dt][2] * max(1.0, float(np.max(s, initial=0.0)))
     same = g[ok] == ref[ok]  # infinities included
-    err = float(np.max(np.where(same, 0.0, np.abs(g[ok] - ref[ok])),
-                       initial=0.0))
+    with np.errstate(invalid="ignore"):
+        err = float(np.max(np.where(same, 0.0, np.abs(g[ok] - ref[ok])),
+                           initial=0.0))
     if err > tol:
         raise Wrong(f"{what}: max error {err:.3g} > {tol:.3g}\n"
                     f"got {g}\nNumPy {ref}")
@@ -644,7 +648,10 @@ def fam_bad_more(rng):
 
 
 def check_one(rng, family):
-    globals()["fam_" + family](rng)
+    if family in fuzz_ops.FAMILIES:
+        getattr(fuzz_ops, "fam_" + family)(rng, sys.modules[__name__])
+    else:
+        globals()["fam_" + family](rng)
 
 
 # ------------------------------------------------------------- long run

@@ -18,7 +18,7 @@
 # gpu_check.json, rewritten after every stage and on exit, says which.
 #
 # GPU_CHECK_SKIP lists stages to leave out ("build tests selftests bench
-# sanitizer").  All stages take about ten minutes, so run it twice:
+# sanitizer fuzz").  All stages take about ten minutes, so run it twice:
 # GPU_CHECK_SKIP="bench sanitizer", then GPU_CHECK_SKIP="tests selftests"
 # (the second build is quick when build/ is kept).  PYGPU_CUDA_ARCH
 # (default here: 90, Hopper) picks targets.
@@ -247,5 +247,12 @@ if wanted sanitizer; then
                 -o faulthandler_timeout="$TEST_TIMEOUT" "$f"
         done
     fi
+fi
+
+# The differential fuzzer on the GPU (10^5 calls against NumPy).
+if wanted fuzz; then
+    step fuzz cuda 300 "$OUT/logs/fuzz_cuda.log" \
+        "$PY" scripts/fuzz.py -n 100000 --device cuda
+    summary
 fi
 # finish (the EXIT trap) writes the summary and sets the exit status.

@@ -31,7 +31,11 @@ FUZZ = settings(max_examples=60 if SANITIZED else 300, derandomize=True,
 # Each family of scripts/fuzz.py: unary ops and view chains; binary ops
 # with broadcasting, scalars and mixed dtypes; in-place ops; sum/mean/max
 # over dims with keepdim; matmul of compatible shapes; reshape/view/flatten/
-# squeeze/unsqueeze/transpose; indexing, read and write; bad arguments.
+# squeeze/unsqueeze/transpose; indexing, read and write; bad arguments;
+# and (scripts/fuzz_ops.py) comparisons and NaN/inf classification, unary
+# and binary math, amax/argmax/prod/any/var/cumsum/softmax/norm, joining
+# and splitting, index_select/gather/masks/where, casts and promotion
+# across all eight dtypes.
 @pytest.mark.parametrize("family", fuzz.FAMILIES)
 @FUZZ
 @given(seed=st.integers(0, 2**63 - 1))

@@ -41,10 +41,11 @@ def sgd_ref(ps, gs, lr, momentum=0, dampening=0, wd=0, nesterov=False,
     return ps
 
 
-def adam_ref(ps, gs, lr, b1, b2, eps, wd, decoupled):
+def adam_ref(ps, gs, lr, b1, b2, eps, wd, decoupled, amsgrad=False):
     ps = [p.copy() for p in ps]
     m = [np.zeros_like(p) for p in ps]
     v = [np.zeros_like(p) for p in ps]
+    vmax = [np.zeros_like(p) for p in ps]
     for t, step in enumerate(gs, 1):
         for i, g in enumerate(step):
             if wd and decoupled:
@@ -53,7 +54,9 @@ def adam_ref(ps, gs, lr, b1, b2, eps, wd, decoupled):
                 g = g + wd * ps[i]
             m[i] = b1 * m[i] + (1 - b1) * g
             v[i] = b2 * v[i] + (1 - b2) * g * g
-            denom = np.sqrt(v[i]) / np.sqrt(1 - b2 ** t) + eps
+            vmax[i] = np.maximum(vmax[i], v[i])
+            vhat = vmax[i] if amsgrad else v[i]
+            denom = np.sqrt(vhat) / np.sqrt(1 - b2 ** t) + eps
             ps[i] = ps[i] - lr / (1 - b1 ** t) * m[i] / denom
     return ps
 
@@ -79,7 +82,9 @@ def test_sgd_against_numpy(device, kw):
 @pytest.mark.parametrize("cls,kw", [
     ("Adam", dict(lr=0.01)), ("Adam", dict(lr=0.02, weight_decay=0.1)),
     ("Adam", dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6)),
-    ("AdamW", dict(lr=0.01)), ("AdamW", dict(lr=0.01, weight_decay=0.3))])
+    ("AdamW", dict(lr=0.01)), ("AdamW", dict(lr=0.01, weight_decay=0.3)),
+    ("Adam", dict(lr=0.01, amsgrad=True)),
+    ("AdamW", dict(lr=0.02, weight_decay=0.1, amsgrad=True))])
 def test_adam_against_numpy(device, cls, kw):
     ps, gs, tp = params_and_grads(device, 2)
     opt = getattr(optim, cls)(tp, **kw)
@@ -87,7 +92,7 @@ def test_adam_against_numpy(device, cls, kw):
     b1, b2 = kw.get("betas", (0.9, 0.999))
     wd = kw.get("weight_decay", 1e-2 if cls == "AdamW" else 0)
     ref = adam_ref(ps, gs, kw["lr"], b1, b2, kw.get("eps", 1e-8), wd,
-                   cls == "AdamW")
+                   cls == "AdamW", kw.get("amsgrad", False))
     for p, r in zip(tp, ref):
         np.testing.assert_allclose(p.detach().cpu().numpy(), r, rtol=1e-10,
                                    atol=1e-12)

@@ -84,6 +84,8 @@ typedef struct {
     PyObject *grad;        /* Tensor or NULL */
     PyObject *grad_fn;     /* the Node that made it, or NULL */
     PyObject *grad_acc;    /* a leaf's AccumulateGrad node (a weakref) */
+    PyObject *hooks;       /* a leaf's register_hook dict, or NULL */
+    PyObject *post_hooks;  /* register_post_accumulate_grad_hook's */
     /* The version counter: every in-place write bumps it, so that a saved
      * tensor that was overwritten is noticed in backward.  A tensor counts
      * in `version` until a view of it is made; then both (and later views)

@@ -52,6 +52,7 @@ struct pygpu_node {
     PyObject *key;                /* an index key */
     PyObject *variable;           /* AccumulateGrad: the leaf */
     PyObject *retained;           /* weakref to an output keeping .grad */
+    PyObject *pre_hooks;          /* its output's register_hook dict */
     PyObject *weakreflist;
     /* The engine's bookkeeping during one backward pass. */
     uint64_t pass;
@@ -196,6 +197,16 @@ extern PyMethodDef pygpu_autograd_functions[];
 int pygpu_autograd_engine_init(void);
 /* _backward((tensors), (grads), retain_graph) as a tuple of arguments. */
 PyObject *pygpu_autograd_backward_args(PyObject *args);
+
+/* ------------------------------------- hooks (autograd_hooks.c) */
+/* The RemovableHandle type and the Tensor's register_hook and
+ * register_post_accumulate_grad_hook methods.  0 or -1. */
+int pygpu_autograd_hooks_register(PyObject *m);
+/* Runs the hooks of a dict {id: hook(grad)} (NULL: none) over *g, in
+ * order; a hook's tensor replaces *g.  0 or -1 with the hook's error. */
+int pygpu_ag_run_hooks(PyObject *hooks, TensorObject **g);
+/* Runs leaf's post-accumulate-grad hooks.  0 or -1. */
+int pygpu_ag_run_post_hooks(TensorObject *leaf);
 
 /* ------------------------------- Tensor attributes (tensor_autograd.c) */
 PyObject *pygpu_t_get_requires_grad(PyObject *op, void *c);

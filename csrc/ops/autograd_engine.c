@@ -20,6 +20,7 @@
 
 static PyThread_type_lock engine_lock; /* made once at module exec */
 static uint64_t passes;                /* under engine_lock */
+static _Thread_local int in_pass;      /* this thread runs a pass */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -202,13 +203,21 @@ fail:
 }
 
 
-/* Runs one Node with the gradient that reached it (may be NULL: zero). */
+/* Runs one Node with the gradient that reached it (*gp, owned; may be
+ * NULL: zero), after its tensor's hooks, which may replace *gp. */
 static int
-run_node(pygpu_node *n, TensorObject *g, const pygpu_pass *pa,
+run_node(pygpu_node *n, TensorObject **gp, const pygpu_pass *pa,
          node_stack *ready)
 {
     TensorObject *grads[PYGPU_NODE_MAX_IN] = {NULL};
     int rc = -1;
+    PyObject *hooks = n->backward == NULL
+                          ? ((TensorObject *)n->variable)->hooks
+                          : n->pre_hooks;
+    if (*gp != NULL && pygpu_ag_run_hooks(hooks, gp) < 0) {
+        return -1;
+    }
+    TensorObject *g = *gp;
     for (int t = 0; t < pa->ntargets; t++) {
         if (pa->targets[t] == n && g != NULL) {
             Py_INCREF(g);
@@ -219,7 +228,11 @@ run_node(pygpu_node *n, TensorObject *g, const pygpu_pass *pa,
     }
     if (n->backward == NULL) { /* AccumulateGrad */
         if (pa->ntargets == 0 && g != NULL) {
-            return accumulate((TensorObject *)n->variable, g);
+            TensorObject *leaf = (TensorObject *)n->variable;
+            if (accumulate(leaf, g) < 0) {
+                return -1;
+            }
+            return pygpu_ag_run_post_hooks(leaf);
         }
         return 0;
     }
@@ -295,7 +308,7 @@ run_pass(int nroots, pygpu_node *const *roots, TensorObject *const *grads,
         pygpu_node *n = ready.items[--ready.n];
         TensorObject *g = n->buf;
         n->buf = NULL;
-        int r = run_node(n, g, pa, &ready);
+        int r = run_node(n, &g, pa, &ready);
         Py_XDECREF(g);
         if (r < 0) {
             goto fail;
@@ -317,13 +330,22 @@ int
 pygpu_autograd_run(int nroots, pygpu_node *const *roots,
                    TensorObject *const *grads, const pygpu_pass *pa)
 {
+    if (in_pass) { /* from a hook: the lock is this thread's already */
+        PyErr_SetString(PyExc_RuntimeError,
+                        "pygpu's autograd cannot run backward() or "
+                        "autograd.grad() from a hook during a backward "
+                        "pass");
+        return -1;
+    }
     if (!PyThread_acquire_lock(engine_lock, NOWAIT_LOCK)) {
         Py_BEGIN_ALLOW_THREADS
         PyThread_acquire_lock(engine_lock, WAIT_LOCK);
         Py_END_ALLOW_THREADS
     }
     int was = pygpu_set_grad_enabled(0);
+    in_pass = 1;
     int rc = run_pass(nroots, roots, grads, pa);
+    in_pass = 0;
     pygpu_set_grad_enabled(was);
     PyThread_release_lock(engine_lock);
     return rc;

@@ -170,6 +170,7 @@ node_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(n->key);
     Py_VISIT(n->variable);
     Py_VISIT(n->retained);
+    Py_VISIT(n->pre_hooks);
     Py_VISIT((PyObject *)n->buf);
     return 0;
 }
@@ -187,6 +188,7 @@ node_clear(PyObject *self)
     Py_CLEAR(n->key);
     Py_CLEAR(n->variable);
     Py_CLEAR(n->retained);
+    Py_CLEAR(n->pre_hooks);
     Py_CLEAR(n->buf);
     return 0;
 }
@@ -299,5 +301,8 @@ pygpu_autograd_register(PyObject *m)
         return -1;
     }
     Node_Type = (PyTypeObject *)type; /* kept for the process */
-    return PyModule_AddObjectRef(m, "Node", type);
+    if (PyModule_AddObjectRef(m, "Node", type) < 0) {
+        return -1;
+    }
+    return pygpu_autograd_hooks_register(m);
 }

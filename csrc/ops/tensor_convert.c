@@ -118,6 +118,11 @@ pygpu_tensor_assign(TensorObject *dst, TensorObject *src)
         pygpu_get_overlap(dst, src) == PYGPU_ALIAS_FULL) {
         return 0; /* x.copy_(x) */
     }
+    if (src->ndim == dst->ndim &&
+        memcmp(src->shape, dst->shape,
+               (size_t)dst->ndim * sizeof(dst->shape[0])) == 0) {
+        return pygpu_tensor_copy_into(dst, src); /* nothing to expand */
+    }
     shape = pygpu_size_new(dst->ndim, dst->shape);
     if (shape == NULL) {
         goto fail;

@@ -25,6 +25,8 @@ tensor_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(t->grad);
     Py_VISIT(t->grad_fn);
     Py_VISIT(t->grad_acc);
+    Py_VISIT(t->hooks);
+    Py_VISIT(t->post_hooks);
     return 0;
 }
 
@@ -36,6 +38,8 @@ tensor_clear(PyObject *self)
     Py_CLEAR(t->grad);
     Py_CLEAR(t->grad_fn);
     Py_CLEAR(t->grad_acc);
+    Py_CLEAR(t->hooks);
+    Py_CLEAR(t->post_hooks);
     /* base is kept until dealloc: data must stay valid while the object
      * can still be reached by other objects being cleared. */
     return 0;
@@ -54,6 +58,8 @@ tensor_dealloc(PyObject *self)
     Py_CLEAR(t->grad);
     Py_CLEAR(t->grad_fn);
     Py_CLEAR(t->grad_acc);
+    Py_CLEAR(t->hooks);
+    Py_CLEAR(t->post_hooks);
     pygpu_version_release(t);
     Py_CLEAR(t->base);
     tp->tp_free(self);

@@ -1,6 +1,7 @@
 """Adam and AdamW (torch's rules, bias-corrected moments)."""
 import math
 
+from .. import _C
 from ..autograd.grad_mode import no_grad
 from .optimizer import Optimizer
 
@@ -10,7 +11,8 @@ __all__ = ["Adam", "AdamW"]
 class Adam(Optimizer):
     """m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
     p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), with
-    g = grad + weight_decay * p (Adam's L2 penalty)."""
+    g = grad + weight_decay * p (Adam's L2 penalty). With amsgrad=True
+    the denominator uses the running maximum of v (torch's rule)."""
 
     _decoupled = False
 
@@ -25,8 +27,6 @@ class Adam(Optimizer):
                 raise ValueError(f"Invalid beta parameter at index {i}: {b}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if amsgrad:
-            raise NotImplementedError("amsgrad=True is not supported yet")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay,
                                       amsgrad=amsgrad, maximize=maximize))
@@ -57,6 +57,12 @@ class Adam(Optimizer):
                 m.mul_(b1).add_(grad, alpha=1 - b1)
                 v.mul_(b2).add_(grad * grad, alpha=1 - b2)
                 step_size = lr / (1 - b1 ** t)
+                if g["amsgrad"]:
+                    vmax = st.get("max_exp_avg_sq")
+                    if vmax is None:
+                        vmax = st["max_exp_avg_sq"] = p.detach().mul(0)
+                    _C.maximum(vmax, v, out=vmax)
+                    v = vmax
                 denom = v.sqrt().div_(math.sqrt(1 - b2 ** t)).add_(eps)
                 p.sub_(m / denom * step_size)
         return loss

@@ -3,6 +3,8 @@
  * tolerances and the pass / fail / skip counters (blas_selftest.h). */
 #include "blas_selftest.h"
 
+#include "cpu/half.h" /* the float16 rules the extension uses */
+
 const char *dtype_name[] = {"float32", "float16", "float64"};
 const int dtype_size[] = {4, 2, 8};
 
@@ -20,73 +22,9 @@ uint64_t rng(void)
     return test_xorshift(&rng_state);
 }
 
-static uint16_t half_from_float(float f)
-{
-    uint32_t x, sign, absx, mant, h, rem;
-    int32_t exp;
-
-    memcpy(&x, &f, sizeof(x));
-    sign = (x >> 16) & 0x8000u;
-    absx = x & 0x7fffffffu;
-    if (absx >= 0x7f800000u) {
-        return (uint16_t)(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0));
-    }
-    if (absx >= 0x477ff000u) {
-        return (uint16_t)(sign | 0x7c00u);
-    }
-    if (absx < 0x38800000u) { /* a half subnormal: round(v * 2^24) */
-        float v;
-        double t;
-        memcpy(&v, &absx, sizeof(v));
-        t = (double)v * 16777216.0; /* exact */
-        h = (uint32_t)t;
-        if (t - (double)h > 0.5 || (t - (double)h == 0.5 && (h & 1u))) {
-            h++;
-        }
-        return (uint16_t)(sign | h);
-    }
-    mant = absx & 0x7fffffu;
-    exp = (int32_t)(absx >> 23) - 127 + 15;
-    h = ((uint32_t)exp << 10) | (mant >> 13);
-    rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) {
-        h++;
-    }
-    return (uint16_t)(sign | h);
-}
-
-/* 2^e, exactly, without libm. */
-static double pow2(int e)
-{
-    double v = 1.0;
-
-    for (; e > 0; e--) {
-        v *= 2.0;
-    }
-    for (; e < 0; e++) {
-        v *= 0.5;
-    }
-    return v;
-}
-
 double absd(double x)
 {
     return x < 0.0 ? -x : x;
-}
-
-static double half_to_double(uint16_t h)
-{
-    int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    double v;
-
-    if (exp == 0) {
-        v = (double)mant * pow2(-24);
-    } else if (exp == 31) {
-        v = mant ? NAN : INFINITY;
-    } else {
-        v = (double)(mant | 0x400) * pow2(exp - 25);
-    }
-    return (h & 0x8000) ? -v : v;
 }
 
 /* A value exactly representable in the dtype. */
@@ -110,7 +48,7 @@ void *to_dtype(int dtype, const double *v, int64_t n)
         if (dtype == F32) {
             ((float *)out)[i] = (float)v[i];
         } else if (dtype == F16) {
-            ((uint16_t *)out)[i] = half_from_float((float)v[i]);
+            ((uint16_t *)out)[i] = pygpu_float_to_half((float)v[i]);
         } else {
             ((double *)out)[i] = v[i];
         }
@@ -124,7 +62,7 @@ static double from_dtype(int dtype, const void *buf, int64_t i)
         return ((const float *)buf)[i];
     }
     if (dtype == F16) {
-        return half_to_double(((const uint16_t *)buf)[i]);
+        return pygpu_half_to_float(((const uint16_t *)buf)[i]);
     }
     return ((const double *)buf)[i];
 }
