@@ -59,6 +59,7 @@ ReduceOp.AVG (sum, then divide; refused for integer and bool tensors by
 the front end) and non-contiguous tensors are the backend's to handle.
 """
 import enum
+import os
 import time
 
 __all__ = ["Backend", "Work", "ReduceOp", "register_backend", "backends",
@@ -150,19 +151,24 @@ class Work:
             else float(timeout))
         deadline = self.started + limit if timeout is None else \
             time.monotonic() + limit
-        spins = 0
-        pause = 20e-6
+        # Engines such as MPI progress only while polled: poll hard at
+        # first, yielding the CPU between polls, then (after 50 ms) sleep
+        # between polls, up to 1 ms, so that a long wait costs little.
+        busy_until = time.monotonic() + 0.05
+        pause = 50e-6
         while True:
             self._poll()
             if self._error is not None:
                 raise self._error
             if self._done:
                 return True
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= deadline:
                 self._error = self._timed_out(limit)
                 raise self._error
-            spins += 1
-            if spins > 100:
+            if now < busy_until:
+                os.sched_yield()
+            else:
                 time.sleep(pause)
                 pause = min(pause * 1.5, 1e-3)
 
