@@ -111,8 +111,12 @@ def _parse_backend(backend):
         names = {}
         for dev, name in _DEFAULT_BACKENDS.items():
             if name in _backend.backends():
-                cls, _ = _backend.backend_class(name)
-                if cls.is_available():
+                try:
+                    cls, _ = _backend.backend_class(name)
+                except ImportError:
+                    continue
+                available = getattr(cls, "is_available", None)
+                if available is None or available():
                     names[dev] = name
         if "cpu" not in names and "cuda" not in names:
             raise RuntimeError("no distributed backend is available: "
@@ -194,7 +198,8 @@ def _preflight(classes, rank, world_size):
         world_size = int(os.environ["WORLD_SIZE"])
     if world_size > 0:
         for cls in classes.values():
-            cls.preflight(rank, world_size)
+            if hasattr(cls, "preflight"):
+                cls.preflight(rank, world_size)
 
 
 def _form(names, classes, store, rank, world_size, timeout, prefix):
@@ -203,7 +208,8 @@ def _form(names, classes, store, rank, world_size, timeout, prefix):
         raise ValueError(f"rank {rank} is out of range for a world of "
                          f"{world_size}")
     for cls in classes.values():
-        cls.preflight(rank, world_size)
+        if hasattr(cls, "preflight"):
+            cls.preflight(rank, world_size)
     if store is not None:
         check_world(store, rank, world_size, timeout.total_seconds(), prefix)
     backends, made = {}, {}

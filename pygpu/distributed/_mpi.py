@@ -95,7 +95,8 @@ class _Staged:
         self.t = t
         work = t
         if reduce and _typed(t.dtype) is None:
-            work = t.float() if copy_in else _C.empty(t.shape, dtype=_C.float32)
+            work = t.float() if copy_in else _C.empty(t.shape,
+                                                      dtype=_C.float32)
         elif not t.is_contiguous():
             work = t.contiguous() if copy_in else _C.empty(t.shape,
                                                            dtype=t.dtype)
@@ -275,7 +276,6 @@ class MPIBackend(Backend):
 
     def new_group(self, ranks, store, timeout):
         self._check()
-        MPI = _mpi()
         group = self.comm.Get_group()
         sub = group.Incl(list(ranks)) if self.rank in ranks else None
         group.Free()
@@ -285,7 +285,6 @@ class MPIBackend(Backend):
             comm = self.comm.Create_group(sub, tag=12345)
         finally:
             sub.Free()
-        del MPI
         return MPIBackend(None, comm.rank, comm.size, timeout, comm=comm)
 
     def shutdown(self):

@@ -50,7 +50,8 @@ def run_check(name, torch, nn, dist, DDP):
         DDP(m)
         ref = model(torch, nn, seed=0)
         for p, q in zip(m.parameters(), ref.parameters()):
-            np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+            np.testing.assert_array_equal(p.detach().numpy(),
+                                          q.detach().numpy())
     elif name in ("grads_match_whole_batch", "grads_match_one_bucket"):
         cap = 0.0005 if name.endswith("batch") else 25  # several / one
         m = model(torch, nn, seed=rank)
@@ -77,7 +78,8 @@ def run_check(name, torch, nn, dist, DDP):
             loss_fn(ref(xb), yb).backward()
             ropt.step()
         for p, q in zip(m.parameters(), ref.parameters()):
-            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4,
+            np.testing.assert_allclose(p.detach().numpy(),
+                                       q.detach().numpy(), rtol=1e-4,
                                        atol=1e-5)
     elif name == "no_sync":
         m = model(torch, nn, seed=0)
