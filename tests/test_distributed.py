@@ -275,3 +275,24 @@ def test_launcher_names_the_failed_rank(mpiexec):
 def test_launcher_bad_arguments():
     r = launch(0, worker("scenarios.py"), "env")
     assert r.returncode == 2 and "nproc_per_node" in r.stderr
+
+
+def test_launcher_forwards_sigterm():
+    import signal
+    cmd = [sys.executable, "-m", "pygpu.distributed.run", "--nproc_per_node",
+           "2", "--no_mpiexec", worker("scenarios.py"), "sleep"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        ready = 0
+        while ready < 2:
+            line = p.stdout.readline()
+            assert line, p.stderr.read()
+            ready += line.strip() == "ready"
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=HARD_TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 128 + signal.SIGTERM, err
+    assert out.count("got signal 15") == 2, out

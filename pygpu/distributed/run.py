@@ -126,6 +126,21 @@ def main(argv=None):
     world = n * args.nnodes
     cmd = _command(args, mpiexec)
     procs, ranks = [], []
+    received = []
+
+    def forward(signum, _frame):
+        received.append(signum)
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signum)
+                except ProcessLookupError:
+                    pass
+
+    # installed before the children start, so that none can see a
+    # launcher without them
+    old = {s: signal.signal(s, forward) for s in
+           (signal.SIGINT, signal.SIGTERM)}
     base = dict(os.environ)
     base.setdefault("OMP_NUM_THREADS", "1")
     for local in range(n):
@@ -141,20 +156,8 @@ def main(argv=None):
                    TORCHELASTIC_MAX_RESTARTS="0")
         procs.append(subprocess.Popen(cmd, env=env, start_new_session=True))
         ranks.append(rank)
-
-    received = []
-
-    def forward(signum, _frame):
-        received.append(signum)
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signum)
-                except ProcessLookupError:
-                    pass
-
-    old = {s: signal.signal(s, forward) for s in
-           (signal.SIGINT, signal.SIGTERM)}
+    if received:  # a signal came while starting them: pass it on to all
+        forward(received[0], None)
     try:
         return _watch(procs, ranks, received)
     finally:

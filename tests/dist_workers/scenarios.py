@@ -9,6 +9,7 @@ the test checks and exits 0 on success.
   mismatch        rank 1 claims WORLD_SIZE + 1; every rank must raise
   fail CODE       rank 1 exits with CODE after init
   singleton_big   WORLD_SIZE=2 without a launcher: a clear error
+  sleep           waits for SIGTERM, prints it and exits 5
 """
 import datetime
 import json
@@ -87,6 +88,17 @@ def main():
         if dist.get_rank() == 1:
             sys.exit(int(sys.argv[2]))
         time.sleep(30)  # stopped by the launcher long before
+    elif mode == "sleep":
+        import signal
+
+        def stop(signum, _frame):
+            print(f"rank {os.environ['RANK']} got signal {signum}",
+                  flush=True)
+            sys.exit(5)
+        signal.signal(signal.SIGTERM, stop)
+        print("ready", flush=True)
+        time.sleep(30)
+        sys.exit(4)
     elif mode == "singleton_big":
         try:
             dist.init_process_group("mpi", rank=0, world_size=2,
