@@ -3,6 +3,12 @@
 progress bar per epoch and a saved loss curve.
 
     python examples/train_digits.py [--device cuda] [--amp] [--epochs 20]
+
+Data parallel on several processes, each seeing its share of every batch
+(the gradients averaged by DistributedDataParallel):
+
+    python -m pygpu.distributed.run --nproc_per_node 2 \
+        examples/train_digits.py --ddp
 """
 import argparse
 import sys
@@ -37,12 +43,21 @@ def evaluate(model, x, y):
 
 
 def train(device="cpu", epochs=20, batch=64, lr=1e-3, amp=False, seed=0,
-          quiet=False, plot=None):
-    """Returns (test accuracy, seconds, per-epoch mean losses)."""
+          quiet=False, plot=None, ddp=False):
+    """Returns (test accuracy, seconds, per-epoch mean losses).  With ddp
+    (in a process group), each rank trains on its share of every batch."""
     torch.manual_seed(seed)
     xtr, ytr, xte, yte = load(seed)
     model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(),
                           nn.Linear(256, 10)).to(device)
+    rank, world = 0, 1
+    if ddp:
+        import pygpu.distributed as dist
+        rank, world = dist.get_rank(), dist.get_world_size()
+        quiet = quiet or rank != 0
+        net = nn.parallel.DistributedDataParallel(model)
+    else:
+        net = model
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
     scaler = torch.amp.GradScaler(device, enabled=amp)
@@ -55,10 +70,11 @@ def train(device="cpu", epochs=20, batch=64, lr=1e-3, amp=False, seed=0,
         total = 0.0
         for i in range(nb):
             idx = order[i * batch:(i + 1) * batch]
+            idx = np.array_split(idx, world)[rank]  # this rank's share
             xb = torch.tensor(xtr[idx], device=device)
             yb = torch.tensor(ytr[idx], device=device)
             with torch.autocast(device, dtype=torch.float16, enabled=amp):
-                loss = loss_fn(model(xb).float(), yb)
+                loss = loss_fn(net(xb).float(), yb)
             opt.zero_grad()
             scaler.scale(loss).backward()
             scaler.step(opt)
@@ -107,11 +123,26 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--plot", default="digits_loss.png",
                     help="where to save the loss curve ('' for none)")
+    ap.add_argument("--ddp", action="store_true",
+                    help="DistributedDataParallel in the process group "
+                         "that pygpu.distributed.run (pygpu-run) sets up")
     args = ap.parse_args()
+    rank = 0
+    if args.ddp:
+        import pygpu.distributed as dist
+        dist.init_process_group()
+        rank = dist.get_rank()
     acc, seconds, _ = train(args.device, args.epochs, args.batch, args.lr,
-                            args.amp, args.seed, plot=args.plot or None)
-    print(f"test accuracy {acc:.4f} after {args.epochs} epochs in "
-          f"{seconds:.1f} s on {args.device}")
+                            args.amp, args.seed,
+                            plot=(args.plot or None) if rank == 0 else None,
+                            ddp=args.ddp)
+    if rank == 0:
+        where = f"{args.device}, {dist.get_world_size()} processes" \
+            if args.ddp else args.device
+        print(f"test accuracy {acc:.4f} after {args.epochs} epochs in "
+              f"{seconds:.1f} s on {where}")
+    if args.ddp:
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

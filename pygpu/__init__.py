@@ -165,3 +165,6 @@ from ._type_info import (can_cast, finfo, get_default_dtype, iinfo,  # noqa: E40
 # threads of the CPU loops
 from ._C import get_num_threads, set_num_threads  # noqa: E402
 __all__ += ["get_num_threads", "set_num_threads"]
+
+# torch.distributed's API (mpi4py is imported only by an MPI group)
+from . import distributed  # noqa: E402

@@ -11,10 +11,10 @@ logic is tested on the CPU; the several-GPU path has not run on hardware.
 import copy
 from itertools import chain
 
-from .. import _C, cuda
-from ..autograd.grad_mode import is_grad_enabled
-from .module import Module
-from .parameter import Parameter
+from ... import _C, cuda
+from ...autograd.grad_mode import is_grad_enabled
+from ..module import Module
+from ..parameter import Parameter
 
 __all__ = ["DataParallel"]
 
