@@ -64,3 +64,20 @@ def test_digits_example_with_ddp():
     assert m, r.stdout[-2000:]
     assert float(m.group(1)) >= 0.95
     assert pygpu.distributed.is_initialized() is False
+
+
+@needs_mpi
+def test_torch_tutorial_example_runs_as_written():
+    """PyTorch's basic DDP example with `import pygpu as torch` ("gloo",
+    which runs on MPI, on the CPU): every rank steps and ends with the
+    same parameters (the script asserts it)."""
+    r = launch(2, os.path.join(ROOT, "examples", "ddp_toy.py"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    for rank in range(2):
+        assert f"Start running basic DDP example on rank {rank}." in r.stdout
+        assert re.search(rf"rank {rank}: loss [0-9.]+", r.stdout), r.stdout
+
+
+def test_gloo_names_the_cpu_backend():
+    from pygpu.distributed import backend
+    assert backend.backend_class("gloo") == backend.backend_class("mpi")

@@ -260,3 +260,6 @@ def backend_class(name):
 
 
 register_backend("mpi", "pygpu.distributed._mpi:MPIBackend", ("cpu",))
+# torch's CPU backend is Gloo; here the same name runs on MPI, so that CPU
+# code written for torch (init_process_group("gloo")) runs as written.
+register_backend("gloo", "pygpu.distributed._mpi:MPIBackend", ("cpu",))

@@ -27,6 +27,21 @@ __all__ = ["DistributedDataParallel"]
 _MB = 1024 * 1024
 
 
+def _to_device(obj, device):
+    """obj with every tensor in it (through tuples, lists and dicts) moved
+    to device (an index means a CUDA device, as in device_ids)."""
+    if isinstance(obj, _C.Tensor):
+        return obj.to(f"cuda:{device}" if isinstance(device, int)
+                      else device)
+    if isinstance(obj, tuple):
+        return tuple(_to_device(o, device) for o in obj)
+    if isinstance(obj, list):
+        return [_to_device(o, device) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _to_device(v, device) for k, v in obj.items()}
+    return obj
+
+
 class _Bucket:
     def __init__(self, params, dtype, device):
         self.params = params
@@ -147,6 +162,9 @@ class DistributedDataParallel(Module):
             buffers = list(self.module.buffers())
             if buffers:
                 self._broadcast(buffers)
+        if self.device_ids and len(self.device_ids) == 1:
+            # As torch: the inputs go to the module's device first.
+            inputs, kwargs = _to_device((inputs, kwargs), self.device_ids[0])
         out = self.module(*inputs, **kwargs)
         self._unused = set()
         if self.find_unused_parameters and self.require_backward_grad_sync \
