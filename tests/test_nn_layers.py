@@ -158,7 +158,6 @@ def test_data_parallel_single_device(device, rng):
                                                      "module.bias"]
     assert repr(dp).startswith("DataParallel(\n  (module): Linear(")
     assert nn.parallel.DataParallel is nn.DataParallel
-    assert not hasattr(pygpu, "distributed")
 
 
 def test_scatter_replicate_gather_on_cpu_stand_ins(rng):
