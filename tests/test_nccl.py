@@ -136,6 +136,48 @@ def test_load_rejects_bad_paths():
         _C._nccl_load((), ())
 
 
+# A library with NCCL's names whose ncclGetUniqueId fails, to see the
+# error an NCCL call raises (the real one needs no GPU for it).
+FAILING_NCCL = r"""
+static const char *names[] = {"no error", "unhandled cuda error",
+                              "unhandled system error"};
+int ncclGetVersion(int *v) { *v = 22809; return 0; }
+const char *ncclGetErrorString(int rc) { return names[rc < 3 ? rc : 0]; }
+const char *ncclGetLastError(void *comm) { return "socket went away"; }
+int ncclGetUniqueId(void *id) { return 2; }
+#define STUB(name) int name(void) { return 0; }
+STUB(ncclCommInitRank) STUB(ncclCommDestroy) STUB(ncclCommAbort)
+STUB(ncclCommGetAsyncError) STUB(ncclAllReduce) STUB(ncclBroadcast)
+STUB(ncclReduce) STUB(ncclAllGather) STUB(ncclReduceScatter) STUB(ncclSend)
+STUB(ncclRecv) STUB(ncclGroupStart) STUB(ncclGroupEnd)
+"""
+
+
+@pytest.mark.skipif(not CUDA_BUILD, reason="the CUDA build loads NCCL")
+def test_an_nccl_error_names_the_call(tmp_path):
+    import shutil
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src, lib = tmp_path / "fake.c", tmp_path / "libnccl.so.2"
+    src.write_text(FAILING_NCCL)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)],
+                   check=True, timeout=60)
+    out = run_python("""
+        from pygpu import _C
+        print(_C._nccl_version())
+        try:
+            _C._nccl_unique_id()
+        except RuntimeError as e:
+            print(e)
+        """, PYGPU_NCCL_LIBRARY=str(lib))
+    version, message = out.splitlines()
+    assert version == "(2, 28, 9)"
+    assert message == ("NCCL error in ncclGetUniqueId: unhandled system "
+                       "error (2), NCCL version 2.28.9; last error: socket "
+                       "went away")
+
+
 def test_load_with_paths_keeps_what_was_loaded():
     before = _C._nccl_version()
     assert _C._nccl_load(["/nonexistent/libnccl.so.2"]) == \

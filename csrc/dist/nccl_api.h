@@ -17,8 +17,15 @@
  * initialisation) and ncclCommFinalize: 2.14. */
 #define PYGPU_NCCL_HAS_LAST_ERROR (NCCL_VERSION_CODE >= NCCL_VERSION(2, 13, 0))
 #define PYGPU_NCCL_HAS_CONFIG (NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0))
-/* ncclAvg and ncclBfloat16: 2.10. */
+/* ncclAvg: 2.10; ncclBfloat16 too, where cuda_bf16.h defines the type
+ * (older headers declare it only then). */
 #define PYGPU_NCCL_HAS_AVG (NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0))
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0) && \
+    defined(__CUDA_BF16_TYPES_EXIST__)
+#define PYGPU_NCCL_HAS_BF16 1
+#else
+#define PYGPU_NCCL_HAS_BF16 0
+#endif
 
 /* The functions every NCCL pygpu loads must have. */
 #define PYGPU_NCCL_REQUIRED(X)                                               \

@@ -133,7 +133,7 @@ static const int nccl_dtypes[PYGPU_NDTYPES] = {
     [PYGPU_FLOAT64] = ncclFloat64, [PYGPU_INT64] = ncclInt64,
     [PYGPU_BOOL] = ncclUint8,      [PYGPU_UINT8] = ncclUint8,
     [PYGPU_INT32] = ncclInt32,
-#if PYGPU_NCCL_HAS_AVG
+#if PYGPU_NCCL_HAS_BF16
     [PYGPU_BFLOAT16] = ncclBfloat16,
 #else
     [PYGPU_BFLOAT16] = -1,
