@@ -4,6 +4,8 @@ Environment:
   CUDA_HOME / CUDA_PATH   where the CUDA toolkit is (else nvcc on PATH, else
                           /usr/local/cuda); whether a GPU is present never
                           matters.
+  NCCL_HOME               where NCCL's include/nccl.h is, when not in the
+                          toolkit (its library is loaded at run time).
   PYGPU_NO_CUDA=1         build the CPU-only flavour even with a toolkit.
   PYGPU_FORCE_CUDA=1      fail the build when no toolkit is found.
   PYGPU_CUDA_ARCH         e.g. "80;90" or "90a": the SASS targets; PTX is
@@ -66,12 +68,18 @@ def _walk(top, suffixes):
 
 # Every .c file of csrc/ and its layer folders is built, except that the
 # CUDA glue (cuda_*.c) goes only into a CUDA build and its stand-in
-# (cuda_none.c) only into a CPU-only one.
+# (cuda_none.c) only into a CPU-only one; likewise the NCCL layer
+# (nccl_*.c, in a CUDA build whose toolkit has nccl.h) and its stand-in
+# (nccl_none.c, everywhere else).
 ALL_C = _walk("", ".c")
 NO_CUDA_C = [f for f in ALL_C if os.path.basename(f) == "cuda_none.c"]
 CUDA_C = [f for f in ALL_C if os.path.basename(f).startswith("cuda_")
           and f not in NO_CUDA_C]
-COMMON_C = [f for f in ALL_C if f not in CUDA_C and f not in NO_CUDA_C]
+NO_NCCL_C = [f for f in ALL_C if os.path.basename(f) == "nccl_none.c"]
+NCCL_C = [f for f in ALL_C if os.path.basename(f).startswith("nccl_")
+          and f not in NO_NCCL_C]
+COMMON_C = [f for f in ALL_C if f not in CUDA_C + NO_CUDA_C + NCCL_C +
+            NO_NCCL_C]
 
 
 def _truthy(name):
@@ -94,6 +102,19 @@ def find_cuda():
         return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
     if os.path.exists("/usr/local/cuda/bin/nvcc"):
         return "/usr/local/cuda"
+    return None
+
+
+def find_nccl(cuda_root):
+    """(include dir, lib dir) of NCCL's header and library: NCCL_HOME, else
+    the CUDA toolkit's own; None when no nccl.h is found.  Only the header
+    is needed to build: the library is loaded at run time."""
+    for root in (os.environ.get("NCCL_HOME"), cuda_root):
+        if root and os.path.exists(os.path.join(root, "include", "nccl.h")):
+            lib = os.path.join(root, "lib64")
+            if not os.path.isdir(lib):
+                lib = os.path.join(root, "lib")
+            return os.path.join(root, "include"), lib
     return None
 
 
@@ -175,8 +196,21 @@ if CUDA_ROOT:
     libraries += ["cublasLt", "cublas", "cudart_static", "stdc++", "rt", "dl",
                   "pthread"]
     extra_link_args += [f"-Wl,-rpath,{lib}"]
+    nccl = find_nccl(CUDA_ROOT)
+    if nccl:
+        say(f"with NCCL's header from {nccl[0]} (the library is loaded at "
+            f"run time)")
+        sources += existing(NCCL_C)
+        include_dirs.append(nccl[0])
+        define_macros.append(("PYGPU_NCCL_LIBDIR", f'"{nccl[1]}"'))
+    else:
+        say("without NCCL (no nccl.h in the CUDA toolkit; set NCCL_HOME)")
+        sources += existing(NO_NCCL_C)
+        define_macros.append(
+            ("PYGPU_NO_NCCL_MESSAGE",
+             '"pygpu was built without NCCL (no nccl.h was found)"'))
 else:
-    sources += existing(NO_CUDA_C)
+    sources += existing(NO_CUDA_C + NO_NCCL_C)
     libraries += ["pthread"]
 
 

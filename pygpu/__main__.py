@@ -47,6 +47,18 @@ def environment(info):
               f"{_gib(free)} free")
 
 
+def nccl_line(info):
+    """The NCCL version, or why it cannot be used."""
+    from pygpu.distributed import _nccl
+    version = _nccl.nccl_version()
+    if version is None:
+        info["nccl"] = None
+        print(f"NCCL: none ({_nccl.nccl_unavailable_reason()})")
+    else:
+        info["nccl"] = ".".join(map(str, version))
+        print(f"NCCL: {info['nccl']}")
+
+
 def _sync(device):
     if device.type == "cuda":
         cuda.synchronize(device)
@@ -115,6 +127,7 @@ def main(argv=None):
     args = parse_args(argv)
     info = {"pygpu": pygpu.__version__}
     environment(info)
+    nccl_line(info)
     try:
         device = pygpu.device(args.device or
                               ("cuda" if cuda.is_available() else "cpu"))

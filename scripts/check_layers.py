@@ -27,6 +27,7 @@ LAYERS = {
     "cpu": 3,      # CPU loops and the CPU rows of the dispatch table
     "cuda": 3,     # CUDA runtime, cuBLAS/cuBLASLt, the CUDA rows
     "ops": 4,      # Tensor type, op front ends, the dispatch lookup
+    "dist": 5,     # collectives: NCCL loaded at run time, NcclComm
 }
 SOURCES = (".c", ".h", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -149,6 +149,9 @@ int pygpu_dtype_register(PyObject *m);
 int pygpu_size_register(PyObject *m);
 /* The CUDA functions of the module (cuda_runtime.c, or cuda_none.c). */
 extern PyMethodDef pygpu_cuda_functions[];
+/* The NCCL communicator type and functions (dist/nccl_*.c, or
+ * dist/nccl_none.c in a build without NCCL). */
+int pygpu_nccl_register(PyObject *m);
 /* ------------------------------------------------------------- arguments */
 /* Parse vectorcall arguments by name into out[0..nnames): positional ones
  * first (at most max_pos), then keywords; missing ones stay NULL.  The
