@@ -224,3 +224,30 @@ def test_fork_keeps_setting_and_parent_pool(restore_threads):
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert float(pygpu.ones(BIG).sum()) == BIG   # the parent's pool works
+
+
+def test_large_rows_of_every_kind(restore_threads):
+    """Loops past the split size whose kinds do not split over one
+    geometry (softmax, scans, comparisons, masks, gathers, index rows)
+    run whole, on any thread count, with NumPy's results."""
+    a = rnd((1500, 1400))  # 2.1M elements: past the split size
+    t = pygpu.from_numpy(a)
+    m = pygpu.from_numpy(a > 0)
+    idx = pygpu.tensor(np.arange(1400)[::-1].copy())
+    res = by_threads(lambda: (
+        t.softmax(1), t.log_softmax(0), t.cumsum(1), t > 0,
+        t.masked_fill(m, 0.0), pygpu.where(m, t, -t),
+        t.index_select(1, idx), t.gather(1, idx.expand(1500, 1400)),
+        t[m]))
+    assert_same_bits(res)
+    got = res[-1]
+    x = a.astype(np.float64)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(got[0], e / e.sum(1, keepdims=True),
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got[2], np.cumsum(x, 1), rtol=1e-4,
+                               atol=1e-3)
+    np.testing.assert_array_equal(got[3], a > 0)
+    np.testing.assert_array_equal(got[4], np.where(a > 0, 0, a))
+    np.testing.assert_array_equal(got[6], a[:, ::-1])
+    np.testing.assert_array_equal(got[8], a[a > 0])

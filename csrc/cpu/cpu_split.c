@@ -72,10 +72,10 @@ static int
 split_geom(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, int64_t parts)
 {
     const pygpu_geom *g = k->g;
-    if (g->ndim == 0) {
-        return -1;
-    }
     box_job j = {.fn = fn, .k = k, .esize = {esize(k->dtype)}};
+    /* Only the kinds over one geometry split here; the others (scans,
+     * softmax, gathers, masks: no g, or rows that must stay whole) run
+     * unsplit, as the caller does on -1. */
     switch (kind) {
     case PYGPU_K_BINARY:
         j.nops = 3;
@@ -92,6 +92,9 @@ split_geom(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, int64_t parts)
         j.esize[1] = j.esize[0];
         break;
     default:
+        return -1;
+    }
+    if (g == NULL || g->ndim == 0) {
         return -1;
     }
     /* The first dim d with lead * shape[d] >= parts, lead being the

@@ -6,23 +6,28 @@ the loader's search, the CUDA toolkit pygpu was built with, and the NCCL
 of pip's ``nvidia-nccl`` wheels found on ``sys.path``), so ``import pygpu``
 works without it and ``is_nccl_available()`` says whether it can be used.
 
-What the rest of the package relies on:
+``NcclBackend`` follows the backend interface of
+pygpu.distributed.backend (registered there as "nccl", serving "cuda"):
 
 ``NcclBackend(store, rank, world_size, timeout=None)``
-    ``store`` is torch-like: ``set(key, value)``, ``get(key) -> bytes``
-    (waiting until the key is there).  Rank 0 makes NCCL's unique id and
-    sets it in the store; the other ranks get it.  The communicator is on
-    the current CUDA device.  ``timeout`` (a ``datetime.timedelta``,
-    seconds, or None for none) bounds the set-up and each call's queueing.
+    ``store`` is the group's private store: ``set(key, value)``,
+    ``get(key) -> bytes`` (waiting until the key is there).  Rank 0 makes
+    NCCL's unique id and sets it in the store; the other ranks get it.
+    The communicator is on the current CUDA device.  ``timeout`` (a
+    ``datetime.timedelta``, seconds, or None for none) bounds the set-up
+    and each call's queueing.  ``new_group(ranks, store, timeout)`` makes
+    a subgroup's communicator the same way.
 
-Every operation takes contiguous CUDA tensors on the backend's device,
-works in place, runs on the current stream and returns a ``Work``:
+Every operation takes CUDA tensors on the backend's device (a
+non-contiguous one through a contiguous copy, written back), works in
+place, runs on the current stream and returns a ``Work``:
 ``all_reduce(tensor, op)``, ``broadcast(tensor, src)``,
 ``reduce(tensor, dst, op)``, ``all_gather(tensor_list, tensor)``,
 ``all_gather_into_tensor(output, input)``,
 ``reduce_scatter_tensor(output, input, op)``, ``send(tensor, dst)``,
-``recv(tensor, src)``, ``barrier()``; ``op`` is a ReduceOp member or its
-name (SUM, AVG, MAX, MIN, PRODUCT).  ``abort()`` and ``shutdown()`` end
+``recv(tensor, src)`` (``tag`` accepted and unused: NCCL matches sends
+and receives by order; ``src`` must be given), ``barrier()``; ``op`` is a
+ReduceOp member or its name (SUM, AVG, MAX, MIN, PRODUCT).  ``abort()`` and ``shutdown()`` end
 it.
 
 ``Work.wait()`` returns True once later work on the current stream is
@@ -32,20 +37,19 @@ stream), raising RuntimeError if NCCL reported an asynchronous error;
 ``Work.result()`` is the list of tensors the operation wrote.
 """
 import datetime
-import itertools
 import os
 import sys
 
 from .. import _C
 from .. import cuda as _cuda
+from . import backend as _backend
 
 __all__ = ["NcclBackend", "Work", "is_nccl_available",
            "nccl_unavailable_reason", "nccl_version"]
 
 _SONAME = "libnccl.so.2"
-# Backends are made in the same order on every rank: the n-th one of each
-# process meets the others under the n-th key.
-_instances = itertools.count()
+# The group's store is private to it, so one key serves every group.
+_ID_KEY = "nccl/unique_id"
 
 
 def _wheel_paths():
@@ -92,17 +96,27 @@ def _seconds(timeout):
     return float(timeout)
 
 
-class Work:
+class Work(_backend.Work):
     """An operation queued on the current stream."""
 
-    def __init__(self, backend, result=()):
+    def __init__(self, backend, result=(), copy_back=()):
+        super().__init__("nccl", backend.timeout or float("inf"))
         self._backend = backend
         self._result = list(result)
+        # (tensor, contiguous stand-in) pairs: written back when queued,
+        # which orders the copy after the operation on the stream.
+        for dst, tmp in copy_back:
+            dst.copy_(tmp)
+
+    def _test(self):
+        self._backend._check()
+        return True
 
     def wait(self, timeout=None):
         """True; RuntimeError if NCCL reported an asynchronous error.
         Work queued later on the current stream runs after the operation."""
         self._backend._check()
+        self._done = True
         return True
 
     def synchronize(self):
@@ -120,10 +134,27 @@ class Work:
         return list(self._result)
 
 
-class NcclBackend:
+def _contiguous(tensor, pairs):
+    """tensor, or a contiguous copy of it noted in pairs for copying
+    back."""
+    if tensor.is_contiguous():
+        return tensor
+    tmp = tensor.contiguous()
+    pairs.append((tensor, tmp))
+    return tmp
+
+
+class NcclBackend(_backend.Backend):
     """One rank's NCCL communicator, set up through a store."""
 
     name = "nccl"
+    devices = ("cuda",)
+
+    @classmethod
+    def is_available(cls):
+        """NCCL loads and there is a GPU for it (backend=None leaves it
+        out otherwise)."""
+        return _cuda.is_available() and is_nccl_available()
 
     def __init__(self, store, rank, world_size, timeout=None):
         why = nccl_unavailable_reason()
@@ -134,16 +165,16 @@ class NcclBackend:
         if world_size < 1 or not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is out of range for world_size "
                              f"{world_size}")
+        self.store = store
         self.rank = rank
         self.world_size = world_size
         self.timeout = _seconds(timeout)
         self.device = _cuda.current_device()
-        key = f"pygpu/nccl/unique_id/{next(_instances)}"
         if rank == 0:
             unique_id = _C._nccl_unique_id()
-            store.set(key, unique_id)
+            store.set(_ID_KEY, unique_id)
         else:
-            unique_id = bytes(store.get(key))
+            unique_id = bytes(store.get(_ID_KEY))
         self._comm = _C.NcclComm(unique_id, world_size, rank, self.device,
                                  self.timeout)
 
@@ -156,21 +187,33 @@ class NcclBackend:
         if error is not None:
             raise RuntimeError(error)
 
+    def new_group(self, ranks, store, timeout):
+        """The subgroup's communicator on its members, None elsewhere."""
+        if self.rank not in ranks:
+            return None
+        return NcclBackend(store, list(ranks).index(self.rank), len(ranks),
+                           timeout)
+
     def all_reduce(self, tensor, op="SUM"):
-        self._comm.all_reduce(tensor, _op_name(op))
-        return Work(self, [tensor])
+        pairs = []
+        self._comm.all_reduce(_contiguous(tensor, pairs), _op_name(op))
+        return Work(self, [tensor], pairs)
 
     def broadcast(self, tensor, src):
-        self._comm.broadcast(tensor, src)
-        return Work(self, [tensor])
+        pairs = []
+        self._comm.broadcast(_contiguous(tensor, pairs), src)
+        return Work(self, [tensor], pairs)
 
     def reduce(self, tensor, dst, op="SUM"):
-        self._comm.reduce(tensor, _op_name(op), dst)
-        return Work(self, [tensor])
+        pairs = []
+        self._comm.reduce(_contiguous(tensor, pairs), _op_name(op), dst)
+        return Work(self, [tensor], pairs)
 
     def all_gather_into_tensor(self, output, input):
-        self._comm.all_gather_into_tensor(output, input)
-        return Work(self, [output])
+        pairs = []
+        self._comm.all_gather_into_tensor(_contiguous(output, pairs),
+                                          input.contiguous())
+        return Work(self, [output], pairs)
 
     def all_gather(self, tensor_list, tensor):
         """Rank i's tensor into tensor_list[i], through one flat buffer."""
@@ -184,22 +227,31 @@ class NcclBackend:
                 raise ValueError("all_gather(): every output tensor must "
                                  "have the input's size and dtype")
         flat = tensor.new_empty((self.world_size * n,))
-        self._comm.all_gather_into_tensor(flat, tensor)
+        self._comm.all_gather_into_tensor(flat, tensor.contiguous())
         for i, out in enumerate(tensor_list):
             out.copy_(flat.narrow(0, i * n, n).view(out.shape))
         return Work(self, tensor_list)
 
     def reduce_scatter_tensor(self, output, input, op="SUM"):
-        self._comm.reduce_scatter_tensor(output, input, _op_name(op))
-        return Work(self, [output])
+        pairs = []
+        self._comm.reduce_scatter_tensor(_contiguous(output, pairs),
+                                         input.contiguous(), _op_name(op))
+        return Work(self, [output], pairs)
 
-    def send(self, tensor, dst):
-        self._comm.send(tensor, dst)
+    def send(self, tensor, dst, tag=0):
+        self._comm.send(tensor.contiguous(), dst)
         return Work(self)
 
-    def recv(self, tensor, src):
-        self._comm.recv(tensor, src)
-        return Work(self, [tensor])
+    def recv(self, tensor, src, tag=0):
+        if src is None:
+            raise RuntimeError("the NCCL backend needs the source rank of "
+                               "a recv (NCCL has no receive from any "
+                               "source)")
+        pairs = []
+        self._comm.recv(_contiguous(tensor, pairs), src)
+        work = Work(self, [tensor], pairs)
+        work._source = src
+        return work
 
     def group_start(self):
         self._comm.group_start()

@@ -263,3 +263,4 @@ register_backend("mpi", "pygpu.distributed._mpi:MPIBackend", ("cpu",))
 # torch's CPU backend is Gloo; here the same name runs on MPI, so that CPU
 # code written for torch (init_process_group("gloo")) runs as written.
 register_backend("gloo", "pygpu.distributed._mpi:MPIBackend", ("cpu",))
+register_backend("nccl", "pygpu.distributed._nccl:NcclBackend", ("cuda",))
