@@ -70,6 +70,11 @@ def parse(argv):
     ap.add_argument("--reps", type=int, metavar="N",
                     help="timed rounds per case (default 11 with --quick, "
                     "else 31; fewer when a case would run long)")
+    ap.add_argument("--threads", type=int, metavar="N",
+                    help="CPU threads for pygpu and torch (set_num_threads) "
+                    "and, from the command line, NumPy's BLAS and OpenMP "
+                    "(their *_NUM_THREADS variables); default: each "
+                    "library's own")
     ap.add_argument("--render", metavar="DIR",
                     help="only rewrite DIR/results.md and the plots from "
                     "DIR/results.json")
@@ -96,6 +101,10 @@ def main(argv=None):
         print("--device cuda: " + str(pygpu._C._cuda_unavailable_reason()),
               file=sys.stderr)
         return 2
+    if args.threads:
+        pygpu.set_num_threads(args.threads)
+        if torch is not None:
+            torch.set_num_threads(args.threads)
     names = args.suite or list(SUITES)
     bench = Bench(device, quick=args.quick, sizes=args.sizes,
                   reps=args.reps)

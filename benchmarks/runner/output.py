@@ -11,6 +11,11 @@ import numpy as np
 from provenance import provenance
 
 
+# environment variables that set the libraries' thread pools
+THREAD_ENV = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS",
+              "MKL_NUM_THREADS", "PYGPU_NUM_THREADS")
+
+
 def _version(name):
     mod = sys.modules.get(name)
     return getattr(mod, "__version__", None) if mod else None
@@ -63,6 +68,7 @@ def meta(bench, suites, wall, argv):
         "threads": {"pygpu": pygpu.get_num_threads(),
                     "torch": sys.modules["torch"].get_num_threads()
                     if "torch" in sys.modules else None},
+        "env": {k: os.environ[k] for k in THREAD_ENV if k in os.environ},
         "peers": bench.peers,
         "timers": bench.timers(),
         "l2_bytes": getattr(bench, "l2_bytes", None),
@@ -123,6 +129,9 @@ def markdown(data):
              f"- CPU {m['cpu']}, {m['cpu_count']} cores, load average "
              f"{m['loadavg'] and ', '.join(f'{x:.2f}' for x in m['loadavg'])}",
              "- " + ", ".join(f"{k} {v[k]}" for k in v if v[k]),
+             "- threads: " + ", ".join(f"{k} {t}" for k, t in
+                                       m["threads"].items() if t)
+             + "".join(f", {k}={x}" for k, x in m.get("env", {}).items()),
              "- timers: " + ", ".join(f"{k}: {t}"
                                       for k, t in m["timers"].items())]
     if m.get("driver"):
