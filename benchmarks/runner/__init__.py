@@ -1,0 +1,139 @@
+"""python -m benchmarks: pygpu against whichever peers import (torch,
+cupy, NumPy), in one process, on one device (a GPU when pygpu sees one).
+
+Each suite is a module here with NAME, a docstring and run(bench); see
+core.py for how a case is checked and timed.  Results go to
+DIR/results.json (every figure and ratio, with the run's provenance),
+DIR/results.md (a table per suite) and DIR/*.png (when matplotlib
+imports).
+"""
+import argparse
+import datetime
+import os
+import sys
+import time
+
+from . import (allocator, bandwidth, latency, linear, matmul, model,
+               transfer)
+
+SUITES = {m.NAME: m for m in (latency, matmul, bandwidth, linear, model,
+                              transfer, allocator)}
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "results")
+
+
+def _doc(mod):
+    return " ".join(mod.__doc__.split("\n\n")[0].split())
+
+
+def _sizes(text):
+    """'1024,2^20,2**24' -> [1024, 1048576, 16777216]."""
+    out = []
+    for v in text.split(","):
+        base, _, exp = v.strip().replace("**", "^").partition("^")
+        try:
+            n = int(base) ** int(exp) if exp else int(base)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"--sizes wants comma-separated integers (2^20 allowed), "
+                f"not {text!r}") from None
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"--sizes: {n} is not >= 1")
+        out.append(n)
+    return out
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="pygpu against torch, cupy and NumPy, in one run: each "
+        "result checked against NumPy first, then timed (medians of "
+        "interleaved rounds; CUDA events on a GPU, inputs rotated beyond "
+        "the L2 cache).")
+    ap.add_argument("--quick", action="store_true",
+                    help="fewer sizes and repetitions (a few minutes on a "
+                    "2-core CPU)")
+    ap.add_argument("--out", metavar="DIR",
+                    help="where results go (default "
+                    "benchmarks/results/<date>_<device-kind>/)")
+    ap.add_argument("--suite", action="append", choices=list(SUITES),
+                    metavar="NAME", help="run this suite (repeatable; "
+                    "default all); see --list")
+    ap.add_argument("--list", action="store_true",
+                    help="list the suites and exit")
+    ap.add_argument("--device", choices=["auto", "cpu", "cuda"],
+                    default="auto", help="default: cuda when pygpu sees a "
+                    "GPU, else cpu")
+    ap.add_argument("--sizes", type=_sizes, metavar="N,N,...",
+                    help="replace the size lists of matmul (n), bandwidth "
+                    "(elements), transfer (bytes) and allocator (elements)")
+    ap.add_argument("--reps", type=int, metavar="N",
+                    help="timed rounds per case (default 11 with --quick, "
+                    "else 31; fewer when a case would run long)")
+    ap.add_argument("--threads", type=int, metavar="N",
+                    help="CPU threads for pygpu and torch (set_num_threads) "
+                    "and, from the command line, NumPy's BLAS and OpenMP "
+                    "(their *_NUM_THREADS variables); default: each "
+                    "library's own")
+    ap.add_argument("--render", metavar="DIR",
+                    help="only rewrite DIR/results.md and the plots from "
+                    "DIR/results.json")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse(argv)
+    from . import output
+    if args.list:
+        for name, mod in SUITES.items():
+            print(f"{name:10s} {_doc(mod)}")
+        return 0
+    if args.render:
+        output.render(args.render)
+        return 0
+    import pygpu
+    from .core import Bench, torch
+
+    device = args.device
+    if device == "auto":
+        device = "cuda" if pygpu.cuda.is_available() else "cpu"
+    if device == "cuda" and not pygpu.cuda.is_available():
+        print("--device cuda: " + str(pygpu._C._cuda_unavailable_reason()),
+              file=sys.stderr)
+        return 2
+    if args.threads:
+        pygpu.set_num_threads(args.threads)
+        if torch is not None:
+            torch.set_num_threads(args.threads)
+    names = args.suite or list(SUITES)
+    bench = Bench(device, quick=args.quick, sizes=args.sizes,
+                  reps=args.reps)
+    kind = output.device_kind(device)
+    out = args.out or os.path.join(
+        RESULTS, f"{datetime.date.today().isoformat()}_{kind}")
+    bench.say(f"device {output.device_name(device)}; peers: "
+              f"{', '.join(bench.peers) or 'none'}; suites: "
+              f"{', '.join(names)}; results to {out}")
+    saved = pygpu.is_grad_enabled(), torch and torch.is_grad_enabled()
+    pygpu.set_grad_enabled(False)  # inference timings: no graphs
+    if torch is not None:
+        torch.set_grad_enabled(False)
+    t0 = time.perf_counter()
+    try:
+        for name in names:
+            bench.suite = name
+            SUITES[name].run(bench)
+    finally:
+        pygpu.set_grad_enabled(saved[0])
+        if torch is not None:
+            torch.set_grad_enabled(saved[1])
+    wall = time.perf_counter() - t0
+    meta = output.meta(bench, names, wall, argv)
+    files = output.write(out, bench, meta, {n: _doc(SUITES[n])
+                                            for n in names})
+    bench.say(f"done in {wall:.1f} s; wrote {', '.join(files)}")
+    if bench.refused:
+        bench.say(f"{len(bench.refused)} implementation(s) refused or "
+                  "failed (see results.md)")
+        return 1
+    return 0
