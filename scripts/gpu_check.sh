@@ -18,7 +18,7 @@
 # gpu_check.json, rewritten after every stage and on exit, says which.
 #
 # GPU_CHECK_SKIP lists stages to leave out ("build tests selftests bench
-# sanitizer fuzz").  All stages take about ten minutes, so run it twice:
+# sanitizer fuzz runner").  All stages take about ten minutes, so run it twice:
 # GPU_CHECK_SKIP="bench sanitizer", then GPU_CHECK_SKIP="tests selftests"
 # (the second build is quick when build/ is kept).  PYGPU_CUDA_ARCH
 # (default here: 90, Hopper) picks targets.
@@ -248,6 +248,13 @@ if wanted sanitizer; then
                 -o faulthandler_timeout="$TEST_TIMEOUT" "$f"
         done
     fi
+fi
+
+# The benchmark runner (every suite, GPU timings with events) into OUT.
+if wanted runner; then
+    step runner benchmarks 540 "$OUT/logs/bench_runner.log" \
+        "$PY" -m benchmarks --quick --out "$OUT/bench_runner"
+    summary
 fi
 
 # The differential fuzzer on the GPU (10^5 calls against NumPy).
