@@ -305,3 +305,38 @@ def test_floor_divide_gradient_is_zero(device, rng):
     (x // d + x).sum().backward()
     np.testing.assert_array_equal(x.grad.cpu().numpy(), np.ones((3, 2)))
     np.testing.assert_array_equal(d.grad.cpu().numpy(), np.zeros(2))
+
+
+# ------------------------------------------- cat and stack, any number
+
+@pytest.mark.parametrize("n", [1, 4, 7])
+def test_cat_stack_many_inputs(device, rng, n):
+    xs = [param(rng, (2, i % 3 + 1), device) for i in range(n)]
+
+    def f_cat(*ts):
+        return pygpu.cat(list(ts), dim=1) * 2
+
+    assert gradcheck(f_cat, tuple(xs))
+    ys = [param(rng, (3, 2), device) for _ in range(n)]
+    assert gradcheck(lambda *ts: pygpu.stack(ts, dim=1), tuple(ys))
+    assert gradcheck(lambda *ts: pygpu.stack(list(ts), -1), tuple(ys))
+
+
+def test_cat_many_mixed_requires_grad(device, rng):
+    xs = [param(rng, (2, 3), device) for _ in range(6)]
+    plain = pygpu.ones(2, 3, dtype=pygpu.float64, device=device)
+    legacy = pygpu.zeros(0, dtype=pygpu.float64, device=device)
+    parts = xs[:3] + [plain, legacy] + xs[3:]
+    out = pygpu.cat(parts)
+    assert out.grad_fn.name() == "CatBackward0"
+    assert len(out.grad_fn.next_functions) == len(parts)
+    w = pygpu.from_numpy(rng.standard_normal(tuple(out.shape))).to(device)
+    (out * w).sum().backward()
+    wn = w.cpu().numpy()
+    for k, x in enumerate(xs):
+        row = 2 * (k if k < 3 else k + 1)
+        np.testing.assert_array_equal(x.grad.cpu().numpy(), wn[row:row + 2])
+    s = pygpu.stack(xs * 3)  # 18 inputs, some repeated: gradients add
+    s.sum().backward()
+    np.testing.assert_array_equal(xs[0].grad.cpu().numpy(),
+                                  wn[0:2] + 3 * np.ones((2, 3)))

@@ -18,7 +18,6 @@
 
 #include "ops/ops.h"
 
-#define PYGPU_NODE_MAX_IN 3
 #define PYGPU_NODE_MAX_SAVED 3
 
 typedef struct pygpu_node pygpu_node;
@@ -33,12 +32,14 @@ struct pygpu_node {
     PyObject_HEAD
     const char *name;             /* torch's: "AddBackward0" */
     pygpu_backward_fn backward;   /* NULL for AccumulateGrad */
+    /* The inputs, nin of them (any number: cat's), in one block that
+     * in_shape starts (NULL for AccumulateGrad). */
     int nin;
-    PyObject *next[PYGPU_NODE_MAX_IN];   /* input Nodes, NULL: no grad */
-    int in_ndim[PYGPU_NODE_MAX_IN];
-    int64_t in_shape[PYGPU_NODE_MAX_IN][PYGPU_MAX_DIMS];
-    int in_dtype[PYGPU_NODE_MAX_IN];
-    pygpu_device in_device[PYGPU_NODE_MAX_IN];
+    PyObject **next;              /* input Nodes, NULL: no grad */
+    int *in_ndim;
+    int64_t (*in_shape)[PYGPU_MAX_DIMS];
+    int *in_dtype;
+    pygpu_device *in_device;
     PyObject *saved[PYGPU_NODE_MAX_SAVED]; /* tensors (detached aliases) */
     uint32_t saved_version[PYGPU_NODE_MAX_SAVED];
     int had_saved;                /* saved something: a rerun needs it */
@@ -156,8 +157,7 @@ PyObject *pygpu_ag_repeat(TensorObject *t, PyObject *res);
 /* RuntimeError "the derivative of <name> is not implemented ..." when an
  * op over in[0..n) would be recorded; 0 otherwise. */
 int pygpu_ag_refuse(const char *name, int n, TensorObject *const *in);
-/* res = cat (stack: stack) of items[0..n) along dim, recorded; n at most
- * PYGPU_NODE_MAX_IN. */
+/* res = cat (stack: stack) of items[0..n) along dim, recorded. */
 PyObject *pygpu_ag_cat(PyObject *const *items, int n, int dim, int stack,
                        PyObject *res);
 
