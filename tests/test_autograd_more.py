@@ -122,6 +122,17 @@ def test_prod_several_dims_refused(device, rng):
         x.prod((0, 1))
 
 
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cumprod_with_zeros(device, dim):
+    vals = np.array([[1.5, 0.0, 2.0, -1.0, 0.5],
+                     [0.0, 2.0, 0.0, 3.0, 1.0],
+                     [2.0, -0.5, 1.5, 0.7, 0.0],
+                     [1.1, 0.9, -1.2, 2.0, 1.3]])
+    x = pygpu.from_numpy(vals).to(device).requires_grad_()
+    assert gradcheck(lambda t: t.cumprod(dim), (x,))
+    assert gradcheck(lambda t: t.cumprod(dim) * t.cumprod(dim), (x,))
+
+
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_cumprod_gradcheck(device, rng, dim):
     x = param(rng, (3, 4), device)

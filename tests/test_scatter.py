@@ -179,10 +179,24 @@ def test_index_out_of_range_cpu():
         t.scatter_add_(0, pygpu.tensor([-4]), pygpu.ones(1))
 
 
-def test_autograd_refused_for_now(device):
-    t = pygpu.zeros(3, device=device)
-    src = pygpu.ones(2, device=device).requires_grad_()
+def test_autograd(device, rng):
+    from pygpu.autograd import gradcheck
+    x = pygpu.from_numpy(rng.standard_normal((4, 3))).to(device)
+    x.requires_grad_()
+    src = pygpu.from_numpy(rng.standard_normal((3, 3))).to(device)
+    src.requires_grad_()
+    ix = pygpu.tensor([[0, 3, 3], [1, 1, 0]], device=device)
+    assert gradcheck(lambda a, b: a.scatter_add(0, ix, b) * 2, (x, src))
+    iv = pygpu.tensor([3, 0, 3], device=device)
+    assert gradcheck(lambda a, b: pygpu.index_add(a, 0, iv, b, alpha=-1.5),
+                     (x, src))
+    src2 = pygpu.from_numpy(rng.standard_normal((3, 4))).to(device)
+    src2.requires_grad_()
+    iv1 = pygpu.tensor([2, 0, 2], device=device)
+    assert gradcheck(lambda b: x.index_add(1, iv1, b.T), (src2,))
+    assert x.scatter_add(0, ix, src).grad_fn.name() == "ScatterAddBackward0"
+    t = pygpu.zeros(4, 3, dtype=pygpu.float64, device=device)
     with pytest.raises(RuntimeError, match="not implemented"):
-        t.index_add(0, pygpu.tensor([0, 1], device=device), src)
+        t.index_add_(0, iv, src)
     with pygpu.no_grad():
-        t.index_add_(0, pygpu.tensor([0, 1], device=device), src)
+        t.index_add_(0, iv, src)

@@ -142,6 +142,11 @@ PyObject *pygpu_ag_cumprod(TensorObject *t, int dim, PyObject *res);
  * computed: recorded (autograd_select.c). */
 PyObject *pygpu_ag_select(TensorObject *t, int dim, TensorObject *index,
                           int gather, PyObject *res);
+/* res = self.scatter_add(dim, index, src) (index_add: self.index_add(dim,
+ * index, src, alpha=alpha)), computed: recorded. */
+PyObject *pygpu_ag_scatter(TensorObject *self, int dim, TensorObject *index,
+                           TensorObject *src, double alpha, int index_add,
+                           PyObject *res);
 /* res = t[key] (computed) for a key that is not only ints, slices, None
  * and Ellipsis: recorded; its gradient is added into zeros at the
  * elements the key picks. */

@@ -7,7 +7,7 @@
  * product of the other elements, formed from products before and after i
  * (two cumprods), so zeros need no division: one zero gets the product of
  * the rest, two or more give zeros everywhere.  cumprod divides by the
- * input (the gradient of an input holding zeros is not finite).
+ * input only before its first zero (see cumprod_backward).
  */
 #include "ops/autograd.h"
 #include "ops/reduce.h"
@@ -275,28 +275,84 @@ pygpu_ag_prod(TensorObject *t, PyObject *dimobj, int keepdim, int pair,
 
 /* ------------------------------------------------------------ cumprod */
 
-/* sum over k >= i of g_k y_k, divided by x_i (perm[0]: the dim). */
+/* The sums from each i to the end along dim. */
+static TensorObject *
+reverse_cumsum(TensorObject *v, int dim)
+{
+    TensorObject *f = pygpu_ag_call(v, "flip", "i", dim);
+    TensorObject *c = f ? pygpu_ag_call(f, "cumsum", "i", dim) : NULL;
+    Py_XDECREF(f);
+    Py_XSETREF(c, c ? pygpu_ag_call(c, "flip", "i", dim) : NULL);
+    return c;
+}
+
+/* a (op) the number v, as a bool tensor. */
+static TensorObject *
+cmp(int op, TensorObject *a, long v)
+{
+    PyObject *n = PyLong_FromLong(v);
+    PyObject *r = n ? pygpu_op_compare(op, (PyObject *)a, n, NULL) : NULL;
+    Py_XDECREF(n);
+    return (TensorObject *)r;
+}
+
+/* v with zeros where mask is true. */
+static TensorObject *
+zero_where(TensorObject *v, TensorObject *mask)
+{
+    return v ? pygpu_ag_call(v, "masked_fill", "(Od)", (PyObject *)mask, 0.0)
+             : NULL;
+}
+
+/* With z the first zero of x along dim (in each line): before z, the sum
+ * over k >= i of g_k y_k divided by x_i (y = cumprod(x), zero from z on);
+ * at z, the sum over k >= z of g_k y'_k, y' the cumprod of x with x_z set
+ * to 1 (the products that skip x_z); after z, zero. */
 static int
 cumprod_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 {
     TensorObject *x = pygpu_ag_saved(n, 0), *y = pygpu_ag_saved(n, 1);
+    TensorObject *zero = NULL, *count = NULL, *after = NULL, *at = NULL;
+    TensorObject *a = NULL, *b = NULL, *t = NULL;
+    int dim = n->perm[0], rc = -1;
     if (x == NULL || y == NULL) {
         return -1;
     }
-    int dim = n->perm[0];
     if (n->in_ndim[0] == 0) { /* a 0-d input is its own cumprod */
         grads[0] = (TensorObject *)Py_NewRef(g);
         return 0;
     }
-    TensorObject *gy = pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)y);
-    TensorObject *f = gy ? pygpu_ag_call(gy, "flip", "i", dim) : NULL;
-    TensorObject *c = f ? pygpu_ag_call(f, "cumsum", "i", dim) : NULL;
-    Py_XSETREF(c, c ? pygpu_ag_call(c, "flip", "i", dim) : NULL);
-    grads[0] = c ? pygpu_ag_bin(PYGPU_DIV, c, (PyObject *)x) : NULL;
-    Py_XDECREF(gy);
-    Py_XDECREF(f);
-    Py_XDECREF(c);
-    return grads[0] == NULL ? -1 : 0;
+    zero = cmp(PYGPU_EQ, x, 0);
+    count = zero ? pygpu_ag_call(zero, "cumsum", "i", dim) : NULL;
+    after = count ? cmp(PYGPU_NE, count, 0) : NULL;  /* from z on */
+    at = after ? cmp(PYGPU_EQ, count, 1) : NULL;
+    Py_XSETREF(at, at ? (TensorObject *)pygpu_op_binary(
+                            PYGPU_AND, (PyObject *)at, (PyObject *)zero,
+                            NULL)
+                      : NULL);
+    /* before z */
+    t = at ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)y) : NULL;
+    a = t ? reverse_cumsum(t, dim) : NULL;
+    Py_XSETREF(a, a ? pygpu_ag_bin(PYGPU_DIV, a, (PyObject *)x) : NULL);
+    Py_XSETREF(a, zero_where(a, after));
+    /* at z */
+    Py_XSETREF(t, a ? pygpu_ag_as_dtype(at, x->dtype) : NULL);
+    Py_XSETREF(t, t ? pygpu_ag_bin(PYGPU_ADD, x, (PyObject *)t) : NULL);
+    Py_XSETREF(t, t ? pygpu_ag_call(t, "cumprod", "i", dim) : NULL);
+    Py_XSETREF(t, t ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)t) : NULL);
+    b = t ? reverse_cumsum(t, dim) : NULL;
+    Py_XSETREF(at, b ? cmp(PYGPU_EQ, at, 0) : NULL); /* not at z */
+    Py_XSETREF(b, at ? zero_where(b, at) : NULL);
+    grads[0] = b ? pygpu_ag_bin(PYGPU_ADD, a, (PyObject *)b) : NULL;
+    rc = grads[0] == NULL ? -1 : 0;
+    Py_XDECREF(zero);
+    Py_XDECREF(count);
+    Py_XDECREF(after);
+    Py_XDECREF(at);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    Py_XDECREF(t);
+    return rc;
 }
 
 PyObject *

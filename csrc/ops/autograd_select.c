@@ -1,6 +1,7 @@
 /* autograd_select.c - the backward rules of the ops that pick elements by
- * index: index_select, gather, indexing by tensors (t[idx], t[[0, 2]],
- * t[mask], any key mixing them with slices), and the writes t[key] = v.
+ * index: index_select, gather, scatter_add, index_add, indexing by tensors
+ * (t[idx], t[[0, 2]], t[mask], any key mixing them with slices), and the
+ * writes t[key] = v.
  *
  * A picked gradient goes back by adding into zeros at the picked places
  * (index_add_, scatter_add_), so an index repeated sums its gradients.
@@ -45,6 +46,73 @@ pygpu_ag_select(TensorObject *t, int dim, TensorObject *index, int gather,
     if (n != NULL) {
         n->op = dim;
         n->flag = gather;
+        if (pygpu_ag_save(n, 0, index) < 0) {
+            Py_CLEAR(n);
+        }
+    }
+    return pygpu_ag_finish(res, n);
+}
+
+/* ------------------------------------------- scatter_add, index_add */
+
+/* input 0 (self): g; input 1 (src): g gathered at the index (index_add,
+ * flag: selected along dim, times alpha), put into zeros of src's shape
+ * where the index is smaller than src. */
+static int
+scatter_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    TensorObject *ix = pygpu_ag_saved(n, 0), *r = NULL;
+    if (ix == NULL) {
+        return -1;
+    }
+    if (n->next[0] != NULL) {
+        grads[0] = (TensorObject *)Py_NewRef(g);
+    }
+    if (n->next[1] == NULL) {
+        return 0;
+    }
+    r = pygpu_ag_call(g, n->flag ? "index_select" : "gather", "(iO)",
+                      n->op, (PyObject *)ix);
+    if (r != NULL && n->flag && n->scalar != 1.0) {
+        Py_SETREF(r, pygpu_ag_bin_s(PYGPU_MUL, r, n->scalar));
+    }
+    if (r != NULL && n->flag && r->ndim != n->in_ndim[1]) { /* 0-d */
+        Py_SETREF(r, pygpu_ag_reshaped(r, n->in_ndim[1], n->in_shape[1]));
+    }
+    if (r != NULL && !n->flag &&
+        memcmp(r->shape, n->in_shape[1],
+               sizeof(int64_t) * (size_t)r->ndim) != 0) {
+        TensorObject *z = pygpu_ag_zeros(n->in_ndim[1], n->in_shape[1],
+                                         r->dtype, r->device);
+        TensorObject *v = z ? pygpu_tensor_view(z, r->ndim, r->shape,
+                                                z->strides, 0)
+                            : NULL;
+        if (v == NULL || pygpu_tensor_copy_into(v, r) < 0) {
+            Py_CLEAR(z);
+        }
+        Py_XDECREF(v);
+        Py_SETREF(r, z);
+    }
+    grads[1] = r;
+    return r == NULL ? -1 : 0;
+}
+
+PyObject *
+pygpu_ag_scatter(TensorObject *self, int dim, TensorObject *index,
+                 TensorObject *src, double alpha, int index_add,
+                 PyObject *res)
+{
+    if (res == NULL) {
+        return NULL;
+    }
+    TensorObject *in[2] = {self, src};
+    pygpu_node *n = pygpu_ag_node(index_add ? "IndexAddBackward0"
+                                            : "ScatterAddBackward0",
+                                  scatter_backward, 2, in);
+    if (n != NULL) {
+        n->op = dim;
+        n->flag = index_add;
+        n->scalar = alpha;
         if (pygpu_ag_save(n, 0, index) < 0) {
             Py_CLEAR(n);
         }

@@ -227,7 +227,18 @@ scatter_call(const char *fname, TensorObject *self, PyObject *dimobj,
         return NULL;
     }
     TensorObject *in[2] = {self, (TensorObject *)srcobj};
-    if (pygpu_ag_refuse(fname, 2, in) < 0) {
+    if (!inplace && pygpu_ag_wanted(2, in)) {
+        double a = alpha && alpha != Py_None ? PyFloat_AsDouble(alpha) : 1.0;
+        if (a == -1.0 && PyErr_Occurred()) {
+            return NULL;
+        }
+        PyObject *res;
+        PYGPU_UNRECORDED(res, scatter_call(fname, self, dimobj, indexobj,
+                                           srcobj, alpha, index_add, 0));
+        return pygpu_ag_scatter(self, dim, (TensorObject *)indexobj,
+                                (TensorObject *)srcobj, a, index_add, res);
+    }
+    if (pygpu_ag_refuse(fname, 2, in) < 0) { /* in place */
         return NULL;
     }
     src = (TensorObject *)Py_NewRef(srcobj);
