@@ -76,6 +76,16 @@ def test_ties_are_shared_evenly(device):
     np.testing.assert_allclose(got, want)
 
 
+def test_nan_maximum(device):
+    nan = float("nan")
+    x = pygpu.tensor([1.0, nan, 3.0, nan], dtype=pygpu.float64,
+                     device=device).requires_grad_()
+    np.testing.assert_array_equal(grad_of(lambda t: t.max(), x),
+                                  [0, 0.5, 0, 0.5])
+    np.testing.assert_array_equal(grad_of(lambda t: t.min(), x),
+                                  [0, 0.5, 0, 0.5])
+
+
 def test_max_of_0d_and_float32(device):
     x = pygpu.tensor(2.5, device=device).requires_grad_()
     x.max(dim=0).values.backward()
@@ -116,10 +126,15 @@ def test_prod_with_zeros(device):
     assert gradcheck(lambda t: t.prod(0), (x,))
 
 
-def test_prod_several_dims_refused(device, rng):
+@pytest.mark.parametrize("dims,keepdim", [((0, 2), False), ((2, 0), True),
+                                          ((1,), False), ((0, 1, 2), True)])
+def test_prod_several_dims(device, rng, dims, keepdim):
     x = param(rng, (2, 3, 2), device)
-    with pytest.raises(RuntimeError, match="not implemented"):
-        x.prod((0, 1))
+    assert gradcheck(lambda t: t.prod(dims, keepdim=keepdim), (x,))
+    vals = x.detach().cpu().numpy().copy()
+    vals[1, 2, 0] = 0.0
+    z = pygpu.from_numpy(vals).to(device).requires_grad_()
+    assert gradcheck(lambda t: t.prod(dims, keepdim=keepdim), (z,))
 
 
 @pytest.mark.parametrize("dim", [0, 1])

@@ -34,8 +34,9 @@ marked_dims(pygpu_node *n)
 
 /* ------------------------------------------- max, min, amax, amin: ties */
 
-/* g spread over x, times mask / count: mask = (x == out), count its sum
- * over the reduced dims. */
+/* g spread over x, times mask / count: mask = (x == out) (max/min of all
+ * elements, op: or both NaN, as torch), count its sum over the reduced
+ * dims. */
 static int
 evenly_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 {
@@ -50,6 +51,24 @@ evenly_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     mask = os ? (TensorObject *)pygpu_op_compare(
                     PYGPU_EQ, (PyObject *)x, (PyObject *)os, NULL)
               : NULL;
+    if (mask != NULL && n->op) { /* max/min of all: NaNs are the result */
+        TensorObject *xn = (TensorObject *)pygpu_op_compare(
+            PYGPU_NE, (PyObject *)x, (PyObject *)x, NULL);
+        TensorObject *on = xn ? (TensorObject *)pygpu_op_compare(
+                                    PYGPU_NE, (PyObject *)os,
+                                    (PyObject *)os, NULL)
+                              : NULL;
+        Py_XSETREF(xn, on ? (TensorObject *)pygpu_op_binary(
+                                PYGPU_AND, (PyObject *)xn, (PyObject *)on,
+                                NULL)
+                          : NULL);
+        Py_SETREF(mask, xn ? (TensorObject *)pygpu_op_binary(
+                                 PYGPU_OR, (PyObject *)mask, (PyObject *)xn,
+                                 NULL)
+                           : NULL);
+        Py_XDECREF(xn);
+        Py_XDECREF(on);
+    }
     if (mask != NULL) {
         Py_SETREF(mask, pygpu_ag_as_dtype(mask, g->dtype));
     }
@@ -144,6 +163,7 @@ pygpu_ag_extreme(int op, TensorObject *t, PyObject *dimobj, int keepdim,
     pygpu_node *n = pygpu_ag_node(node_name, evenly_backward, 1, &t);
     if (n != NULL) {
         n->flag = keepdim;
+        n->op = pair; /* max/min of all elements: a NaN result counts */
         if (pygpu_reduce_mark_dims(t, dimobj, name, n->perm, &all) < 0 ||
             pygpu_ag_save(n, 0, t) < 0 ||
             pygpu_ag_save(n, 1, (TensorObject *)res) < 0) {
@@ -210,7 +230,50 @@ others_product(TensorObject *x, int dim)
     return r;
 }
 
-/* flag: keepdim; op: the dim, or -1 for all elements (x flattened). */
+/* x's reduced dims (marked in n->perm) moved last and merged into one,
+ * the products of the others along it, then back in x's shape (a view). */
+static TensorObject *
+others_over_marked(pygpu_node *n, TensorObject *x)
+{
+    int nd = x->ndim, order[PYGPU_MAX_DIMS], k = 0;
+    int64_t ps[PYGPU_MAX_DIMS], pst[PYGPU_MAX_DIMS], rs[PYGPU_MAX_DIMS];
+    int64_t shape[PYGPU_MAX_DIMS], st[PYGPU_MAX_DIMS], m = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int d = 0; d < nd; d++) {
+            if (!n->perm[d] == !pass) {
+                order[k++] = d;
+            }
+        }
+    }
+    int kept = 0;
+    for (int i = 0; i < nd; i++) {
+        ps[i] = x->shape[order[i]];
+        pst[i] = x->strides[order[i]];
+        if (!n->perm[order[i]]) {
+            rs[kept++] = ps[i];
+        }
+        else {
+            m *= ps[i];
+        }
+    }
+    rs[kept] = m;
+    TensorObject *v = pygpu_tensor_view(x, nd, ps, pst, 0);
+    TensorObject *r = v ? pygpu_ag_reshaped(v, kept + 1, rs) : NULL;
+    Py_XDECREF(v);
+    Py_XSETREF(r, r ? others_product(r, kept) : NULL);
+    Py_XSETREF(r, r ? pygpu_ag_reshaped(r, nd, ps) : NULL);
+    if (r == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < nd; i++) {
+        shape[order[i]] = ps[i];
+        st[order[i]] = r->strides[i];
+    }
+    Py_SETREF(r, pygpu_tensor_view(r, nd, shape, st, 0));
+    return r;
+}
+
+/* flag: keepdim; perm: the reduced dims. */
 static int
 prod_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 {
@@ -219,15 +282,12 @@ prod_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     if (x == NULL) {
         return -1;
     }
+    if (x->ndim == 0) { /* the product of one element */
+        grads[0] = (TensorObject *)Py_NewRef(g);
+        return 0;
+    }
     xc = pygpu_ag_as_dtype(x, g->dtype);
-    if (xc != NULL && n->op < 0) {
-        int64_t numel = pygpu_numel(x->ndim, x->shape);
-        Py_SETREF(xc, pygpu_ag_reshaped(xc, 1, &numel));
-    }
-    p = xc ? others_product(xc, n->op < 0 ? 0 : n->op) : NULL;
-    if (p != NULL && n->op < 0) {
-        Py_SETREF(p, pygpu_ag_reshaped(p, n->in_ndim[0], n->in_shape[0]));
-    }
+    p = xc ? others_over_marked(n, xc) : NULL;
     gs = p ? pygpu_ag_spread(n, g) : NULL;
     grads[0] = gs ? pygpu_ag_bin(PYGPU_MUL, gs, (PyObject *)p) : NULL;
     Py_XDECREF(xc);
@@ -240,33 +300,20 @@ PyObject *
 pygpu_ag_prod(TensorObject *t, PyObject *dimobj, int keepdim, int pair,
               const char *name)
 {
-    int all, mark[PYGPU_MAX_DIMS], nmarked = 0, dim = -1;
-    int64_t count = pygpu_reduce_mark_dims(t, dimobj, name, mark, &all);
-    if (count < 0) {
-        return NULL;
-    }
-    for (int d = 0; d < t->ndim; d++) {
-        if (mark[d]) {
-            nmarked++;
-            dim = d;
-        }
-    }
-    if (!all && nmarked > 1) {
-        return pygpu_ag_no_rule(NULL, "prod over several dims");
-    }
+    int all;
     PyObject *res;
     PYGPU_UNRECORDED(res, pygpu_reduce_over(PYGPU_PROD, t, dimobj, keepdim,
                                             pair, name));
     if (res == NULL) {
         return NULL;
     }
+    all = dimobj == NULL || dimobj == Py_None;
     pygpu_node *n = pygpu_ag_node(all ? "ProdBackward0" : "ProdBackward1",
                                   prod_backward, 1, &t);
     if (n != NULL) {
-        memcpy(n->perm, mark, sizeof(mark));
         n->flag = keepdim;
-        n->op = all || t->ndim == 0 ? -1 : dim;
-        if (pygpu_ag_save(n, 0, t) < 0) {
+        if (pygpu_reduce_mark_dims(t, dimobj, name, n->perm, &all) < 0 ||
+            pygpu_ag_save(n, 0, t) < 0) {
             Py_CLEAR(n);
         }
     }
