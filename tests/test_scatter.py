@@ -195,8 +195,33 @@ def test_autograd(device, rng):
     iv1 = pygpu.tensor([2, 0, 2], device=device)
     assert gradcheck(lambda b: x.index_add(1, iv1, b.T), (src2,))
     assert x.scatter_add(0, ix, src).grad_fn.name() == "ScatterAddBackward0"
-    t = pygpu.zeros(4, 3, dtype=pygpu.float64, device=device)
-    with pytest.raises(RuntimeError, match="not implemented"):
-        t.index_add_(0, iv, src)
+
+
+def test_autograd_in_place(device, rng):
+    from pygpu.autograd import gradcheck
+    src = pygpu.from_numpy(rng.standard_normal((3, 3))).to(device)
+    src.requires_grad_()
+    w = pygpu.from_numpy(rng.standard_normal((4, 3))).to(device)
+    w.requires_grad_()
+    iv = pygpu.tensor([3, 0, 3], device=device)
+    ix = pygpu.tensor([[0, 3, 3], [1, 1, 0]], device=device)
+
+    def f(a, b):
+        y = a * 2
+        y.index_add_(0, iv, b, alpha=0.5)
+        y.scatter_add_(0, ix, b * b)
+        return y * a
+
+    assert gradcheck(f, (w, src))
+    buf = pygpu.zeros(4, 3, dtype=pygpu.float64, device=device)
+    buf.index_add_(0, iv, src)  # a plain tensor takes src's history
+    assert buf.grad_fn.name() == "IndexAddBackward0"
+    buf.sum().backward()
+    np.testing.assert_array_equal(src.grad.cpu().numpy(), np.ones((3, 3)))
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        w.index_add_(0, iv, src)
+    with pytest.raises(RuntimeError, match="view"):
+        (w * 1)[1:].index_add_(0, pygpu.tensor([0], device=device),
+                               src[:1])
     with pygpu.no_grad():
-        t.index_add_(0, iv, src)
+        w.index_add_(0, iv, src)

@@ -147,6 +147,12 @@ PyObject *pygpu_ag_select(TensorObject *t, int dim, TensorObject *index,
 PyObject *pygpu_ag_scatter(TensorObject *self, int dim, TensorObject *index,
                            TensorObject *src, double alpha, int index_add,
                            PyObject *res);
+/* The same in place: self rebased onto the Node of (its history, src),
+ * write(arg) doing the write with grad mode off; self (new ref) or NULL.
+ * A leaf that requires grad and a view of one are refused. */
+PyObject *pygpu_ag_scatter_(TensorObject *self, int dim, TensorObject *index,
+                            TensorObject *src, double alpha, int index_add,
+                            PyObject *(*write)(void *), void *arg);
 /* res = t[key] (computed) for a key that is not only ints, slices, None
  * and Ellipsis: recorded; its gradient is added into zeros at the
  * elements the key picks. */

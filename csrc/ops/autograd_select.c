@@ -97,14 +97,10 @@ scatter_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     return r == NULL ? -1 : 0;
 }
 
-PyObject *
-pygpu_ag_scatter(TensorObject *self, int dim, TensorObject *index,
-                 TensorObject *src, double alpha, int index_add,
-                 PyObject *res)
+static pygpu_node *
+scatter_node(TensorObject *self, int dim, TensorObject *index,
+             TensorObject *src, double alpha, int index_add)
 {
-    if (res == NULL) {
-        return NULL;
-    }
     TensorObject *in[2] = {self, src};
     pygpu_node *n = pygpu_ag_node(index_add ? "IndexAddBackward0"
                                             : "ScatterAddBackward0",
@@ -117,7 +113,65 @@ pygpu_ag_scatter(TensorObject *self, int dim, TensorObject *index,
             Py_CLEAR(n);
         }
     }
-    return pygpu_ag_finish(res, n);
+    return n;
+}
+
+PyObject *
+pygpu_ag_scatter(TensorObject *self, int dim, TensorObject *index,
+                 TensorObject *src, double alpha, int index_add,
+                 PyObject *res)
+{
+    if (res == NULL) {
+        return NULL;
+    }
+    return pygpu_ag_finish(res, scatter_node(self, dim, index, src, alpha,
+                                             index_add));
+}
+
+/* Whether an in-place write to t may be recorded by rebasing t (0), or
+ * -1 with the error: a leaf that requires grad, a view of a tensor that
+ * requires grad. */
+static int
+rebase_refused(TensorObject *t, const char *what)
+{
+    pygpu_node *g = (pygpu_node *)t->grad_fn;
+    if (g == NULL && t->requires_grad) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "a leaf Variable that requires grad is being used "
+                        "in an in-place operation.");
+        return -1;
+    }
+    if (g != NULL && g->is_view) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "pygpu's autograd does not record %s on a view of a "
+                     "tensor that requires grad; write to the base tensor "
+                     "or to a copy", what);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *
+pygpu_ag_scatter_(TensorObject *self, int dim, TensorObject *index,
+                  TensorObject *src, double alpha, int index_add,
+                  PyObject *(*write)(void *), void *arg)
+{
+    PyObject *res;
+    if (rebase_refused(self, index_add ? "index_add_" : "scatter_add_") <
+        0) {
+        return NULL;
+    }
+    pygpu_node *n = scatter_node(self, dim, index, src, alpha, index_add);
+    if (n == NULL) {
+        return NULL;
+    }
+    PYGPU_UNRECORDED(res, write(arg));
+    if (res == NULL) {
+        Py_DECREF(n);
+        return NULL;
+    }
+    pygpu_ag_set_grad_fn(self, n);
+    return res;
 }
 
 /* ------------------------------------------------------ t[key], any key */
@@ -231,19 +285,8 @@ pygpu_ag_setitem(TensorObject *t, PyObject *key, PyObject *value)
 {
     TensorObject *in[2] = {t, Tensor_Check(value) ? (TensorObject *)value
                                                   : NULL};
-    pygpu_node *g = (pygpu_node *)t->grad_fn;
     int rc;
-    if (g == NULL && t->requires_grad) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "a leaf Variable that requires grad is being used "
-                        "in an in-place operation.");
-        return -1;
-    }
-    if (g != NULL && g->is_view) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "pygpu's autograd does not record t[k] = v on a view "
-                        "of a tensor that requires grad; write to the base "
-                        "tensor or to a copy");
+    if (rebase_refused(t, "t[k] = v") < 0) {
         return -1;
     }
     pygpu_node *n = pygpu_ag_node("IndexPutBackward0", setitem_backward, 2,

@@ -211,6 +211,27 @@ pygpu_index_add_into(TensorObject *self, int dim, TensorObject *index,
 
 /* ------------------------------------------------- functions and methods */
 
+static PyObject *scatter_call(const char *fname, TensorObject *self,
+                              PyObject *dimobj, PyObject *indexobj,
+                              PyObject *srcobj, PyObject *alpha,
+                              int index_add, int inplace);
+
+/* An in-place call, its arguments kept for the recorded write. */
+typedef struct {
+    const char *fname;
+    TensorObject *self;
+    PyObject *dimobj, *indexobj, *srcobj, *alpha;
+    int index_add;
+} inplace_call;
+
+static PyObject *
+run_inplace(void *arg)
+{
+    inplace_call *c = arg;
+    return scatter_call(c->fname, c->self, c->dimobj, c->indexobj,
+                        c->srcobj, c->alpha, c->index_add, 1);
+}
+
 /* The work of the four entries: into self (in place) or into a copy of
  * self (out of place), src scaled by alpha (NULL: 1) first. */
 static PyObject *
@@ -227,19 +248,23 @@ scatter_call(const char *fname, TensorObject *self, PyObject *dimobj,
         return NULL;
     }
     TensorObject *in[2] = {self, (TensorObject *)srcobj};
-    if (!inplace && pygpu_ag_wanted(2, in)) {
+    if (pygpu_ag_wanted(2, in)) {
         double a = alpha && alpha != Py_None ? PyFloat_AsDouble(alpha) : 1.0;
         if (a == -1.0 && PyErr_Occurred()) {
             return NULL;
+        }
+        if (inplace) {
+            inplace_call c = {fname, self, dimobj, indexobj, srcobj, alpha,
+                              index_add};
+            return pygpu_ag_scatter_(self, dim, (TensorObject *)indexobj,
+                                     (TensorObject *)srcobj, a, index_add,
+                                     run_inplace, &c);
         }
         PyObject *res;
         PYGPU_UNRECORDED(res, scatter_call(fname, self, dimobj, indexobj,
                                            srcobj, alpha, index_add, 0));
         return pygpu_ag_scatter(self, dim, (TensorObject *)indexobj,
                                 (TensorObject *)srcobj, a, index_add, res);
-    }
-    if (pygpu_ag_refuse(fname, 2, in) < 0) { /* in place */
-        return NULL;
     }
     src = (TensorObject *)Py_NewRef(srcobj);
     if (alpha != NULL && alpha != Py_None) {
