@@ -138,6 +138,8 @@ from ._C import (arange, cat, chunk, concat, concatenate, eye,  # noqa: E402
 __all__ += ["arange", "linspace", "eye", "cat", "concat", "concatenate",
             "stack", "split", "chunk", "unbind", "narrow", "flip",
             "index_select", "gather"]
+from ._C import index_add, scatter_add  # noqa: E402
+__all__ += ["scatter_add", "index_add"]
 
 
 def is_tensor(obj: object) -> bool:

@@ -438,13 +438,9 @@ def test_reduction_family_gradcheck(device, fn):
 
 
 @pytest.mark.parametrize("fn,name", [
-    (lambda t: t.flip(0), "flip"), (lambda t: t.repeat(2, 1), "repeat"),
-    (lambda t: t[[0, 1]], "indexing with tensors"),
-    (lambda t: pygpu.index_select(t, 0, pygpu.tensor([0])), "index_select"),
-    (lambda t: t.max(), "max"), (lambda t: t.prod(), "prod"),
-    (lambda t: t.cumprod(0), "cumprod"),
-    (lambda t: pygpu.floor_divide(t, 2.0), "floor_divide"),
-    (lambda t: pygpu.cat([t, t, t, t]), "cat of at most"),
+    (lambda t: pygpu.cat([t, t], out=pygpu.empty(6, 2, dtype=t.dtype,
+                                                 device=t.device)),
+     "out="),
 ])
 def test_ops_without_a_rule_refuse(device, fn, name):
     x = leaf((3, 2), device, 49)
@@ -468,8 +464,4 @@ def test_comparisons_are_not_recorded(device):
     x = leaf((3,), device, 53)
     m = x > 0
     assert m.dtype == pygpu.bool and not m.requires_grad
-    with pytest.raises(RuntimeError, match="records indexing by ints"):
-        x[m]
-    y = pygpu.zeros(3, dtype=pygpu.float64, device=device)
-    with pytest.raises(RuntimeError, match="t\\[mask\\] = v"):
-        y[m] = x
+    assert x[m].grad_fn.name() == "IndexBackward0"  # the mask is not

@@ -1,7 +1,7 @@
 /* cpu_gather.c - the CPU loop of the GATHER kind: elements moved between
  * a dense operand and the slots an index tensor picks along one dim of
- * another (index_select, gather, t[idx], t[idx] = v).  Plain C, no
- * Python.h.
+ * another (index_select, gather, t[idx], t[idx] = v), or added into them
+ * (scatter_add, index_add_).  Plain C, no Python.h.
  *
  * Elements are moved as bytes, by their size, so that every dtype takes
  * the same loop; the index is read as int32 or int64.  The rows of the
@@ -102,6 +102,27 @@ offsets_row(char *const *p, const int64_t *s, int64_t n, const gather_ctx *c)
     }
 }
 
+/* PYGPU_GATHER_ADD(_INT): indexed slot += dense, in the walk's order (the
+ * loop is not split over threads, so the sums are deterministic). */
+#define ADD_ROW(NAME, T)                                                     \
+    static void NAME(char *const *p, const int64_t *s, int64_t n,            \
+                     const gather_ctx *c)                                    \
+    {                                                                        \
+        const T *dense = (const T *)p[0];                                    \
+        T *indexed = (T *)p[1];                                              \
+        int64_t w;                                                           \
+        for (int64_t j = 0; j < n; j++) {                                    \
+            if (index_at(p[2], j, s[2], c, &w)) {                            \
+                return;                                                      \
+            }                                                                \
+            indexed[j * s[1] + w * c->dim_stride] += dense[j * s[0]];        \
+        }                                                                    \
+    }
+
+ADD_ROW(add_row_f, float)
+ADD_ROW(add_row_d, double)
+ADD_ROW(add_row_i, int64_t)
+
 static void
 gather_row(char *const *p, const int64_t *s, int64_t n, const void *ctx)
 {
@@ -111,6 +132,19 @@ gather_row(char *const *p, const int64_t *s, int64_t n, const void *ctx)
     }
     if (c->mode == PYGPU_GATHER_OFFSETS) {
         offsets_row(p, s, n, c);
+        return;
+    }
+    if (c->mode == PYGPU_GATHER_ADD_INT) {
+        add_row_i(p, s, n, c);
+        return;
+    }
+    if (c->mode == PYGPU_GATHER_ADD) {
+        if (c->esize == 4) {
+            add_row_f(p, s, n, c);
+        }
+        else {
+            add_row_d(p, s, n, c);
+        }
         return;
     }
     switch (c->esize) {

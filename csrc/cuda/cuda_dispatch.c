@@ -114,7 +114,7 @@ random_numbers(pygpu_kargs *k)
 static int
 gather(pygpu_kargs *k)
 {
-    int scatter = k->flag == PYGPU_GATHER_SCATTER;
+    int scatter = pygpu_gather_writes_indexed(k->flag);
     void *dense = scatter ? (void *)k->in[0] : k->out;
     void *indexed = scatter ? k->out : (void *)k->in[0];
     return pygpu_cuda_gather(pygpu_dtype_table[k->dtype].itemsize, dense,

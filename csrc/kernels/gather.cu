@@ -1,7 +1,8 @@
 /* gather.cu - the GATHER kind on the GPU: elements moved between a dense
  * operand and the slots an index tensor picks along one dim of another
- * (index_select, gather, t[idx], t[idx] = v), or the checked offsets of
- * one of several indices.
+ * (index_select, gather, t[idx], t[idx] = v), added into them with
+ * atomicAdd (scatter_add, index_add_), or the checked offsets of one of
+ * several indices.
  *
  * Elements move as unsigned integers of their size, so every dtype takes
  * the same four kernels (times two index types).  An index out of range
@@ -12,6 +13,24 @@
 #include "common.cuh"
 
 // -------------------------------------------------------------- kernels
+
+// *slot += v for the ADD modes: float32 in 4 bytes; float64 or int64 in 8
+// (int64 wraps as two's complement, as an unsigned add does).
+__device__ inline void add_at(uint32_t *slot, uint32_t v, int mode)
+{
+    atomicAdd((float *)slot, __uint_as_float(v));
+}
+__device__ inline void add_at(uint64_t *slot, uint64_t v, int mode)
+{
+    if (mode == PYGPU_GATHER_ADD_INT) {
+        atomicAdd((unsigned long long *)slot, (unsigned long long)v);
+    } else {
+        atomicAdd((double *)slot, __longlong_as_double((long long)v));
+    }
+}
+// Never launched for 1- and 2-byte elements (the front end widens them).
+__device__ inline void add_at(uint8_t *slot, uint8_t v, int mode) {}
+__device__ inline void add_at(uint16_t *slot, uint16_t v, int mode) {}
 
 template <typename T, typename I>
 __global__ void gather_kernel(T *dense, T *indexed, const I *index,
@@ -37,7 +56,9 @@ __global__ void gather_kernel(T *dense, T *indexed, const I *index,
             continue;
         }
         T *slot = indexed + off[1] + w * dim_stride;
-        if (mode == PYGPU_GATHER_SCATTER) {
+        if (mode == PYGPU_GATHER_ADD || mode == PYGPU_GATHER_ADD_INT) {
+            add_at(slot, dense[off[0]], mode);
+        } else if (mode == PYGPU_GATHER_SCATTER) {
             *slot = dense[off[0]];
         } else {
             dense[off[0]] = *slot;

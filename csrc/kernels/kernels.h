@@ -63,7 +63,8 @@ enum pygpu_scalar {
     X(EXP, exp) X(LOG, log) X(LOG1P, log1p) X(EXPM1, expm1) X(SQRT, sqrt)    \
     X(RSQRT, rsqrt) X(SIN, sin) X(COS, cos) X(TANH, tanh)                    \
     X(SIGMOID, sigmoid) X(RECIPROCAL, reciprocal) X(SILU, silu)              \
-    X(GELU, gelu) X(GELU_TANH, gelu_tanh)
+    X(GELU, gelu) X(GELU_TANH, gelu_tanh) X(GELU_GRAD, gelu_grad)           \
+    X(GELU_TANH_GRAD, gelu_tanh_grad)
 #define PYGPU_UNARY_OPS(X) PYGPU_UNARY_INT_OPS(X) PYGPU_UNARY_FLOAT_OPS(X)
 
 #define PYGPU_OP_ENUM_ROW(OP, name) PYGPU_##OP,
@@ -231,9 +232,19 @@ void pygpu_cpu_random(int dtype, void *out, int64_t n, int normal,
 enum pygpu_gather_mode {
     PYGPU_GATHER_READ = 0,    /* dense[o0] = indexed[o1 + i * dim_stride] */
     PYGPU_GATHER_SCATTER = 1, /* indexed[o1 + i * dim_stride] = dense[o0] */
-    PYGPU_GATHER_OFFSETS = 2  /* dense[o0] (int64) = i * dim_stride: the
+    PYGPU_GATHER_OFFSETS = 2, /* dense[o0] (int64) = i * dim_stride: the
                                  checked offsets of one of several indices */
+    PYGPU_GATHER_ADD = 3,     /* indexed[o1 + i * dim_stride] += dense[o0]:
+                                 float32 (esize 4) or float64 (esize 8);
+                                 atomic on CUDA */
+    PYGPU_GATHER_ADD_INT = 4  /* the same for int64 (esize 8) */
 };
+/* Nonzero when mode writes the indexed operand (out) from the dense one. */
+static inline int pygpu_gather_writes_indexed(int mode)
+{
+    return mode == PYGPU_GATHER_SCATTER || mode == PYGPU_GATHER_ADD ||
+           mode == PYGPU_GATHER_ADD_INT;
+}
 /* For every element of g, whose operands are 0: dense, 1: indexed
  * (without its indexed dim), 2: index (int32 or int64: index_esize 4 or
  * 8 bytes), i is the index read there, plus dim_size when negative, and

@@ -308,6 +308,36 @@ PYGPU_RULE double pygpu_gelu_tanh_d(double x)
     return 0.5 * x * (1.0 + tanh(inner));
 }
 
+/* The derivatives of the two gelus (autograd's rules multiply the
+ * gradient by them): Phi(x) + x phi(x), and for the tanh form, with
+ * t = tanh(k (x + c x^3)), (1 + t) / 2 + x/2 (1 - t^2) k (1 + 3 c x^2). */
+PYGPU_RULE float pygpu_gelu_grad_f(float x)
+{
+    return 0.5f * erfcf(-x * 0.70710678118654752f) +
+           x * 0.39894228040143268f * expf(-0.5f * x * x);
+}
+PYGPU_RULE double pygpu_gelu_grad_d(double x)
+{
+    return 0.5 * erfc(-x * 0.70710678118654752440) +
+           x * 0.39894228040143267794 * exp(-0.5 * x * x);
+}
+PYGPU_RULE float pygpu_gelu_tanh_grad_f(float x)
+{
+    float x2 = x * x;
+    float t = tanhf(0.79788456080286536f * (x + 0.044715f * x2 * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) *
+                                   0.79788456080286536f *
+                                   (1.0f + 0.134145f * x2);
+}
+PYGPU_RULE double pygpu_gelu_tanh_grad_d(double x)
+{
+    double x2 = x * x;
+    double t = tanh(0.79788456080286535588 * (x + 0.044715 * x2 * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) *
+                                 0.79788456080286535588 *
+                                 (1.0 + 0.134145 * x2);
+}
+
 /* ---------------------------------------------------------- conversion */
 
 /* float -> int64 truncates toward zero.  C leaves NaN and values outside

@@ -18,7 +18,6 @@
 
 #include "ops/ops.h"
 
-#define PYGPU_NODE_MAX_IN 3
 #define PYGPU_NODE_MAX_SAVED 3
 
 typedef struct pygpu_node pygpu_node;
@@ -33,12 +32,14 @@ struct pygpu_node {
     PyObject_HEAD
     const char *name;             /* torch's: "AddBackward0" */
     pygpu_backward_fn backward;   /* NULL for AccumulateGrad */
+    /* The inputs, nin of them (any number: cat's), in one block that
+     * in_shape starts (NULL for AccumulateGrad). */
     int nin;
-    PyObject *next[PYGPU_NODE_MAX_IN];   /* input Nodes, NULL: no grad */
-    int in_ndim[PYGPU_NODE_MAX_IN];
-    int64_t in_shape[PYGPU_NODE_MAX_IN][PYGPU_MAX_DIMS];
-    int in_dtype[PYGPU_NODE_MAX_IN];
-    pygpu_device in_device[PYGPU_NODE_MAX_IN];
+    PyObject **next;              /* input Nodes, NULL: no grad */
+    int *in_ndim;
+    int64_t (*in_shape)[PYGPU_MAX_DIMS];
+    int *in_dtype;
+    pygpu_device *in_device;
     PyObject *saved[PYGPU_NODE_MAX_SAVED]; /* tensors (detached aliases) */
     uint32_t saved_version[PYGPU_NODE_MAX_SAVED];
     int had_saved;                /* saved something: a rerun needs it */
@@ -129,11 +130,45 @@ PyObject *pygpu_ag_view(int kind, TensorObject *in, const int *perm,
  * start, the dim dropped), recorded as an INDEX view. */
 PyObject *pygpu_ag_view_along(TensorObject *in, int dim, int64_t start,
                               int64_t stop, int select, PyObject *res);
+/* max/min (full, or along a dim with indices: pair), amax/amin and prod,
+ * recorded (autograd_extrema.c), like pygpu_ag_reduce. */
+PyObject *pygpu_ag_extreme(int op, TensorObject *t, PyObject *dim,
+                           int keepdim, int pair, const char *name);
+PyObject *pygpu_ag_prod(TensorObject *t, PyObject *dim, int keepdim,
+                        int pair, const char *name);
+/* res = t.cumprod(dim), computed: recorded. */
+PyObject *pygpu_ag_cumprod(TensorObject *t, int dim, PyObject *res);
+/* res = index_select(t, dim, index) (gather: gather(t, dim, index)),
+ * computed: recorded (autograd_select.c). */
+PyObject *pygpu_ag_select(TensorObject *t, int dim, TensorObject *index,
+                          int gather, PyObject *res);
+/* res = self.scatter_add(dim, index, src) (index_add: self.index_add(dim,
+ * index, src, alpha=alpha)), computed: recorded. */
+PyObject *pygpu_ag_scatter(TensorObject *self, int dim, TensorObject *index,
+                           TensorObject *src, double alpha, int index_add,
+                           PyObject *res);
+/* The same in place: self rebased onto the Node of (its history, src),
+ * write(arg) doing the write with grad mode off; self (new ref) or NULL.
+ * A leaf that requires grad and a view of one are refused. */
+PyObject *pygpu_ag_scatter_(TensorObject *self, int dim, TensorObject *index,
+                            TensorObject *src, double alpha, int index_add,
+                            PyObject *(*write)(void *), void *arg);
+/* res = t[key] (computed) for a key that is not only ints, slices, None
+ * and Ellipsis: recorded; its gradient is added into zeros at the
+ * elements the key picks. */
+PyObject *pygpu_ag_index(TensorObject *t, PyObject *key, PyObject *res);
+/* t[key] = value, value or t taking part in autograd: the write, then t
+ * rebased onto a Node of (t's history, value).  0 or -1. */
+int pygpu_ag_setitem(TensorObject *t, PyObject *key, PyObject *value);
+/* res = t.flip(dims) / t.repeat(sizes), computed: recorded
+ * (autograd_layout.c); dims is the call's arguments. */
+PyObject *pygpu_ag_flip(TensorObject *t, PyObject *const *dims,
+                        Py_ssize_t ndims, PyObject *res);
+PyObject *pygpu_ag_repeat(TensorObject *t, PyObject *res);
 /* RuntimeError "the derivative of <name> is not implemented ..." when an
  * op over in[0..n) would be recorded; 0 otherwise. */
 int pygpu_ag_refuse(const char *name, int n, TensorObject *const *in);
-/* res = cat (stack: stack) of items[0..n) along dim, recorded; n at most
- * PYGPU_NODE_MAX_IN. */
+/* res = cat (stack: stack) of items[0..n) along dim, recorded. */
 PyObject *pygpu_ag_cat(PyObject *const *items, int n, int dim, int stack,
                        PyObject *res);
 
@@ -171,6 +206,17 @@ TensorObject *pygpu_ag_mT(TensorObject *t);
 TensorObject *pygpu_ag_reshaped(TensorObject *t, int ndim,
                                 const int64_t *shape);
 TensorObject *pygpu_ag_as_dtype(TensorObject *g, int dtype);
+/* Zeros of a shape, dtype and device. */
+TensorObject *pygpu_ag_zeros(int ndim, const int64_t *shape, int dtype,
+                             pygpu_device dev);
+/* t.method(*args), args built by Py_BuildValue(fmt, ...) (a tuple, or
+ * one value); the result must be a tensor. */
+TensorObject *pygpu_ag_call(TensorObject *t, const char *method,
+                            const char *fmt, ...);
+/* r, reduced over the dims of input 0 marked in n->perm (kept as size 1
+ * when n->flag), spread back over input 0's shape: a view, stride 0 along
+ * the reduced dims (autograd_reduce.c). */
+TensorObject *pygpu_ag_spread(pygpu_node *n, TensorObject *r);
 /* res with node as its grad_fn (both stolen; either NULL: NULL). */
 PyObject *pygpu_ag_finish(PyObject *res, pygpu_node *node);
 /* RuntimeError "the derivative of <name> is not implemented ..."; releases

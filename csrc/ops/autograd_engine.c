@@ -209,7 +209,7 @@ static int
 run_node(pygpu_node *n, TensorObject **gp, const pygpu_pass *pa,
          node_stack *ready)
 {
-    TensorObject *grads[PYGPU_NODE_MAX_IN] = {NULL};
+    TensorObject *few[4] = {NULL}, **grads = few;
     int rc = -1;
     PyObject *hooks = n->backward == NULL
                           ? ((TensorObject *)n->variable)->hooks
@@ -249,6 +249,11 @@ run_node(pygpu_node *n, TensorObject **gp, const pygpu_pass *pa,
             Py_XSETREF(((TensorObject *)out)->grad, (PyObject *)c);
         }
     }
+    if (n->nin > 4 &&
+        (grads = PyMem_Calloc((size_t)n->nin, sizeof(*grads))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     if (g != NULL && n->backward(n, g, grads) < 0) {
         goto fail;
     }
@@ -275,8 +280,11 @@ run_node(pygpu_node *n, TensorObject **gp, const pygpu_pass *pa,
     }
     rc = 0;
 fail:
-    for (int i = 0; i < PYGPU_NODE_MAX_IN; i++) {
+    for (int i = 0; i < n->nin; i++) {
         Py_XDECREF(grads[i]);
+    }
+    if (grads != few) {
+        PyMem_Free(grads);
     }
     return rc;
 }

@@ -1,5 +1,5 @@
 /* autograd_math.c - the backward rules of pow, maximum, minimum, fmod,
- * remainder and clamp.  Masks come from sign(): (sign(d) + 1) / 2 is 1, 1/2
+ * remainder, floor_divide and clamp.  Masks come from sign(): (sign(d) + 1) / 2 is 1, 1/2
  * or 0 as d is positive, zero or negative, which splits a tie of maximum
  * and minimum evenly between the operands, as torch does. */
 #include "ops/autograd.h"
@@ -117,9 +117,30 @@ pow_grads(pygpu_node *n, TensorObject *g, PyObject *a, PyObject *b,
     return 0;
 }
 
+/* floor_divide is piecewise constant: zero gradients (as floor's, and as
+ * torch's div(rounding_mode='floor')). */
+static int
+zero_grads(pygpu_node *n, TensorObject *g, TensorObject **grads)
+{
+    for (int i = 0; i < 2; i++) {
+        if (n->next[i] == NULL) {
+            continue;
+        }
+        grads[i] = pygpu_tensor_empty(g->ndim, g->shape, g->dtype,
+                                      g->device);
+        if (grads[i] == NULL || pygpu_op_fill(grads[i], 0.0) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int
 pygpu_ag_math_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 {
+    if (n->op == PYGPU_FLOOR_DIVIDE) {
+        return zero_grads(n, g, grads);
+    }
     PyObject *a = operand(n, 0), *b = a ? operand(n, 1) : NULL;
     int rc = -1;
     if (b == NULL) {

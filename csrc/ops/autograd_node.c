@@ -74,6 +74,23 @@ pygpu_ag_node(const char *name, pygpu_backward_fn fn, int n,
     if (node == NULL) {
         return NULL;
     }
+    /* One block: the shapes first (int64), then the pointers, devices and
+     * ints, each part aligned for what follows it. */
+    size_t shapes = sizeof(int64_t) * PYGPU_MAX_DIMS * (size_t)n;
+    size_t nexts = sizeof(PyObject *) * (size_t)n;
+    size_t devices = sizeof(pygpu_device) * (size_t)n;
+    char *block = PyMem_Calloc(1, shapes + nexts + devices +
+                                      2 * sizeof(int) * (size_t)n + 1);
+    if (block == NULL) {
+        Py_DECREF(node);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    node->in_shape = (int64_t(*)[PYGPU_MAX_DIMS])block;
+    node->next = (PyObject **)(block + shapes);
+    node->in_device = (pygpu_device *)(block + shapes + nexts);
+    node->in_ndim = (int *)(block + shapes + nexts + devices);
+    node->in_dtype = node->in_ndim + n;
     node->nin = n;
     for (int i = 0; i < n; i++) {
         TensorObject *t = in[i];
@@ -161,7 +178,7 @@ node_traverse(PyObject *self, visitproc visit, void *arg)
 {
     pygpu_node *n = (pygpu_node *)self;
     Py_VISIT(Py_TYPE(self));
-    for (int i = 0; i < PYGPU_NODE_MAX_IN; i++) {
+    for (int i = 0; i < n->nin; i++) {
         Py_VISIT(n->next[i]);
     }
     for (int i = 0; i < PYGPU_NODE_MAX_SAVED; i++) {
@@ -179,7 +196,7 @@ static int
 node_clear(PyObject *self)
 {
     pygpu_node *n = (pygpu_node *)self;
-    for (int i = 0; i < PYGPU_NODE_MAX_IN; i++) {
+    for (int i = 0; i < n->nin; i++) {
         Py_CLEAR(n->next[i]);
     }
     for (int i = 0; i < PYGPU_NODE_MAX_SAVED; i++) {
@@ -202,6 +219,7 @@ node_dealloc(PyObject *self)
         PyObject_ClearWeakRefs(self);
     }
     node_clear(self);
+    PyMem_Free(((pygpu_node *)self)->in_shape); /* the inputs' block */
     tp->tp_free(self);
     Py_DECREF(tp);
 }

@@ -7,11 +7,8 @@
 
 #include <string.h>
 
-/* r (reduced over the dims marked in n->perm, kept as size 1 when
- * n->flag) spread back over input 0's shape: a view, stride 0 along the
- * reduced dims. */
-static TensorObject *
-spread(pygpu_node *n, TensorObject *r)
+TensorObject *
+pygpu_ag_spread(pygpu_node *n, TensorObject *r)
 {
     int64_t strides[PYGPU_MAX_DIMS];
     int nd = n->in_ndim[0], keepdim = n->flag;
@@ -32,7 +29,7 @@ spread(pygpu_node *n, TensorObject *r)
 static int
 reduce_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 {
-    TensorObject *r = spread(n, g);
+    TensorObject *r = pygpu_ag_spread(n, g);
     if (r != NULL && n->op == PYGPU_MEAN) {
         PyObject *c = PyFloat_FromDouble(n->scalar);
         PyObject *q = c ? pygpu_op_binary(PYGPU_DIV, (PyObject *)r, c, NULL)
@@ -64,6 +61,12 @@ pygpu_ag_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim,
                 int pair, const char *name)
 {
     PyObject *res;
+    if (op == PYGPU_MAX || op == PYGPU_MIN) {
+        return pygpu_ag_extreme(op, t, dimobj, keepdim, pair, name);
+    }
+    if (op == PYGPU_PROD) {
+        return pygpu_ag_prod(t, dimobj, keepdim, pair, name);
+    }
     if (op != PYGPU_SUM && op != PYGPU_MEAN) {
         return pygpu_ag_no_rule(NULL, name);
     }
@@ -96,8 +99,8 @@ logsumexp_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     if (x == NULL || out == NULL) {
         return -1;
     }
-    gs = spread(n, g);
-    os = gs ? spread(n, out) : NULL;
+    gs = pygpu_ag_spread(n, g);
+    os = gs ? pygpu_ag_spread(n, out) : NULL;
     e = os ? pygpu_ag_bin(PYGPU_SUB, x, (PyObject *)os) : NULL;
     if (e != NULL) {
         Py_SETREF(e, (TensorObject *)pygpu_op_unary(PYGPU_EXP, e, 0));
@@ -205,7 +208,7 @@ pygpu_ag_scan(int op, TensorObject *t, int dim, PyObject *res)
         return res;
     }
     if (op != PYGPU_CUMSUM) {
-        return pygpu_ag_no_rule(res, "cumprod");
+        return pygpu_ag_cumprod(t, dim, res);
     }
     pygpu_node *n = pygpu_ag_node("CumsumBackward0", cumsum_backward, 1, &t);
     if (n != NULL) {

@@ -57,13 +57,14 @@ static const char *const binary_names[PYGPU_NBINOPS] = {
     [PYGPU_MUL] = "MulBackward0", [PYGPU_DIV] = "DivBackward0",
     [PYGPU_POW] = "PowBackward0", [PYGPU_MAXIMUM] = "MaximumBackward0",
     [PYGPU_MINIMUM] = "MinimumBackward0", [PYGPU_FMOD] = "FmodBackward0",
-    [PYGPU_REMAINDER] = "RemainderBackward0"};
+    [PYGPU_REMAINDER] = "RemainderBackward0",
+    [PYGPU_FLOOR_DIVIDE] = "FloorDivideBackward0"};
 
 /* Ops whose rule reads both operands (saved). */
 static int
 reads_operands(int op)
 {
-    return op != PYGPU_ADD && op != PYGPU_SUB;
+    return op != PYGPU_ADD && op != PYGPU_SUB && op != PYGPU_FLOOR_DIVIDE;
 }
 
 /* flag: bit 0 a is a scalar (in node->scalar), bit 1 b is. */
@@ -246,7 +247,7 @@ unary_reads(int op)
     case PYGPU_RECIPROCAL:
         return 1;
     case PYGPU_ABS: case PYGPU_LOG: case PYGPU_LOG1P: case PYGPU_SIN:
-    case PYGPU_COS: case PYGPU_SILU:
+    case PYGPU_COS: case PYGPU_SILU: case PYGPU_GELU: case PYGPU_GELU_TANH:
         return 2;
     default:
         return 0;
@@ -264,6 +265,7 @@ static const char *const unary_names[PYGPU_NUNOPS] = {
     [PYGPU_COS] = "CosBackward0", [PYGPU_TANH] = "TanhBackward0",
     [PYGPU_SIGMOID] = "SigmoidBackward0",
     [PYGPU_RECIPROCAL] = "ReciprocalBackward0",
+    [PYGPU_GELU] = "GeluBackward0", [PYGPU_GELU_TANH] = "GeluBackward0",
     [PYGPU_SILU] = "SiluBackward0"};
 
 static int
@@ -339,6 +341,12 @@ unary_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
         Py_XSETREF(u, u ? pygpu_ag_bin(PYGPU_MUL, u, (PyObject *)v) : NULL);
         Py_XSETREF(u, u ? pygpu_ag_bin_s(PYGPU_ADD, u, 1.0) : NULL);
         r = u ? mul3(g, t, u) : NULL;
+        break;
+    case PYGPU_GELU: /* g gelu'(x), the derivative a rule of its own */
+    case PYGPU_GELU_TANH:
+        t = pygpu_ag_un(n->op == PYGPU_GELU ? PYGPU_GELU_GRAD
+                                            : PYGPU_GELU_TANH_GRAD, v);
+        r = t ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)t) : NULL;
         break;
     default:
         PyErr_SetString(PyExc_RuntimeError, "autograd: no rule");

@@ -3,6 +3,7 @@
  * reshape dims, a dtype change, and attaching a Node to a result. */
 #include "ops/autograd.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 TensorObject *
@@ -95,4 +96,38 @@ pygpu_ag_no_rule(PyObject *res, const char *name)
                  "the derivative of %s is not implemented in pygpu's "
                  "autograd yet", name);
     return NULL;
+}
+
+TensorObject *
+pygpu_ag_zeros(int ndim, const int64_t *shape, int dtype, pygpu_device dev)
+{
+    TensorObject *z = pygpu_tensor_empty(ndim, shape, dtype, dev);
+    if (z != NULL && pygpu_op_fill(z, 0.0) < 0) {
+        Py_CLEAR(z);
+    }
+    return z;
+}
+
+TensorObject *
+pygpu_ag_call(TensorObject *t, const char *method, const char *fmt, ...)
+{
+    va_list va;
+    va_start(va, fmt);
+    PyObject *m = PyObject_GetAttrString((PyObject *)t, method), *r = NULL;
+    PyObject *args = m ? Py_VaBuildValue(fmt, va) : NULL;
+    va_end(va);
+    if (args != NULL && !PyTuple_Check(args)) {
+        Py_SETREF(args, PyTuple_Pack(1, args));
+    }
+    if (args != NULL) {
+        r = PyObject_Call(m, args, NULL);
+    }
+    Py_XDECREF(m);
+    Py_XDECREF(args);
+    if (r != NULL && !Tensor_Check(r)) {
+        PyErr_Format(PyExc_RuntimeError, "autograd: %s gave no tensor",
+                     method);
+        Py_CLEAR(r);
+    }
+    return (TensorObject *)r;
 }

@@ -36,7 +36,8 @@ masked(TensorObject *g, TensorObject *cond, int keep)
 }
 
 /* where: input 0 keeps g where cond, input 1 where not; masked_fill
- * (flag): input 0 keeps g where the mask is not. */
+ * (flag): input 0 keeps g where the mask is not, a tensor value (input 1)
+ * where it is (summed by the engine to the value's shape). */
 static int
 where_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 {
@@ -46,7 +47,7 @@ where_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     }
     for (int i = 0; i < n->nin; i++) {
         if (n->next[i] != NULL) {
-            grads[i] = masked(g, cond, i == 0 && !n->flag);
+            grads[i] = masked(g, cond, (i == 0) != n->flag);
             if (grads[i] == NULL) {
                 return -1;
             }
@@ -66,7 +67,8 @@ pygpu_ag_where(TensorObject *cond, PyObject *x, PyObject *y, PyObject *res,
     }
     pygpu_node *n = pygpu_ag_node(masked_fill ? "MaskedFillBackward0"
                                               : "WhereBackward0",
-                                  where_backward, masked_fill ? 1 : 2, in);
+                                  where_backward,
+                                  masked_fill && in[1] == NULL ? 1 : 2, in);
     if (n != NULL) {
         n->flag = masked_fill;
         if (pygpu_ag_save(n, 0, cond) < 0) {

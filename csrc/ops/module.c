@@ -167,6 +167,7 @@ pygpu_exec(PyObject *m)
         pygpu_size_register(m) < 0 || pygpu_tensor_register(m) < 0 ||
         pygpu_allocator_register(m) < 0 || pygpu_reduce_register(m) < 0 ||
         pygpu_matmul_register(m) < 0 || pygpu_autograd_register(m) < 0 ||
+        pygpu_scatter_register(m) < 0 ||
         pygpu_autograd_engine_init() < 0 || pygpu_nccl_register(m) < 0) {
         goto fail;
     }

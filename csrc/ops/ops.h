@@ -305,6 +305,14 @@ int pygpu_index_plan_run(const char *what, int nd, const int64_t *shape,
  * int64 tensor, a list of ints, a NumPy integer array (tensor_index.c asks
  * pygpu_index_wants first; tensor_index_int.c). */
 int pygpu_index_wants(PyObject *key);
+/* ops_scatter.c: self.scatter_add_(dim, index, src) and
+ * self.index_add_(dim, index, src) (checked as torch; 0 or -1), and the
+ * Python functions and Tensor methods scatter_add(_), index_add(_). */
+int pygpu_scatter_add_into(TensorObject *self, int dim, TensorObject *index,
+                           TensorObject *src);
+int pygpu_index_add_into(TensorObject *self, int dim, TensorObject *index,
+                         TensorObject *src);
+int pygpu_scatter_register(PyObject *m);
 PyObject *pygpu_index_get(TensorObject *t, PyObject *key);
 int pygpu_index_put(TensorObject *t, PyObject *key, PyObject *value);
 

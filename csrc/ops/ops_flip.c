@@ -38,8 +38,10 @@ flip_impl(TensorObject *t, PyObject *const *dims, Py_ssize_t ndims)
     int flipped[PYGPU_MAX_DIMS];
     int64_t st[PYGPU_MAX_DIMS], from = 0;
     pygpu_geom g;
-    if (pygpu_ag_refuse("flip", 1, &t) < 0) {
-        return NULL;
+    if (pygpu_ag_wanted(1, &t)) {
+        PyObject *res;
+        PYGPU_UNRECORDED(res, flip_impl(t, dims, ndims));
+        return pygpu_ag_flip(t, dims, ndims, res);
     }
     if (parse_flip_dims(dims, ndims, t, flipped) < 0) {
         return NULL;
@@ -117,8 +119,10 @@ pygpu_t_repeat(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
     PyObject *seq = NULL;
     PyObject *const *items;
     Py_ssize_t n;
-    if (pygpu_ag_refuse("repeat", 1, &t) < 0) {
-        return NULL;
+    if (pygpu_ag_wanted(1, &t)) {
+        PyObject *res;
+        PYGPU_UNRECORDED(res, pygpu_t_repeat(op, args, nargs));
+        return pygpu_ag_repeat(t, res);
     }
     int64_t reps[PYGPU_MAX_DIMS], shape[PYGPU_MAX_DIMS];
     int64_t shape2[2 * PYGPU_MAX_DIMS], ost[2 * PYGPU_MAX_DIMS],

@@ -47,7 +47,7 @@ run_plan(const char *what, const plan *p, TensorObject *dense,
     }
     pygpu_geom_build(&g, p->nd, p->shape, 3, st); /* nd <= MAX: fits */
     k.in_dtypes[1] = index->dtype;
-    int scatter = mode == PYGPU_GATHER_SCATTER;
+    int scatter = pygpu_gather_writes_indexed(mode);
     k.out = scatter ? indexed->data : dense->data;
     k.in[0] = scatter ? dense->data : indexed->data;
     k.in[1] = index->data;
@@ -145,8 +145,12 @@ index_select_impl(TensorObject *t, PyObject **a)
 {
     int dim;
     plan p;
-    if (pygpu_ag_refuse("index_select", 1, &t) < 0) {
-        return NULL;
+    if (pygpu_ag_wanted(1, &t)) {
+        PyObject *res;
+        PYGPU_UNRECORDED(res, index_select_impl(t, a));
+        return res && pygpu_parse_dim(a[0], t->ndim, &dim) == 0
+                   ? pygpu_ag_select(t, dim, (TensorObject *)a[1], 0, res)
+                   : pygpu_ag_finish(res, NULL);
     }
     if (pygpu_parse_dim(a[0], t->ndim, &dim) < 0 ||
         check_index("index_select", a[1], t, "int32 or int64") < 0) {
@@ -185,8 +189,12 @@ gather_impl(TensorObject *t, PyObject **a)
 {
     int dim;
     plan p;
-    if (pygpu_ag_refuse("gather", 1, &t) < 0) {
-        return NULL;
+    if (pygpu_ag_wanted(1, &t)) {
+        PyObject *res;
+        PYGPU_UNRECORDED(res, gather_impl(t, a));
+        return res && pygpu_parse_dim(a[0], t->ndim, &dim) == 0
+                   ? pygpu_ag_select(t, dim, (TensorObject *)a[1], 1, res)
+                   : pygpu_ag_finish(res, NULL);
     }
     char si[256], st[256];
     if (pygpu_parse_dim(a[0], t->ndim, &dim) < 0 ||
@@ -243,6 +251,7 @@ PyMethodDef pygpu_index_functions[] = {
      "gather($module, input, dim, index, *, sparse_grad=False)\n--\n\n"
      "out[i][j][k] = input[index[i][j][k]][j][k] (dim 0; likewise for the\n"
      "others): index has input's number of dims and no larger sizes\n"
-     "outside dim.  sparse_grad is accepted and ignored (no autograd)."},
+     "outside dim.  sparse_grad is accepted and ignored (the gradient is\n"
+     "dense)."},
     {NULL},
 };

@@ -197,10 +197,11 @@ cat_impl(const char *fname, PyObject *const *args, Py_ssize_t nargs,
     }
     PyObject **items = PySequence_Fast_ITEMS(seq);
     int record = pygpu_ag_wanted((int)n, (TensorObject *const *)items);
-    if (record && (n > PYGPU_NODE_MAX_IN || (a[2] && a[2] != Py_None))) {
+    if (record && a[2] && a[2] != Py_None) {
         PyErr_Format(PyExc_RuntimeError,
-                     "pygpu's autograd records %s of at most %d tensors and "
-                     "without out=", fname, PYGPU_NODE_MAX_IN);
+                     "%s(): functions with out=... arguments don't support "
+                     "automatic differentiation, but one of the arguments "
+                     "requires grad.", fname);
         Py_DECREF(seq);
         return NULL;
     }
@@ -311,10 +312,11 @@ stack_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     }
     PyObject **items = PySequence_Fast_ITEMS(seq);
     int record = pygpu_ag_wanted((int)n, (TensorObject *const *)items);
-    if (record && (n > PYGPU_NODE_MAX_IN || (a[2] && a[2] != Py_None))) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "pygpu's autograd records stack of at most %d tensors "
-                     "and without out=", PYGPU_NODE_MAX_IN);
+    if (record && a[2] && a[2] != Py_None) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "stack(): functions with out=... arguments don't "
+                        "support automatic differentiation, but one of the "
+                        "arguments requires grad.");
         goto fail;
     }
     if (n == 0) {

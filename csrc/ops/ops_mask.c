@@ -293,11 +293,6 @@ pygpu_mask_getitem(TensorObject *x, TensorObject *m)
 int
 pygpu_mask_setitem(TensorObject *x, TensorObject *m, PyObject *value)
 {
-    TensorObject *v = Tensor_Check(value) ? (TensorObject *)value : NULL;
-    if (pygpu_ag_refuse("t[mask] = v with a v that requires grad", 1,
-                        &v) < 0) {
-        return -1;
-    }
     TensorObject *b = bool_mask(m);
     int rc = b ? mask_setitem(x, b, value) : -1;
     Py_XDECREF(b);

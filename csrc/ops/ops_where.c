@@ -177,6 +177,11 @@ masked_fill_(TensorObject *self, PyObject *maskobj, PyObject *value)
                               "but got mask with dtype %s") < 0) {
         return NULL;
     }
+    TensorObject *vt = Tensor_Check(value) ? (TensorObject *)value : NULL;
+    if (pygpu_ag_refuse("masked_fill_ with a value that requires grad (use "
+                        "the out-of-place masked_fill)", 1, &vt) < 0) {
+        return NULL;
+    }
     if (Tensor_Check(value) && ((TensorObject *)value)->ndim != 0) {
         PyErr_Format(PyExc_RuntimeError,
                      "masked_fill_ only supports a 0-dimensional value "
@@ -242,16 +247,13 @@ pygpu_t_masked_fill(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     mask = (TensorObject *)a[0];
-    if (pygpu_ag_wanted(1, &self)) {
-        TensorObject *v = Tensor_Check(a[1]) ? (TensorObject *)a[1] : NULL;
-        if (pygpu_ag_refuse("masked_fill with a value that requires grad",
-                            1, &v) < 0) {
-            return NULL;
-        }
+    TensorObject *in[2] = {self, Tensor_Check(a[1]) ? (TensorObject *)a[1]
+                                                    : NULL};
+    if (pygpu_ag_wanted(2, in)) {
         int was = pygpu_set_grad_enabled(0);
         r = pygpu_t_masked_fill(op, args, nargs, kwnames);
         pygpu_set_grad_enabled(was);
-        return pygpu_ag_where(mask, op, NULL, r, 1);
+        return pygpu_ag_where(mask, op, a[1], r, 1);
     }
     if (pygpu_broadcast_shapes(mask->ndim, mask->shape, self->ndim,
                                self->shape, &ndim, shape) < 0) {

@@ -206,15 +206,14 @@ PyObject *
 pygpu_t_getitem(PyObject *op, PyObject *key)
 {
     TensorObject *t = (TensorObject *)op;
-    PyObject *r = getitem_view(op, key);
+    PyObject *r;
+    if (pygpu_ag_wanted(1, &t) && !basic_key(key)) {
+        /* tensors, masks, lists: a copy, its gradient put back by index */
+        PYGPU_UNRECORDED(r, getitem_view(op, key));
+        return pygpu_ag_index(t, key, r);
+    }
+    r = getitem_view(op, key);
     if (r != NULL && pygpu_ag_wanted(1, &t)) {
-        if (!basic_key(key)) {
-            Py_DECREF(r);
-            PyErr_SetString(PyExc_RuntimeError,
-                            "pygpu's autograd records indexing by ints, "
-                            "slices, None and Ellipsis only");
-            return NULL;
-        }
         r = pygpu_ag_view(PYGPU_AG_INDEX, t, NULL, key, r);
     }
     return r;
@@ -229,6 +228,15 @@ pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value)
     if (value == NULL) {
         PyErr_SetString(PyExc_TypeError, "tensor items cannot be deleted");
         return -1;
+    }
+    TensorObject *in[2] = {(TensorObject *)op,
+                           Tensor_Check(value) ? (TensorObject *)value
+                                               : NULL};
+    /* the write recorded (autograd); a leaf's refused below, in torch's
+     * words for a view or an index_put_ */
+    if (pygpu_ag_wanted(2, in) && (in[0]->grad_fn != NULL ||
+                                   !in[0]->requires_grad)) {
+        return pygpu_ag_setitem((TensorObject *)op, key, value);
     }
     if (pygpu_is_mask_index(key)) {
         return pygpu_mask_setitem((TensorObject *)op, (TensorObject *)key,

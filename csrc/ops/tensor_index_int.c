@@ -324,8 +324,7 @@ pygpu_index_get(TensorObject *t, PyObject *key)
     adv a;
     int64_t shape[PYGPU_MAX_DIMS], st[3][PYGPU_MAX_DIMS];
     TensorObject *res = NULL;
-    if (pygpu_ag_refuse("indexing with tensors", 1, &t) < 0 ||
-        adv_parse(t, key, &a) < 0) {
+    if (adv_parse(t, key, &a) < 0) {
         return NULL;
     }
     int nd = adv_shape(&a, shape, st);
@@ -378,9 +377,7 @@ pygpu_index_put(TensorObject *t, PyObject *key, PyObject *value)
     int64_t shape[PYGPU_MAX_DIMS], st[3][PYGPU_MAX_DIMS];
     TensorObject *val = NULL;
     int rc = -1;
-    TensorObject *vt = Tensor_Check(value) ? (TensorObject *)value : NULL;
-    if (pygpu_ag_refuse("index_put", 1, &vt) < 0 ||
-        adv_parse(t, key, &a) < 0) {
+    if (adv_parse(t, key, &a) < 0) {
         return -1;
     }
     TensorObject *v = a.view;

@@ -172,6 +172,8 @@ void test_int64_wrap(void)
         {0, MIN, 0, 0, 0, 0},               /* silu */
         {0, MIN, 0, 0, 0, 0},               /* gelu */
         {0, MIN, 0, 0, 0, 0},               /* gelu_tanh */
+        {0, 1, 0, 1, 0, 0},                 /* gelu_grad */
+        {0, 1, 0, 1, 0, 0},                 /* gelu_tanh_grad */
     };
     const HostArr hu = i64_arr(std::vector<int64_t>(un_in, un_in + 6));
     for (int op = 0; op < PYGPU_NUNOPS; op++) {
