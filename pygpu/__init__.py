@@ -165,3 +165,8 @@ from ._type_info import (can_cast, finfo, get_default_dtype, iinfo,  # noqa: E40
 # threads of the CPU loops
 from ._C import get_num_threads, set_num_threads  # noqa: E402
 __all__ += ["get_num_threads", "set_num_threads"]
+
+from . import utils  # noqa: E402
+from .utils.dlpack import from_dlpack  # noqa: E402
+from ._interop import as_tensor  # noqa: E402
+__all__ += ["from_dlpack", "as_tensor"]

@@ -19,6 +19,10 @@ typedef struct {
     pygpu_block *block;      /* NULL for zero bytes */
     PyObject *allocator;     /* AllocatorObject owning block (strong) */
     pygpu_device device;     /* where ptr lives: cuda:N, or cpu if pinned */
+    /* Memory pygpu did not allocate (DLPack, __cuda_array_interface__):
+     * no block, no allocator; `owner` keeps it alive and is released
+     * when the Storage dies. */
+    PyObject *owner;
 } StorageObject;
 
 /* A Python handle on a pygpu_allocator: one per CUDA device (created on
@@ -43,6 +47,11 @@ typedef struct {
  * with out-of-memory retry and OutOfMemoryError) or, for pinned host
  * memory, pass dev.type == PYGPU_CPU.  NULL with an exception. */
 StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes);
+/* A Storage over nbytes of foreign memory at ptr on dev, kept alive by
+ * `owner` (referenced): never given to a caching allocator, not counted
+ * in its figures.  NULL with an exception. */
+StorageObject *pygpu_storage_foreign(pygpu_device dev, void *ptr,
+                                     size_t nbytes, PyObject *owner);
 /* The allocator of a CUDA device, created on first use (borrowed;
  * memory/cuda_allocators.c, or cuda/cuda_none.c's refusal). */
 AllocatorObject *pygpu_cuda_allocator(int device);

@@ -218,6 +218,7 @@ static void Storage_dealloc(StorageObject *self)
                              self->block);
         Py_DECREF(self->allocator);
     }
+    Py_XDECREF(self->owner);
     tp->tp_free(self);
     Py_DECREF(tp);
 }
@@ -244,6 +245,9 @@ static PyObject *Storage_get_nbytes(StorageObject *self, void *closure)
 static PyObject *Storage_get_size(StorageObject *self, void *closure)
 {
     (void)closure;
+    if (self->block == NULL) {
+        return PyLong_FromSize_t(self->nbytes); /* foreign or empty */
+    }
     return PyLong_FromSize_t(pygpu_block_size(self->block));
 }
 
@@ -305,4 +309,20 @@ StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes)
         return NULL;
     }
     return pygpu_storage_alloc(a, nbytes, stream);
+}
+
+StorageObject *pygpu_storage_foreign(pygpu_device dev, void *ptr,
+                                     size_t nbytes, PyObject *owner)
+{
+    PyTypeObject *tp = pygpu_state->Storage_Type;
+    StorageObject *s = (StorageObject *)tp->tp_alloc(tp, 0);
+
+    if (s == NULL) {
+        return NULL;
+    }
+    s->ptr = ptr;
+    s->nbytes = nbytes;
+    s->device = dev;
+    s->owner = Py_NewRef(owner);
+    return s;
 }
