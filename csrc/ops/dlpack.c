@@ -212,8 +212,8 @@ parse_dl_device(PyObject *obj, const pygpu_device *own, pygpu_device *out)
     }
     if (type == PYGPU_DL_CUDA && id >= 0 && id < PYGPU_MAX_DEVICES) {
         out->type = PYGPU_CUDA;
-        out->index = (int)id;
-        return pygpu_device_resolve(out);
+        out->index = (int)id; /* checked when a copy is made */
+        return 0;
     }
     PyErr_Format(PyExc_BufferError,
                  "pygpu cannot export to DLPack device (%ld, %ld): only "
