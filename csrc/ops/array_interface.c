@@ -1,4 +1,4 @@
-/* cuda_array_interface.c - the CUDA Array Interface (version 3): the
+/* array_interface.c - the CUDA Array Interface (version 3): the
  * Tensor.__cuda_array_interface__ attribute of CUDA tensors, and CUDA
  * tensors over another library's arrays without copying
  * (_from_cuda_array_interface, behind pygpu.as_tensor).
