@@ -355,9 +355,10 @@ def test_deleter_without_gil_from_another_thread():
     caps = [t.__dlpack__(), t.__dlpack__(max_version=(1, 0))]
     assert sys.getrefcount(base) == n0 + 2
     calls = []
-    for cap in caps:
+    names = [b"used_dltensor", b"used_dltensor_versioned"]  # outlive caps
+    for cap, name in zip(caps, names):
         m, ptr = managed(cap)
-        _api.PyCapsule_SetName(cap, b"used_" + capsule_name(cap).encode())
+        _api.PyCapsule_SetName(cap, name)  # the capsule keeps the pointer
         calls.append((m.deleter, ptr))
 
     def run():
@@ -371,6 +372,7 @@ def test_deleter_without_gil_from_another_thread():
     del caps
     gc.collect()
     assert sys.getrefcount(base) == n0
+    del names
 
 
 # ------------------------------------------------------------------ torch
