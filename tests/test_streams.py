@@ -208,3 +208,39 @@ def test_dlpack_stream_handshake_with_pygpu_streams():
     assert cai["stream"] == 1  # made on s, read here on the default stream
     with cuda.stream(s):
         assert x.__cuda_array_interface__["stream"] == s.cuda_stream
+
+
+# ------------------------------------------------------- record_stream
+def test_record_stream_argument_checks():
+    with pytest.raises(RuntimeError, match="expected a CUDA tensor"):
+        pygpu.ones(3).record_stream(None)
+
+
+@pytest.mark.cuda
+def test_record_stream_holds_the_block_back():
+    s = cuda.Stream()
+    n = 1 << 22
+    x = pygpu.ones(n, device="cuda")
+    ptr = x.data_ptr()
+    with pytest.raises(TypeError, match="Stream"):
+        x.record_stream(5)
+    with cuda.stream(s):
+        y = x
+        for _ in range(50):  # keep s busy reading x
+            y = y * 1.0
+    x.record_stream(s)
+    x.record_stream(cuda.default_stream())  # its own stream: nothing
+    before = pygpu.cuda.memory_allocated()
+    busy = not s.query()
+    del x
+    if busy:
+        # freed, but held back until s is done: still allocated
+        assert pygpu.cuda.memory_allocated() == before
+        z = pygpu.empty(n, device="cuda")
+        if not s.query():
+            assert z.data_ptr() != ptr
+        del z
+    s.synchronize()
+    pygpu.cuda.empty_cache()  # gives back what waited for s
+    assert pygpu.cuda.memory_allocated() < before
+    np.testing.assert_array_equal(y[:4].cpu().numpy(), np.ones(4))

@@ -95,6 +95,8 @@ extern PyMethodDef pygpu_dlpack_functions[];
 PyObject *pygpu_t_dlpack(PyObject *op, PyObject *const *args,
                          Py_ssize_t nargs, PyObject *kwnames);
 PyObject *pygpu_t_dlpack_device(PyObject *op, PyObject *noargs);
+/* Tensor.record_stream (tensor_stream.c). */
+PyObject *pygpu_t_record_stream(PyObject *op, PyObject *stream);
 PyObject *pygpu_t_cuda_array_interface(PyObject *op, void *closure);
 PyObject *pygpu_from_cuda_array_interface(PyObject *m, PyObject *obj);
 /* For pygpu.tensor(): whether obj (not a tensor, sequence, array or

@@ -480,5 +480,10 @@ PyMethodDef pygpu_tensor_methods[] = {
      "__dlpack_device__($self, /)\n--\n\n"
      "(device_type, device_id) as DLPack numbers them: (1, 0) for the CPU,\n"
      "(2, n) for cuda:n."},
+    {"record_stream", pygpu_t_record_stream, METH_O,
+     "record_stream($self, stream, /)\n--\n\n"
+     "Mark this CUDA tensor's memory as used by `stream`: when it is\n"
+     "freed, the caching allocator reuses it only after the work queued\n"
+     "on `stream` by then is done."},
     {NULL},
 };
