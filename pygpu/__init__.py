@@ -170,3 +170,7 @@ __all__ += ["get_num_threads", "set_num_threads"]
 
 # torch.distributed's API (mpi4py is imported only by an MPI group)
 from . import distributed  # noqa: E402
+from . import utils  # noqa: E402
+from .utils.dlpack import from_dlpack  # noqa: E402
+from ._interop import as_tensor  # noqa: E402
+__all__ += ["from_dlpack", "as_tensor"]

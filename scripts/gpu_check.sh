@@ -226,6 +226,8 @@ if wanted bench; then
         "$PY" benchmarks/bench_ops.py --json "$OUT/bench_ops.json"
     step bench allocator 120 "$OUT/logs/bench_allocator.log" \
         "$PY" benchmarks/bench_allocator.py --json "$OUT/bench_allocator.json"
+    step bench transfer 300 "$OUT/logs/bench_transfer.log" \
+        "$PY" benchmarks/bench_transfer.py --json "$OUT/bench_transfer.json"
     summary
 fi
 

@@ -311,7 +311,8 @@ int pygpu_cuda_oom_retry(int device, int status, int cublas);
 /* Raise CudaError for `err` from `call`; clears the sticky error. */
 PyObject *pygpu_cuda_raise(int err, const char *call, const char *file,
                            int line);
-/* The stream ops on `device` launch on (the legacy default stream for now). */
+/* The stream ops on `device` launch on: the calling thread's current
+ * stream there (NULL: the legacy default stream; see cuda/cuda_stream.h). */
 void *pygpu_cuda_current_stream(int device);
 
 /* A METH_FASTCALL (| METH_KEYWORDS) function's PyMethodDef fields. */

@@ -5,6 +5,8 @@
 #include "memory/allocator_py.h"
 #include "memory/cuda_backend.h"
 #include "cuda/cuda_docs.h"
+#include "cuda/cuda_stream.h"
+#include "cuda/stream_docs.h"
 
 
 int
@@ -154,3 +156,68 @@ PyMethodDef pygpu_cuda_functions[] = {
      PYGPU_DOC_CUDA_VERSIONS},
     {NULL},
 };
+
+/* Streams, events and stream-ordered copies (cuda_stream.h). */
+void *
+pygpu_cuda_thread_stream(int device)
+{
+    (void)device;
+    return NULL;
+}
+
+int
+pygpu_cuda_stream_order(int device, void *before, void *after)
+{
+    (void)device, (void)before, (void)after;
+    return refuse();
+}
+
+int
+pygpu_cuda_memcpy_on_stream(void *dst, int dst_device, const void *src,
+                            int src_device, size_t nbytes, int sync)
+{
+    (void)dst, (void)dst_device, (void)src, (void)src_device, (void)nbytes;
+    (void)sync;
+    return refuse();
+}
+
+int
+pygpu_cuda_pointer_device(const void *ptr, int *device)
+{
+    (void)ptr, (void)device;
+    return refuse();
+}
+
+static PyObject *
+refuse_fast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)m, (void)args, (void)nargs;
+    refuse();
+    return NULL;
+}
+
+#define REFUSE_ROW(name, sig, doc)                                           \
+    {#name, (PyCFunction)(void (*)(void))refuse_fast, METH_FASTCALL,         \
+     #name sig "\n--\n\n" doc},
+
+PyMethodDef pygpu_stream_functions[] = {
+    PYGPU_STREAM_FUNCTION_LIST(REFUSE_ROW)
+    {NULL},
+};
+
+/* record_stream's events (memory/cuda_backend.h): no CUDA storage exists
+ * in this build, so these are never reached. */
+int
+pygpu_cuda_block_event(int device, void *stream, void **ev)
+{
+    (void)device, (void)stream;
+    *ev = NULL;
+    return 1;
+}
+
+int
+pygpu_cuda_block_event_done(void *ev, int wait)
+{
+    (void)ev, (void)wait;
+    return 1;
+}

@@ -7,6 +7,7 @@
 #include "memory/memory.h"
 #include "memory/cuda_backend.h"
 #include "cuda/cuda_docs.h"
+#include "cuda/cuda_stream.h"
 
 #include <cublas_api.h>
 #include <cuda_runtime_api.h>
@@ -197,8 +198,7 @@ pygpu_cuda_device_restore(int dev, int prev)
 void *
 pygpu_cuda_current_stream(int device)
 {
-    (void)device;
-    return NULL; /* the legacy default stream */
+    return pygpu_cuda_thread_stream(device); /* cuda_stream.c */
 }
 
 int

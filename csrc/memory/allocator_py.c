@@ -232,6 +232,7 @@ fail:
 static PyObject *Allocator_empty_cache(AllocatorObject *self, PyObject *unused)
 {
     (void)unused;
+    pygpu_storage_free_deferred(1); /* as torch, waits for recorded streams */
     /* cudaFree may wait for the device; the core never calls Python, so
      * other threads may run (and even allocate: they wait on its lock). */
     Py_BEGIN_ALLOW_THREADS

@@ -193,3 +193,42 @@ int pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
     last_error = cudaSuccess;
     return 1;
 }
+
+/* ------------------------------------------------------ record_stream */
+int pygpu_cuda_block_event(int device, void *stream, void **ev)
+{
+    int prev;
+    cudaEvent_t e = NULL;
+    cudaError_t err = (cudaError_t)pygpu_cuda_enter_device(device, &prev);
+
+    if (err == cudaSuccess) {
+        err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+        if (err == cudaSuccess) {
+            err = cudaEventRecord(e, (cudaStream_t)stream);
+        }
+        if (err != cudaSuccess && e != NULL) {
+            (void)cudaEventDestroy(e);
+            e = NULL;
+        }
+        pygpu_cuda_leave_device(device, prev);
+    }
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+    }
+    *ev = e;
+    return (int)err;
+}
+
+int pygpu_cuda_block_event_done(void *ev, int wait)
+{
+    cudaError_t err = wait ? cudaEventSynchronize((cudaEvent_t)ev)
+                           : cudaEventQuery((cudaEvent_t)ev);
+
+    if (err == cudaErrorNotReady) {
+        return 0;
+    }
+    /* done, or failed (a sticky error reports itself elsewhere) */
+    (void)cudaGetLastError();
+    (void)cudaEventDestroy((cudaEvent_t)ev);
+    return 1;
+}

@@ -33,4 +33,12 @@ void pygpu_cuda_leave_device(int device, int prev);
 int pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
                                 size_t n);
 
+/* record_stream: an event recorded now on `stream` of `device` into *ev,
+ * for a block freed while that stream may still use it.  Returns the
+ * cudaError_t (0: success). */
+int pygpu_cuda_block_event(int device, void *stream, void **ev);
+/* 1 when the work before `ev` is done (the event is then destroyed), 0
+ * when not yet; with `wait`, waits for it first (always 1). */
+int pygpu_cuda_block_event_done(void *ev, int wait);
+
 #endif /* PYGPU_CUDA_BACKEND_H */

@@ -8,6 +8,8 @@
 #include "core/pygpu.h"
 #include "memory/allocator.h"
 
+#define PYGPU_MAX_RECORDED_STREAMS 8
+
 /* ---------------------------------------------------------------- storage */
 /* The owner of a block of device (or pinned host) memory.  Tensors on CUDA,
  * and pinned CPU tensors, hold one as their base; it returns its block to
@@ -19,6 +21,16 @@ typedef struct {
     pygpu_block *block;      /* NULL for zero bytes */
     PyObject *allocator;     /* AllocatorObject owning block (strong) */
     pygpu_device device;     /* where ptr lives: cuda:N, or cpu if pinned */
+    /* Memory pygpu did not allocate (DLPack, __cuda_array_interface__):
+     * no block, no allocator; `owner` keeps it alive and is released
+     * when the Storage dies. */
+    PyObject *owner;
+    /* record_stream: the stream the block was allocated on, and other
+     * streams using it; the block goes back to the allocator only after
+     * their work queued before the Storage died is done. */
+    void *stream;
+    int nrecorded;
+    void *recorded[PYGPU_MAX_RECORDED_STREAMS];
 } StorageObject;
 
 /* A Python handle on a pygpu_allocator: one per CUDA device (created on
@@ -43,6 +55,20 @@ typedef struct {
  * with out-of-memory retry and OutOfMemoryError) or, for pinned host
  * memory, pass dev.type == PYGPU_CPU.  NULL with an exception. */
 StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes);
+/* A Storage over nbytes of foreign memory at ptr on dev, kept alive by
+ * `owner` (referenced): never given to a caching allocator, not counted
+ * in its figures.  NULL with an exception. */
+StorageObject *pygpu_storage_foreign(pygpu_device dev, void *ptr,
+                                     size_t nbytes, PyObject *owner);
+/* Tensor.record_stream: st's block must not be reused until the work
+ * queued on `stream` (a cudaStream_t) when st dies is done.  Nothing for
+ * foreign memory or st's own stream.  0, or -1 with RuntimeError when
+ * more than PYGPU_MAX_RECORDED_STREAMS streams are recorded. */
+int pygpu_storage_record_stream(StorageObject *st, void *stream);
+/* Give the allocator back the blocks of dead storages whose recorded
+ * streams are done (with `wait`, all of them, after waiting).  Called by
+ * every CUDA allocation and by empty_cache; needs the GIL. */
+void pygpu_storage_free_deferred(int wait);
 /* The allocator of a CUDA device, created on first use (borrowed;
  * memory/cuda_allocators.c, or cuda/cuda_none.c's refusal). */
 AllocatorObject *pygpu_cuda_allocator(int device);

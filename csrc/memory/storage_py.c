@@ -9,6 +9,23 @@
 
 #include "memory/cuda_backend.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* Blocks of dead storages waiting for their recorded streams: each holds
+ * its allocator (a reference) and one event per recorded stream. */
+typedef struct deferred_free {
+    struct deferred_free *next;
+    AllocatorObject *allocator;
+    pygpu_block *block;
+    int nevents;
+    void *events[PYGPU_MAX_RECORDED_STREAMS];
+} deferred_free;
+
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+static deferred_free *deferred_head; /* under deferred_lock */
+static atomic_int deferred_count;    /* its length, read without the lock */
+
 /* ------------------------------------------------- backend without GIL */
 /* The core runs over these hooks, whose ctx is the real backend: a backend
  * allocation (cudaMalloc, cudaHostAlloc: seconds for gigabytes) runs
@@ -163,6 +180,7 @@ static int take_block(AllocatorObject *self, size_t nbytes, void *stream,
     int rc = pygpu_allocator_malloc(self->alloc, nbytes, stream, out);
 
     if (rc == PYGPU_ALLOC_OOM) {
+        pygpu_storage_free_deferred(1); /* blocks recorded on streams */
         if (collect_garbage() < 0) {
             return -1;
         }
@@ -191,6 +209,9 @@ StorageObject *pygpu_storage_alloc(AllocatorObject *a, size_t nbytes,
     pygpu_block *b = NULL;
     StorageObject *s;
 
+    if (atomic_load(&deferred_count) > 0) {
+        pygpu_storage_free_deferred(0);
+    }
     if (take_block(a, nbytes, stream, &b) < 0) {
         return NULL;
     }
@@ -205,7 +226,101 @@ StorageObject *pygpu_storage_alloc(AllocatorObject *a, size_t nbytes,
     Py_INCREF(a);
     s->allocator = (PyObject *)a;
     s->device = a->device;
+    s->stream = stream;
     return s;
+}
+
+/* -------------------------------------------------------- record_stream */
+int pygpu_storage_record_stream(StorageObject *st, void *stream)
+{
+    if (stream == (void *)1) {
+        stream = NULL; /* the legacy default stream's other name */
+    }
+    if (st->allocator == NULL || st->block == NULL || stream == st->stream) {
+        return 0;
+    }
+    for (int i = 0; i < st->nrecorded; i++) {
+        if (st->recorded[i] == stream) {
+            return 0;
+        }
+    }
+    if (st->nrecorded == PYGPU_MAX_RECORDED_STREAMS) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "record_stream: a tensor's memory can be recorded on "
+                     "at most %d streams", PYGPU_MAX_RECORDED_STREAMS);
+        return -1;
+    }
+    st->recorded[st->nrecorded++] = stream;
+    return 0;
+}
+
+/* Storage_dealloc of a block recorded on other streams: an event on each,
+ * and the block waits in the list.  0, or -1 when that could not be
+ * arranged (the block is then freed at once). */
+static int defer_free(StorageObject *self)
+{
+    deferred_free *d = PyMem_RawCalloc(1, sizeof(*d));
+
+    if (d == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < self->nrecorded; i++) {
+        void *ev = NULL;
+        if (pygpu_cuda_block_event(self->device.index, self->recorded[i],
+                                   &ev) != 0) {
+            continue; /* nothing to wait for that can be waited for */
+        }
+        d->events[d->nevents++] = ev;
+    }
+    d->allocator = (AllocatorObject *)self->allocator; /* the reference */
+    d->block = self->block;
+    pthread_mutex_lock(&deferred_lock);
+    d->next = deferred_head;
+    deferred_head = d;
+    atomic_fetch_add(&deferred_count, 1);
+    pthread_mutex_unlock(&deferred_lock);
+    return 0;
+}
+
+/* Whether all of d's events are done (destroying those that are). */
+static int deferred_ready(deferred_free *d, int wait)
+{
+    int kept = 0;
+
+    for (int i = 0; i < d->nevents; i++) {
+        if (!pygpu_cuda_block_event_done(d->events[i], wait)) {
+            d->events[kept++] = d->events[i];
+        }
+    }
+    d->nevents = kept;
+    return kept == 0;
+}
+
+void pygpu_storage_free_deferred(int wait)
+{
+    deferred_free *ready = NULL, **link;
+
+    pthread_mutex_lock(&deferred_lock);
+    link = &deferred_head;
+    while (*link != NULL) {
+        deferred_free *d = *link;
+        if (deferred_ready(d, wait)) {
+            *link = d->next;
+            d->next = ready;
+            ready = d;
+            atomic_fetch_sub(&deferred_count, 1);
+        } else {
+            link = &d->next;
+        }
+    }
+    pthread_mutex_unlock(&deferred_lock);
+    while (ready != NULL) {
+        deferred_free *d = ready;
+        ready = d->next;
+        pygpu_allocator_free(d->allocator->alloc, d->block);
+        Py_DECREF(d->allocator);
+        PyMem_RawFree(d);
+    }
 }
 
 /* --------------------------------------------------------------- Storage */
@@ -213,11 +328,16 @@ static void Storage_dealloc(StorageObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
 
+    if (self->allocator != NULL && self->nrecorded > 0 &&
+        self->block != NULL && defer_free(self) == 0) {
+        self->allocator = NULL; /* the list holds block and reference */
+    }
     if (self->allocator != NULL) {
         pygpu_allocator_free(((AllocatorObject *)self->allocator)->alloc,
                              self->block);
         Py_DECREF(self->allocator);
     }
+    Py_XDECREF(self->owner);
     tp->tp_free(self);
     Py_DECREF(tp);
 }
@@ -244,6 +364,9 @@ static PyObject *Storage_get_nbytes(StorageObject *self, void *closure)
 static PyObject *Storage_get_size(StorageObject *self, void *closure)
 {
     (void)closure;
+    if (self->block == NULL) {
+        return PyLong_FromSize_t(self->nbytes); /* foreign or empty */
+    }
     return PyLong_FromSize_t(pygpu_block_size(self->block));
 }
 
@@ -305,4 +428,20 @@ StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes)
         return NULL;
     }
     return pygpu_storage_alloc(a, nbytes, stream);
+}
+
+StorageObject *pygpu_storage_foreign(pygpu_device dev, void *ptr,
+                                     size_t nbytes, PyObject *owner)
+{
+    PyTypeObject *tp = pygpu_state->Storage_Type;
+    StorageObject *s = (StorageObject *)tp->tp_alloc(tp, 0);
+
+    if (s == NULL) {
+        return NULL;
+    }
+    s->ptr = ptr;
+    s->nbytes = nbytes;
+    s->device = dev;
+    s->owner = Py_NewRef(owner);
+    return s;
 }

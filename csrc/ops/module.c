@@ -11,6 +11,8 @@
 #include "ops/autocast.h"
 #include "ops/autograd.h"
 #include "ops/op_list.h"
+#include "ops/dlpack.h"
+#include "cuda/cuda_stream.h"
 
 static pygpu_module_state the_state;
 pygpu_module_state *pygpu_state = NULL;
@@ -182,6 +184,8 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_logical_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_where_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_cuda_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_stream_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_dlpack_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_binary_math_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_clamp_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_default_dtype_functions) < 0 ||

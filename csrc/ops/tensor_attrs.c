@@ -1,5 +1,6 @@
 /* tensor_attrs.c - the Tensor's attributes (shape, dtype, device, ...,
  * and the assignable `data`), as one getset table. */
+#include "ops/dlpack.h"
 #include "ops/autograd.h"
 
 #include <string.h>
@@ -119,5 +120,8 @@ PyGetSetDef pygpu_tensor_getset[] = {
      "True after retain_grad() on a non-leaf.", NULL},
     {"_version", pygpu_t_get_version, NULL,
      "In-place writes to this tensor's memory so far.", NULL},
+    {"__cuda_array_interface__", pygpu_t_cuda_array_interface, NULL,
+     "The CUDA Array Interface (version 3) of a CUDA tensor; CPU tensors\n"
+     "have none (AttributeError).", NULL},
     {NULL},
 };

@@ -3,6 +3,7 @@
  * contiguous, numpy, tolist, item, __array__.  bfloat16 meets NumPy as
  * float32 (tolist, item) or not at all (numpy, __array__: TypeError). */
 #include "ops/autograd.h"
+#include "cuda/cuda_stream.h"
 
 #include <string.h>
 
@@ -41,10 +42,81 @@ to_same_device(TensorObject *src, int dtype)
     return dst;
 }
 
-TensorObject *
-pygpu_tensor_to(TensorObject *src, pygpu_device dev, int dtype)
+/* A new tensor for a copy to the host: with non_blocking, in page-locked
+ * memory (as torch), so that the copy can be asynchronous. */
+static TensorObject *
+host_destination(const TensorObject *src, int dtype, pygpu_device dev,
+                 int non_blocking)
+{
+    StorageObject *st;
+    TensorObject *t;
+    if (!non_blocking) {
+        return pygpu_tensor_empty(src->ndim, src->shape, dtype, dev);
+    }
+    st = pygpu_storage_new(dev, (size_t)pygpu_numel(src->ndim, src->shape) *
+                                    (size_t)pygpu_dtype_table[dtype].itemsize);
+    if (st == NULL) {
+        return NULL;
+    }
+    t = pygpu_tensor_on_storage(st, src->ndim, src->shape, dtype, dev);
+    Py_DECREF(st);
+    return t;
+}
+
+/* Across devices: convert and compact on the source side, then copy the
+ * bytes on the current stream.  With non_blocking the copy is only queued
+ * when the host side is page-locked (the source itself, or a pinned
+ * destination made for it), as in torch; else it is waited for. */
+static TensorObject *
+to_other_device(TensorObject *src, pygpu_device dev, int dtype,
+                 int non_blocking)
 {
     TensorObject *staged = NULL, *dst = NULL;
+    int to_host = dev.type == PYGPU_CPU;
+    int sync = 1;
+    if (src->dtype == dtype && pygpu_is_contiguous(src)) {
+        staged = (TensorObject *)Py_NewRef(src);
+    }
+    else {
+        staged = to_same_device(src, dtype);
+        if (staged == NULL) {
+            goto fail;
+        }
+    }
+    if (to_host) {
+        dst = host_destination(src, dtype, dev, non_blocking);
+        sync = !non_blocking;
+    }
+    else {
+        dst = pygpu_tensor_empty(src->ndim, src->shape, dtype, dev);
+        sync = !(non_blocking && staged == src &&
+                 src->device.type == PYGPU_CPU &&
+                 PyObject_TypeCheck(src->base, pygpu_state->Storage_Type));
+    }
+    if (dst == NULL) {
+        goto fail;
+    }
+    size_t nbytes = contiguous_nbytes(dst);
+    if (nbytes > 0) {
+        int to = to_host ? PYGPU_HOST : dev.index;
+        int from = src->device.type == PYGPU_CPU ? PYGPU_HOST
+                                                 : src->device.index;
+        if (pygpu_cuda_memcpy_on_stream(dst->data, to, staged->data, from,
+                                        nbytes, sync) < 0) {
+            goto fail;
+        }
+    }
+    Py_DECREF(staged);
+    return dst;
+fail:
+    Py_XDECREF(staged);
+    Py_XDECREF(dst);
+    return NULL;
+}
+
+static TensorObject *
+tensor_to(TensorObject *src, pygpu_device dev, int dtype, int non_blocking)
+{
     if (pygpu_ag_wanted(1, &src)) {
         return pygpu_ag_to(src, dev, dtype);
     }
@@ -57,36 +129,13 @@ pygpu_tensor_to(TensorObject *src, pygpu_device dev, int dtype)
     if (pygpu_device_equal(&src->device, &dev)) {
         return to_same_device(src, dtype);
     }
-    /* Convert and compact on the source side, then copy the bytes. */
-    if (src->dtype == dtype && pygpu_is_contiguous(src)) {
-        staged = (TensorObject *)Py_NewRef(src);
-    }
-    else {
-        staged = to_same_device(src, dtype);
-        if (staged == NULL) {
-            goto fail;
-        }
-    }
-    dst = pygpu_tensor_empty(src->ndim, src->shape, dtype, dev);
-    if (dst == NULL) {
-        goto fail;
-    }
-    size_t nbytes = contiguous_nbytes(dst);
-    if (nbytes > 0) {
-        int to = dev.type == PYGPU_CPU ? PYGPU_HOST : dev.index;
-        int from = src->device.type == PYGPU_CPU ? PYGPU_HOST
-                                                 : src->device.index;
-        if (pygpu_cuda_memcpy(dst->data, to, staged->data, from, nbytes) <
-            0) {
-            goto fail;
-        }
-    }
-    Py_DECREF(staged);
-    return dst;
-fail:
-    Py_XDECREF(staged);
-    Py_XDECREF(dst);
-    return NULL;
+    return to_other_device(src, dev, dtype, non_blocking);
+}
+
+TensorObject *
+pygpu_tensor_to(TensorObject *src, pygpu_device dev, int dtype)
+{
+    return tensor_to(src, dev, dtype, 0);
 }
 
 int
@@ -165,7 +214,8 @@ to_arg(PyObject *arg, int *dtype, pygpu_device *dev, int *has_dev)
 /* The result of moving/converting self; self itself when nothing changes
  * (and copy is false). */
 static PyObject *
-to_impl(TensorObject *self, pygpu_device dev, int dtype, int copy)
+to_impl(TensorObject *self, pygpu_device dev, int dtype, int copy,
+        int non_blocking)
 {
     if (pygpu_device_resolve(&dev) < 0) {
         return NULL;
@@ -174,7 +224,7 @@ to_impl(TensorObject *self, pygpu_device dev, int dtype, int copy)
         pygpu_device_equal(&dev, &self->device)) {
         return Py_NewRef((PyObject *)self);
     }
-    return (PyObject *)pygpu_tensor_to(self, dev, dtype);
+    return (PyObject *)tensor_to(self, dev, dtype, non_blocking);
 }
 
 PyObject *
@@ -187,7 +237,7 @@ pygpu_t_to(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
     TensorObject *self = (TensorObject *)op;
     PyObject *a[7];
     pygpu_device dev = self->device;
-    int dtype = self->dtype, has_dev = 0, copy = 0;
+    int dtype = self->dtype, has_dev = 0, copy = 0, non_blocking = 0;
     if (pygpu_parse_args("to", args, nargs, kwnames, names, 7, 2, 0, a) < 0) {
         return NULL;
     }
@@ -203,10 +253,11 @@ pygpu_t_to(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
     if (a[3] != NULL && pygpu_parse_dtype_opt(a[3], dtype, &dtype) < 0) {
         return NULL;
     }
-    if (pygpu_parse_bool(a[5], 0, &copy) < 0) {
+    if (pygpu_parse_bool(a[5], 0, &copy) < 0 ||
+        pygpu_parse_bool(a[4], 0, &non_blocking) < 0) {
         return NULL;
     }
-    return to_impl(self, dev, dtype, copy);
+    return to_impl(self, dev, dtype, copy, non_blocking);
 }
 
 PyObject *
@@ -218,7 +269,10 @@ pygpu_t_cuda(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
     TensorObject *self = (TensorObject *)op;
     PyObject *a[3];
     pygpu_device dev = {PYGPU_CUDA, -1};
-    if (pygpu_parse_args("cuda", args, nargs, kwnames, names, 3, 2, 0, a) < 0) {
+    int non_blocking = 0;
+    if (pygpu_parse_args("cuda", args, nargs, kwnames, names, 3, 2, 0, a) <
+            0 ||
+        pygpu_parse_bool(a[1], 0, &non_blocking) < 0) {
         return NULL;
     }
     if (a[0] != NULL && a[0] != Py_None) {
@@ -231,7 +285,7 @@ pygpu_t_cuda(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
             return NULL;
         }
     }
-    return to_impl(self, dev, self->dtype, 0);
+    return to_impl(self, dev, self->dtype, 0, non_blocking);
 }
 
 PyObject *
@@ -239,14 +293,14 @@ pygpu_t_cpu(PyObject *op, PyObject *noargs)
 {
     TensorObject *self = (TensorObject *)op;
     pygpu_device cpu = {PYGPU_CPU, -1};
-    return to_impl(self, cpu, self->dtype, 0);
+    return to_impl(self, cpu, self->dtype, 0, 0);
 }
 
 static PyObject *
 to_dtype(PyObject *op, int dtype)
 {
     TensorObject *self = (TensorObject *)op;
-    return to_impl(self, self->device, dtype, 0);
+    return to_impl(self, self->device, dtype, 0, 0);
 }
 
 PyObject *pygpu_t_float(PyObject *op, PyObject *n)

@@ -1,6 +1,7 @@
 /* tensor_create.c - pygpu.tensor, from_numpy, empty, zeros, ones, full,
  * rand, randn and their *_like forms.  Data to tensor is tensor_data.c. */
 #include "ops/ops.h"
+#include "ops/dlpack.h"
 
 static const pygpu_device cpu_device = {PYGPU_CPU, -1};
 
@@ -108,8 +109,14 @@ tensor_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     pygpu_device dev;
     if (pygpu_parse_args("tensor", args, nargs, kwnames, names, 4, 1, 1,
                          a) < 0 ||
-        pygpu_parse_dtype_opt(a[1], -1, &dtype) < 0 ||
-        pygpu_parse_device_opt(a[2], &cpu_device, &dev) < 0 ||
+        pygpu_parse_dtype_opt(a[1], -1, &dtype) < 0) {
+        return NULL;
+    }
+    if (pygpu_has_cuda_array_interface(a[0])) {
+        return pygpu_with_requires_grad(
+            pygpu_tensor_copy_cuda_array(a[0], dtype, a[2]), a[3]);
+    }
+    if (pygpu_parse_device_opt(a[2], &cpu_device, &dev) < 0 ||
         pygpu_device_resolve(&dev) < 0) {
         return NULL;
     }

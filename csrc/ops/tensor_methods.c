@@ -2,6 +2,7 @@
  * that are neither conversions, views nor ops (attributes: tensor_attrs.c). */
 #include "ops/autograd.h"
 #include "ops/op_list.h"
+#include "ops/dlpack.h"
 
 /* Defined in tensor_convert.c, tensor_views.c and the ops files. */
 #define FASTKW_DECL(name)                                                    \
@@ -335,7 +336,9 @@ PyMethodDef pygpu_tensor_methods[] = {
      "device is a pygpu.device, 'cpu', 'cuda', 'cuda:N' or an int; other\n"
      "is a tensor whose device and dtype are taken.  Returns self when\n"
      "nothing changes and copy is false, else a converted copy.\n"
-     "non_blocking and memory_format are accepted and ignored."},
+     "non_blocking=True copies asynchronously on the current stream from\n"
+     "page-locked memory to a GPU, and from a GPU into a new page-locked\n"
+     "tensor; memory_format is accepted and ignored."},
     {"cuda", FASTKW(pygpu_t_cuda),
      "cuda($self, /, device=None, non_blocking=False, memory_format=None)\n"
      "--\n\n"
@@ -465,5 +468,22 @@ PyMethodDef pygpu_tensor_methods[] = {
      "max($self, /, dim=None, keepdim=False)\n--\n\n"
      "The maximum of all elements; over dim, a (values, indices) pair."},
     PYGPU_JOIN_METHOD_ROWS
+    {"__dlpack__", FASTKW(pygpu_t_dlpack),
+     "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None,\n"
+     "           copy=None)\n--\n\n"
+     "A DLPack capsule sharing this tensor's memory (a copy with copy=True\n"
+     "or another dl_device): \"dltensor_versioned\" when max_version >=\n"
+     "(1, 0), else \"dltensor\".  stream is the consumer's CUDA stream (None\n"
+     "or 1 legacy default, 2 per-thread default, -1 no synchronization);\n"
+     "it is made to wait for the work queued on pygpu's current stream."},
+    {"__dlpack_device__", pygpu_t_dlpack_device, METH_NOARGS,
+     "__dlpack_device__($self, /)\n--\n\n"
+     "(device_type, device_id) as DLPack numbers them: (1, 0) for the CPU,\n"
+     "(2, n) for cuda:n."},
+    {"record_stream", pygpu_t_record_stream, METH_O,
+     "record_stream($self, stream, /)\n--\n\n"
+     "Mark this CUDA tensor's memory as used by `stream`: when it is\n"
+     "freed, the caching allocator reuses it only after the work queued\n"
+     "on `stream` by then is done."},
     {NULL},
 };

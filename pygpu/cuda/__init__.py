@@ -22,6 +22,16 @@ from .memory import (
     set_per_process_memory_fraction,
     get_per_process_memory_fraction,
 )
+from .streams import (
+    Event,
+    ExternalStream,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
 
 __all__ = [
     "is_available", "device_count", "current_device", "set_device",
@@ -33,6 +43,8 @@ __all__ = [
     "reset_max_memory_allocated", "empty_cache", "memory_stats",
     "memory_summary", "set_per_process_memory_fraction",
     "get_per_process_memory_fraction", "amp",
+    "Stream", "ExternalStream", "Event", "StreamContext", "stream",
+    "current_stream", "default_stream", "set_stream",
 ]
 
 sys.modules[__name__ + ".amp"] = amp  # import pygpu.cuda.amp

@@ -1,0 +1,171 @@
+/* cuda_event.c - CUDA events for pygpu.cuda.Event: created on a device
+ * (the Python object creates its event lazily, at the first record, as
+ * torch's), recorded on a stream, queried, waited for, timed. */
+#include "cuda/cuda_stream.h"
+#include "cuda/stream_docs.h"
+
+#include <cuda_runtime_api.h>
+
+enum { TIMING = 1, BLOCKING = 2, INTERPROCESS = 4 };
+
+/* (device, event[, extra...]): the event handle and the device made
+ * current (the previous one, or -1 with an exception). */
+static int
+enter(const char *name, PyObject *const *args, Py_ssize_t nargs, int n,
+      int *device, void **ev)
+{
+    if (pygpu_cuda_nargs(name, nargs, n) < 0 ||
+        pygpu_cuda_device_arg(args[0], device) < 0 ||
+        pygpu_cuda_handle_arg(args[1], ev) < 0) {
+        return -1;
+    }
+    return pygpu_cuda_device_guard(*device);
+}
+
+static PyObject *
+done(int device, int prev, cudaError_t err, const char *call)
+{
+    pygpu_cuda_device_restore(device, prev);
+    if (err != cudaSuccess) {
+        return pygpu_cuda_raise((int)err, call, __FILE__, __LINE__);
+    }
+    Py_RETURN_NONE;
+}
+
+PyObject *
+pygpu_py_cuda_event_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    int device, prev;
+    long flags;
+    unsigned int cuda_flags = 0;
+    cudaEvent_t ev = NULL;
+    cudaError_t err;
+    if (pygpu_cuda_nargs("_cuda_event_new", nargs, 2) < 0 ||
+        pygpu_cuda_device_arg(args[0], &device) < 0) {
+        return NULL;
+    }
+    flags = PyLong_AsLong(args[1]);
+    if (flags == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!(flags & TIMING)) {
+        cuda_flags |= cudaEventDisableTiming;
+    }
+    if (flags & BLOCKING) {
+        cuda_flags |= cudaEventBlockingSync;
+    }
+    if (flags & INTERPROCESS) {
+        cuda_flags |= cudaEventInterprocess | cudaEventDisableTiming;
+    }
+    prev = pygpu_cuda_device_guard(device);
+    if (prev < 0) {
+        return NULL;
+    }
+    err = cudaEventCreateWithFlags(&ev, cuda_flags);
+    pygpu_cuda_device_restore(device, prev);
+    if (err != cudaSuccess) {
+        return pygpu_cuda_raise((int)err, "cudaEventCreateWithFlags",
+                                __FILE__, __LINE__);
+    }
+    return PyLong_FromVoidPtr(ev);
+}
+
+PyObject *
+pygpu_py_cuda_event_destroy(PyObject *m, PyObject *const *args,
+                            Py_ssize_t nargs)
+{
+    int device, prev;
+    void *ev;
+    if ((prev = enter("_cuda_event_destroy", args, nargs, 2, &device, &ev)) <
+        0) {
+        return NULL;
+    }
+    return done(device, prev, cudaEventDestroy((cudaEvent_t)ev),
+                "cudaEventDestroy");
+}
+
+PyObject *
+pygpu_py_cuda_event_record(PyObject *m, PyObject *const *args,
+                           Py_ssize_t nargs)
+{
+    int device, prev;
+    void *ev, *s;
+    if ((prev = enter("_cuda_event_record", args, nargs, 3, &device, &ev)) <
+        0) {
+        return NULL;
+    }
+    if (pygpu_cuda_handle_arg(args[2], &s) < 0) {
+        pygpu_cuda_device_restore(device, prev);
+        return NULL;
+    }
+    return done(device, prev, cudaEventRecord((cudaEvent_t)ev,
+                                              (cudaStream_t)s),
+                "cudaEventRecord");
+}
+
+PyObject *
+pygpu_py_cuda_event_query(PyObject *m, PyObject *const *args,
+                          Py_ssize_t nargs)
+{
+    int device, prev;
+    void *ev;
+    cudaError_t err;
+    if ((prev = enter("_cuda_event_query", args, nargs, 2, &device, &ev)) <
+        0) {
+        return NULL;
+    }
+    err = cudaEventQuery((cudaEvent_t)ev);
+    if (err == cudaErrorNotReady) {
+        (void)cudaGetLastError();
+        pygpu_cuda_device_restore(device, prev);
+        Py_RETURN_FALSE;
+    }
+    PyObject *r = done(device, prev, err, "cudaEventQuery");
+    if (r == NULL) {
+        return NULL;
+    }
+    Py_DECREF(r);
+    Py_RETURN_TRUE;
+}
+
+PyObject *
+pygpu_py_cuda_event_synchronize(PyObject *m, PyObject *const *args,
+                                Py_ssize_t nargs)
+{
+    int device, prev;
+    void *ev;
+    cudaError_t err;
+    if ((prev = enter("_cuda_event_synchronize", args, nargs, 2, &device,
+                      &ev)) < 0) {
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    err = cudaEventSynchronize((cudaEvent_t)ev);
+    Py_END_ALLOW_THREADS
+    return done(device, prev, err, "cudaEventSynchronize");
+}
+
+PyObject *
+pygpu_py_cuda_event_elapsed_time(PyObject *m, PyObject *const *args,
+                                 Py_ssize_t nargs)
+{
+    int device, prev;
+    void *start, *end;
+    float ms = 0.0f;
+    cudaError_t err;
+    if ((prev = enter("_cuda_event_elapsed_time", args, nargs, 3, &device,
+                      &start)) < 0) {
+        return NULL;
+    }
+    if (pygpu_cuda_handle_arg(args[2], &end) < 0) {
+        pygpu_cuda_device_restore(device, prev);
+        return NULL;
+    }
+    err = cudaEventElapsedTime(&ms, (cudaEvent_t)start, (cudaEvent_t)end);
+    PyObject *r = done(device, prev, err, "cudaEventElapsedTime");
+    if (r == NULL) {
+        return NULL;
+    }
+    Py_DECREF(r);
+    return PyFloat_FromDouble((double)ms);
+}

@@ -1,0 +1,53 @@
+/* stream_docs.h - the module functions behind pygpu.cuda.Stream, Event
+ * and the stream-ordered copy, listed once: name, text signature and doc.
+ * A CUDA build defines pygpu_py_<name> for each (cuda_stream.c,
+ * cuda_event.c, cuda_copy.c); a CPU-only build's table (cuda_none.c)
+ * refuses every one.  All take positional arguments (METH_FASTCALL). */
+#ifndef PYGPU_STREAM_DOCS_H
+#define PYGPU_STREAM_DOCS_H
+
+#define PYGPU_STREAM_FUNCTION_LIST(X)                                        \
+    X(_cuda_stream_new, "($module, device, priority, /)",                    \
+      "A stream of CUDA device `device` (an int handle) from its pool;\n"    \
+      "priority < 0 takes the high-priority pool.")                          \
+    X(_cuda_current_stream, "($module, device, /)",                          \
+      "The calling thread's current stream on `device` (0: the legacy\n"     \
+      "default stream).")                                                    \
+    X(_cuda_set_stream, "($module, device, stream, /)",                      \
+      "Make `stream` (an int handle) current on `device` for this thread.")  \
+    X(_cuda_stream_query, "($module, device, stream, /)",                    \
+      "True when all work queued on `stream` is done.")                      \
+    X(_cuda_stream_synchronize, "($module, device, stream, /)",              \
+      "Wait for the work queued on `stream`.")                               \
+    X(_cuda_stream_wait_event, "($module, device, stream, event, /)",        \
+      "Make later work on `stream` wait for `event`.")                       \
+    X(_cuda_stream_priority, "($module, device, stream, /)",                 \
+      "The priority of `stream`.")                                           \
+    X(_cuda_stream_priority_range, "($module, /)",                           \
+      "(least, greatest) stream priorities of the current device.")          \
+    X(_cuda_event_new, "($module, device, flags, /)",                        \
+      "A CUDA event (an int handle) on `device`; flags: 1 timing,\n"         \
+      "2 blocking sync, 4 interprocess.")                                    \
+    X(_cuda_event_destroy, "($module, device, event, /)",                    \
+      "Destroy `event`.")                                                    \
+    X(_cuda_event_record, "($module, device, event, stream, /)",             \
+      "Record `event` on `stream`.")                                         \
+    X(_cuda_event_query, "($module, device, event, /)",                      \
+      "True when the work before `event` is done.")                          \
+    X(_cuda_event_synchronize, "($module, device, event, /)",                \
+      "Wait for the work before `event`.")                                   \
+    X(_cuda_event_elapsed_time, "($module, device, start, end, /)",          \
+      "Milliseconds between two recorded timing events.")                    \
+    X(_cuda_memcpy, "($module, dst, dst_device, src, src_device, nbytes,\n"  \
+      "             sync, /)",                                               \
+      "Copy nbytes between raw addresses (device -1: host) on the current\n" \
+      "stream, as tensor copies do; for benchmarks.")
+
+#define PYGPU_STREAM_DECLARE(name, sig, doc)                                 \
+    PyObject *pygpu_py##name(PyObject *m, PyObject *const *args,             \
+                             Py_ssize_t nargs);
+#define PYGPU_STREAM_ROW(name, sig, doc)                                     \
+    {#name, (PyCFunction)(void (*)(void))pygpu_py##name, METH_FASTCALL,      \
+     #name sig "\n--\n\n" doc},
+
+#endif /* PYGPU_STREAM_DOCS_H */

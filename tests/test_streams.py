@@ -1,0 +1,246 @@
+"""pygpu.cuda streams and events, and copies on them.  Without a GPU the
+argument checks and the refusals (torch's no-GPU message, or "built
+without CUDA") run; the rest needs a GPU (the `cuda` marker)."""
+import threading
+
+import numpy as np
+import pytest
+
+import pygpu
+from pygpu import cuda
+
+BUILT = pygpu._C._cuda_is_built()
+
+
+def no_gpu_message():
+    return pygpu._C._cuda_unavailable_reason()
+
+
+# ------------------------------------------------------------- no GPU
+@pytest.mark.skipif(pygpu.cuda.is_available(), reason="checks refusals")
+def test_refusals_without_a_gpu():
+    msg = no_gpu_message()
+    for call in (cuda.Stream, cuda.current_stream, cuda.default_stream,
+                 lambda: cuda.ExternalStream(0),
+                 lambda: cuda.Event().record(),
+                 lambda: cuda.stream(cuda.Stream())):
+        with pytest.raises(RuntimeError) as info:
+            call()
+        assert str(info.value) == msg
+    with pytest.raises(RuntimeError):
+        pygpu.ones(3).to("cuda", non_blocking=True)
+
+
+@pytest.mark.skipif(BUILT, reason="the CPU-only flavour's refusals")
+def test_cpu_only_flavour_refuses_every_stream_function():
+    for name in ("_cuda_stream_new", "_cuda_current_stream",
+                 "_cuda_set_stream", "_cuda_event_new", "_cuda_memcpy",
+                 "_cuda_stream_priority_range"):
+        with pytest.raises(RuntimeError,
+                           match="pygpu was built without CUDA support"):
+            getattr(pygpu._C, name)(0, 0)
+
+
+@pytest.mark.skipif(not BUILT or pygpu.cuda.is_available(),
+                    reason="the CUDA build's argument checks")
+def test_c_functions_check_their_arguments_first():
+    with pytest.raises(TypeError, match="exactly 2 arguments"):
+        pygpu._C._cuda_stream_new(0)
+    with pytest.raises(TypeError, match="exactly 3 arguments"):
+        pygpu._C._cuda_event_record(0, 0)
+    with pytest.raises(RuntimeError):  # then the missing driver
+        pygpu._C._cuda_stream_new(0, 0)
+
+
+def test_argument_checks_need_no_gpu():
+    with pytest.raises(TypeError, match="priority"):
+        cuda.Stream(priority="high")
+    with pytest.raises(TypeError, match="priority"):
+        cuda.Stream(priority=1.5)
+    with pytest.raises(TypeError, match="stream_ptr"):
+        cuda.ExternalStream("0x10")
+    with pytest.raises(TypeError, match="Stream"):
+        cuda.set_stream(5)
+    with pytest.raises(TypeError, match="Stream"):
+        cuda.stream("s")
+    cuda.set_stream(None)  # nothing
+    with cuda.stream(None) as s:  # nothing
+        assert s is None
+    with pytest.raises(ValueError, match="interprocess"):
+        cuda.Event(enable_timing=True, interprocess=True)
+
+
+def test_event_before_record_needs_no_gpu():
+    e = cuda.Event()
+    assert e.query() is True
+    e.synchronize()
+    assert e.cuda_event == 0
+    assert "uninitialized" in repr(e)
+    t0, t1 = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+    with pytest.raises(RuntimeError, match="Both events must be recorded "
+                       "before calculating elapsed time."):
+        t0.elapsed_time(t1)
+    with pytest.raises(RuntimeError, match="Both events must be created "
+                       "with argument 'enable_timing=True'."):
+        e.elapsed_time(t1)
+    with pytest.raises(TypeError):
+        t0.elapsed_time(1.0)
+    with pytest.raises(TypeError):
+        e.record("stream")
+    with pytest.raises(TypeError):
+        e.wait(3)
+
+
+def test_non_blocking_on_the_cpu_is_a_plain_to():
+    t = pygpu.arange(4.0)
+    assert t.to("cpu", non_blocking=True) is t
+    d = t.to(pygpu.float32, non_blocking=True)
+    np.testing.assert_array_equal(d.numpy(), np.arange(4.0))
+
+
+# -------------------------------------------------------------- GPU
+@pytest.mark.cuda
+def test_stream_basics():
+    s = cuda.Stream()
+    assert s.cuda_stream != 0 and s.device == pygpu.device("cuda", 0)
+    assert s == cuda.Stream._wrap(s.device_index, s.cuda_stream)
+    assert hash(s) == hash(cuda.Stream._wrap(s.device_index, s.cuda_stream))
+    assert s != cuda.default_stream()
+    assert cuda.default_stream().cuda_stream == 0
+    assert cuda.current_stream() == cuda.default_stream()
+    least, greatest = pygpu._C._cuda_stream_priority_range()
+    assert cuda.Stream(priority=-1).priority == greatest
+    assert s.priority == least
+    s.synchronize()
+    assert s.query() is True
+    assert "cuda_stream=0x" in repr(s)
+    e = cuda.ExternalStream(s.cuda_stream)
+    assert e == s
+
+
+@pytest.mark.cuda
+def test_stream_context_and_thread_locality():
+    s = cuda.Stream()
+    seen = []
+    with cuda.stream(s) as entered:
+        assert entered is s and cuda.current_stream() == s
+        th = threading.Thread(
+            target=lambda: seen.append(cuda.current_stream()))
+        th.start()
+        th.join()
+        x = pygpu.arange(1 << 20, dtype=pygpu.float32, device="cuda") * 2
+    assert seen == [cuda.default_stream()]
+    assert cuda.current_stream() == cuda.default_stream()
+    s.synchronize()
+    np.testing.assert_array_equal(x.cpu().numpy(),
+                                  np.arange(1 << 20, dtype=np.float32) * 2)
+    cuda.set_stream(s)
+    try:
+        assert cuda.current_stream() == s
+        y = x + 1  # runs on s; the copy below is ordered on s too
+        np.testing.assert_array_equal(y.cpu().numpy(),
+                                      x.cpu().numpy() + 1)
+    finally:
+        cuda.set_stream(cuda.default_stream())
+
+
+@pytest.mark.cuda
+def test_events_and_waits():
+    s1, s2 = cuda.Stream(), cuda.Stream()
+    start = cuda.Event(enable_timing=True)
+    end = cuda.Event(enable_timing=True)
+    with cuda.stream(s1):
+        start.record()
+        a = pygpu.ones(1 << 22, device="cuda")
+        for _ in range(10):
+            a = a * 1.0001
+        end.record()
+    s2.wait_stream(s1)
+    with cuda.stream(s2):
+        b = a + 1
+    s2.synchronize()
+    end.synchronize()
+    assert end.query() and start.elapsed_time(end) >= 0.0
+    expect = np.float32(1.0)
+    for _ in range(10):
+        expect = np.float32(expect * np.float32(1.0001))
+    np.testing.assert_allclose(b.cpu().numpy()[:4], expect + 1, rtol=1e-6)
+    ev = s1.record_event()
+    s2.wait_event(ev)
+    ev.wait()
+    blocking = cuda.Event(blocking=True)
+    blocking.record(s1)
+    blocking.synchronize()
+
+
+@pytest.mark.cuda
+def test_non_blocking_copies():
+    host = pygpu.arange(1 << 20, dtype=pygpu.float32).pin_memory()
+    d = host.to("cuda", non_blocking=True)
+    back = d.to("cpu", non_blocking=True)
+    assert back.is_pinned()
+    cuda.current_stream().synchronize()
+    np.testing.assert_array_equal(back.numpy(),
+                                  np.arange(1 << 20, dtype=np.float32))
+    pageable = pygpu.arange(1000.0)
+    d2 = pageable.cuda(non_blocking=True)  # pageable: synchronous, correct
+    np.testing.assert_array_equal(d2.cpu().numpy(), np.arange(1000.0))
+    s = cuda.Stream()
+    with cuda.stream(s):
+        d3 = host.to("cuda", non_blocking=True)
+        r = d3.to("cpu", non_blocking=True)
+    s.synchronize()
+    np.testing.assert_array_equal(r.numpy(), host.numpy())
+
+
+@pytest.mark.cuda
+def test_dlpack_stream_handshake_with_pygpu_streams():
+    s = cuda.Stream()
+    with cuda.stream(s):
+        x = pygpu.ones(1 << 20, device="cuda") * 3
+    consumer = cuda.Stream()
+    cap = x.__dlpack__(stream=consumer.cuda_stream)  # consumer waits on s
+    with cuda.stream(consumer):
+        y = pygpu.from_dlpack(cap) + 1
+    consumer.synchronize()
+    assert float(y[0].item()) == 4.0
+    cai = x.__cuda_array_interface__
+    assert cai["stream"] == 1  # made on s, read here on the default stream
+    with cuda.stream(s):
+        assert x.__cuda_array_interface__["stream"] == s.cuda_stream
+
+
+# ------------------------------------------------------- record_stream
+def test_record_stream_argument_checks():
+    with pytest.raises(RuntimeError, match="expected a CUDA tensor"):
+        pygpu.ones(3).record_stream(None)
+
+
+@pytest.mark.cuda
+def test_record_stream_holds_the_block_back():
+    s = cuda.Stream()
+    n = 1 << 22
+    x = pygpu.ones(n, device="cuda")
+    ptr = x.data_ptr()
+    with pytest.raises(TypeError, match="Stream"):
+        x.record_stream(5)
+    with cuda.stream(s):
+        y = x
+        for _ in range(50):  # keep s busy reading x
+            y = y * 1.0
+    x.record_stream(s)
+    x.record_stream(cuda.default_stream())  # its own stream: nothing
+    before = pygpu.cuda.memory_allocated()
+    busy = not s.query()
+    del x
+    if busy:
+        # freed, but held back until s is done: still allocated
+        assert pygpu.cuda.memory_allocated() == before
+        z = pygpu.empty(n, device="cuda")
+        if not s.query():
+            assert z.data_ptr() != ptr
+        del z
+    s.synchronize()
+    pygpu.cuda.empty_cache()  # gives back what waited for s
+    assert pygpu.cuda.memory_allocated() < before
+    np.testing.assert_array_equal(y[:4].cpu().numpy(), np.ones(4))
