@@ -31,8 +31,9 @@ ReduceOp member or its name (SUM, AVG, MAX, MIN, PRODUCT).  ``abort()`` and ``sh
 it.
 
 ``Work.wait()`` returns True once later work on the current stream is
-ordered after the operation (it is: the operation was queued on that
-stream), raising RuntimeError if NCCL reported an asynchronous error;
+ordered after the operation (an event recorded after it, waited for by
+the stream current at wait()), raising RuntimeError if NCCL reported an
+asynchronous error;
 ``Work.synchronize()`` also blocks until the device is done;
 ``Work.result()`` is the list of tensors the operation wrote.
 """
@@ -107,6 +108,10 @@ class Work(_backend.Work):
         # which orders the copy after the operation on the stream.
         for dst, tmp in copy_back:
             dst.copy_(tmp)
+        # Marks the end of the operation on the stream it was queued on,
+        # so that wait() can order another current stream after it.
+        self._event = _cuda.Event()
+        self._event.record()
 
     def _test(self):
         self._backend._check()
@@ -114,14 +119,16 @@ class Work(_backend.Work):
 
     def wait(self, timeout=None):
         """True; RuntimeError if NCCL reported an asynchronous error.
-        Work queued later on the current stream runs after the operation."""
+        Work queued later on the current stream (whichever it is now)
+        runs after the operation."""
+        self._event.wait()
         self._backend._check()
         self._done = True
         return True
 
     def synchronize(self):
         """Block until the device has finished the operation."""
-        _cuda.synchronize(self._backend.device)
+        self._event.synchronize()
         self._backend._check()
 
     def is_completed(self):
