@@ -86,15 +86,20 @@ def _command(args, mpiexec):
     return cmd
 
 
-def _stop(procs, sig=signal.SIGTERM):
-    """sig to every running child's process group; SIGKILL after a grace
-    period to the ones still running."""
+def _signal_all(procs, sig):
+    """sig to the process group of every child still running."""
     for p in procs:
         if p.poll() is None:
             try:
                 os.killpg(p.pid, sig)
             except ProcessLookupError:
                 pass
+
+
+def _stop(procs, sig=signal.SIGTERM):
+    """sig to every running child's process group; SIGKILL after a grace
+    period to the ones still running."""
+    _signal_all(procs, sig)
     deadline = time.monotonic() + _GRACE_S
     for p in procs:
         try:
@@ -130,12 +135,7 @@ def main(argv=None):
 
     def forward(signum, _frame):
         received.append(signum)
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signum)
-                except ProcessLookupError:
-                    pass
+        _signal_all(procs, signum)
 
     # installed before the children start, so that none can see a
     # launcher without them

@@ -6,13 +6,12 @@ rank's input from the seeds) and writes "ok" or the error to
 $DIST_OUT/rank<r>.json.  CHECKS (the names) is imported by the tests.
 """
 import datetime
-import json
 import os
-import sys
-import traceback
 import zlib
 
 import numpy as np
+
+from checks import run_and_report
 
 OPS = ["SUM", "AVG", "MAX", "MIN", "PRODUCT"]
 DTYPES = ["float32", "float64", "int64", "float16"]
@@ -289,26 +288,8 @@ def main():
     dist.init_process_group(os.environ.get("DIST_BACKEND") or None,
                             timeout=timeout)
     c = Ctx(torch, dist)
-    results = {}
-    only = sys.argv[1:]
-    for name in CHECKS:
-        if only and name not in only:
-            continue
-        try:
-            run_check(c, name)
-            results[name] = "ok"
-        except Exception:  # noqa: BLE001 - reported to the test
-            results[name] = traceback.format_exc()
-    out = os.environ.get("DIST_OUT")
-    if out:
-        with open(os.path.join(out, f"rank{c.rank}.json"), "w") as f:
-            json.dump({"world_size": c.n, "results": results}, f)
-    else:
-        bad = {k: v for k, v in results.items() if v != "ok"}
-        for k, v in bad.items():
-            print(f"rank {c.rank}: {k}: {v}", file=sys.stderr)
-        print(f"rank {c.rank}: {len(results) - len(bad)} of "
-              f"{len(results)} checks passed")
+    run_and_report(CHECKS, lambda name: run_check(c, name), c.rank,
+                   {"world_size": c.n})
     dist.destroy_process_group()
 
 

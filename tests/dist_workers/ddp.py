@@ -1,12 +1,10 @@
 """DistributedDataParallel against single-process training on the whole
 batch (each rank sees its share of it).  Writes "ok" or the error per
 check to $DIST_OUT/rank<r>.json, as collectives.py."""
-import json
-import os
-import sys
-import traceback
 
 import numpy as np
+
+from checks import run_and_report
 
 CHECKS = ["construction_syncs", "grads_match_whole_batch",
           "grads_match_one_bucket", "training_steps_match", "no_sync",
@@ -161,25 +159,9 @@ def main():
     from pygpu import nn
     DDP = nn.parallel.DistributedDataParallel
     dist.init_process_group("mpi")
-    results = {}
-    for name in CHECKS:
-        if sys.argv[1:] and name not in sys.argv[1:]:
-            continue
-        try:
-            run_check(name, torch, nn, dist, DDP)
-            results[name] = "ok"
-        except Exception:  # noqa: BLE001 - reported to the test
-            results[name] = traceback.format_exc()
-    out = os.environ.get("DIST_OUT")
-    rank = dist.get_rank()
-    if out:
-        with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
-            json.dump({"results": results}, f)
-    for k, v in results.items():
-        if v != "ok":
-            print(f"rank {rank}: {k}: {v}", file=sys.stderr)
-    print(f"rank {rank}: {sum(v == 'ok' for v in results.values())} of "
-          f"{len(results)} checks passed")
+    def check(name):
+        run_check(name, torch, nn, dist, DDP)
+    run_and_report(CHECKS, check, dist.get_rank())
     dist.destroy_process_group()
 
 
