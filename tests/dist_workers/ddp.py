@@ -159,6 +159,7 @@ def main():
     from pygpu import nn
     DDP = nn.parallel.DistributedDataParallel
     dist.init_process_group("mpi")
+
     def check(name):
         run_check(name, torch, nn, dist, DDP)
     run_and_report(CHECKS, check, dist.get_rank())
