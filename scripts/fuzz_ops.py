@@ -465,7 +465,9 @@ def bf16_round(x):
     """float64 -> the nearest bfloat16 (ties to even), as float64."""
     f = np.asarray(x, np.float32)
     bits = f.view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    sixteen, one = np.uint64(16), np.uint64(1)
+    rounded = (bits + np.uint64(0x7FFF) + ((bits >> sixteen) & one)) \
+        >> sixteen << sixteen
     out = rounded.astype(np.uint32).view(np.float32).astype(np.float64)
     return np.where(np.isnan(f), np.nan, out)
 
