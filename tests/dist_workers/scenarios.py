@@ -23,12 +23,18 @@ import pygpu.distributed as dist
 FIVE = datetime.timedelta(seconds=5)
 
 
+def say(line):
+    """One line to stdout in one write, so that the ranks' lines, which
+    share the launcher's stdout, never interleave."""
+    os.write(1, (line + "\n").encode())
+
+
 def check_sum(tag):
     r, n = dist.get_rank(), dist.get_world_size()
     x = torch.full((3,), float(r + 1))
     dist.all_reduce(x)
     assert x.tolist() == [n * (n + 1) / 2] * 3, (tag, x.tolist())
-    print(f"{tag} ok rank {r} of {n}", flush=True)
+    say(f"{tag} ok rank {r} of {n}")
 
 
 def rendezvous(directory):
@@ -59,8 +65,7 @@ def main():
         keys = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
                 "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR",
                 "MASTER_PORT", "OMP_NUM_THREADS"]
-        print("ENV" + json.dumps({k: os.environ.get(k) for k in keys}),
-              flush=True)
+        say("ENV" + json.dumps({k: os.environ.get(k) for k in keys}))
     elif mode == "exit_early":
         dist.init_process_group("mpi", timeout=FIVE)
         check_sum("first")
@@ -70,8 +75,8 @@ def main():
         try:
             check_sum("second")
         except RuntimeError as e:
-            print(f"rank {dist.get_rank()} raised after "
-                  f"{time.monotonic() - t0:.1f} s: {e}", flush=True)
+            say(f"rank {dist.get_rank()} raised after "
+                f"{time.monotonic() - t0:.1f} s: {e}")
             sys.exit(3)
         sys.exit(4)
     elif mode == "mismatch":
@@ -80,7 +85,7 @@ def main():
         try:
             dist.init_process_group("mpi", timeout=FIVE)
         except RuntimeError as e:
-            print(f"rank {os.environ['RANK']} raised: {e}", flush=True)
+            say(f"rank {os.environ['RANK']} raised: {e}")
             sys.exit(0)
         sys.exit(4)
     elif mode == "fail":
@@ -92,11 +97,10 @@ def main():
         import signal
 
         def stop(signum, _frame):
-            print(f"rank {os.environ['RANK']} got signal {signum}",
-                  flush=True)
+            say(f"rank {os.environ['RANK']} got signal {signum}")
             sys.exit(5)
         signal.signal(signal.SIGTERM, stop)
-        print("ready", flush=True)
+        say("ready")
         time.sleep(30)
         sys.exit(4)
     elif mode == "singleton_big":
@@ -105,7 +109,7 @@ def main():
                                     store=dist.FileStore(sys.argv[2], 2),
                                     timeout=FIVE)
         except RuntimeError as e:
-            print(f"raised: {e}", flush=True)
+            say(f"raised: {e}")
             sys.exit(0)
         sys.exit(4)
     else:
