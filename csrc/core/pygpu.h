@@ -276,13 +276,8 @@ int pygpu_cuda_set_device(int dev);      /* 0 or -1 with exception */
  * Like torch's device guard, an op on cuda:1 leaves cuda:0 current. */
 int pygpu_cuda_device_guard(int dev);
 void pygpu_cuda_device_restore(int dev, int prev); /* never fails */
-/* Copy nbytes between host memory (device PYGPU_HOST) and a GPU, or
- * between two GPUs (cudaMemcpyPeer, ordered after earlier work on both).
- * Synchronous with respect to the host for device-to-host copies (the data
- * is there on return).  0 or -1 with exception. */
+/* The host, where a device index is expected (copies). */
 #define PYGPU_HOST (-1)
-int pygpu_cuda_memcpy(void *dst, int dst_device, const void *src,
-                      int src_device, size_t nbytes);
 /* Fill nbytes at ptr on `device` with `byte` (cudaMemsetAsync on the
  * current stream).  0 or -1 with exception. */
 int pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device);

@@ -54,14 +54,6 @@ pygpu_cuda_set_device(int dev)
 }
 
 int
-pygpu_cuda_memcpy(void *dst, int dst_device, const void *src,
-                  int src_device, size_t nbytes)
-{
-    (void)dst, (void)dst_device, (void)src, (void)src_device, (void)nbytes;
-    return refuse();
-}
-
-int
 pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device)
 {
     (void)ptr, (void)byte, (void)nbytes, (void)device;

@@ -202,38 +202,6 @@ pygpu_cuda_current_stream(int device)
 }
 
 int
-pygpu_cuda_memcpy(void *dst, int dst_device, const void *src, int src_device,
-                  size_t nbytes)
-{
-    cudaError_t err;
-    int peer = dst_device != PYGPU_HOST && src_device != PYGPU_HOST;
-    int dev = src_device != PYGPU_HOST ? src_device : dst_device;
-    int prev = pygpu_cuda_device_guard(dev);
-    if (prev < 0) {
-        return -1;
-    }
-    /* The copy waits for earlier work on the device(s): let other Python
-     * threads run meanwhile. */
-    Py_BEGIN_ALLOW_THREADS
-    if (peer) {
-        err = cudaMemcpyPeer(dst, dst_device, src, src_device, nbytes);
-    }
-    else {
-        err = cudaMemcpy(dst, src, nbytes,
-                         src_device == PYGPU_HOST ? cudaMemcpyHostToDevice
-                                                  : cudaMemcpyDeviceToHost);
-    }
-    Py_END_ALLOW_THREADS
-    pygpu_cuda_device_restore(dev, prev);
-    if (err != cudaSuccess) {
-        pygpu_cuda_raise((int)err, peer ? "cudaMemcpyPeer" : "cudaMemcpy",
-                         __FILE__, __LINE__);
-        return -1;
-    }
-    return 0;
-}
-
-int
 pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device)
 {
     cudaError_t err;
