@@ -235,6 +235,20 @@ def test_rank_exiting_before_a_collective():
 
 
 @needs_mpi
+def test_rank_exiting_before_new_group():
+    t0 = time.monotonic()
+    r = launch(3, worker("scenarios.py"), "exit_before_group")
+    assert time.monotonic() - t0 < 30
+    assert r.returncode == 3, r.stderr[-3000:]
+    raised = [line for line in r.stdout.splitlines() if "raised" in line]
+    assert len(raised) == 2, r.stdout + r.stderr[-3000:]
+    for line in raised:
+        assert "new_group did not complete within the timeout of 5 s" \
+            in line
+    assert "exited with code 3" in r.stderr
+
+
+@needs_mpi
 def test_mismatched_world_size():
     r = launch(2, worker("scenarios.py"), "mismatch")
     assert r.returncode == 0, r.stderr[-3000:]

@@ -276,6 +276,11 @@ class MPIBackend(Backend):
 
     def new_group(self, ranks, store, timeout):
         self._check()
+        # Every rank of this group enters new_group (torch's rule).  A
+        # barrier polled under the timeout first, because the creation
+        # itself cannot be interrupted: with all ranks known to be here,
+        # the members' MPI_Comm_create_group completes.
+        self._work("new_group", [self.comm.Ibarrier()]).wait()
         group = self.comm.Get_group()
         sub = group.Incl(list(ranks)) if self.rank in ranks else None
         group.Free()

@@ -6,6 +6,8 @@ the test checks and exits 0 on success.
   env             prints the launcher's environment as JSON
   exit_early      rank 1 exits (code 0) before an all_reduce; the others
                   must raise within the 5 s timeout and exit 3
+  exit_before_group  rank 1 exits before new_group; the others must raise
+                  within the 5 s timeout and exit 3
   mismatch        rank 1 claims WORLD_SIZE + 1; every rank must raise
   fail CODE       rank 1 exits with CODE after init
   singleton_big   WORLD_SIZE=2 without a launcher: a clear error
@@ -74,6 +76,19 @@ def main():
         t0 = time.monotonic()
         try:
             check_sum("second")
+        except RuntimeError as e:
+            say(f"rank {dist.get_rank()} raised after "
+                f"{time.monotonic() - t0:.1f} s: {e}")
+            sys.exit(3)
+        sys.exit(4)
+    elif mode == "exit_before_group":
+        dist.init_process_group("mpi", timeout=FIVE)
+        check_sum("first")
+        if dist.get_rank() == 1:
+            sys.exit(0)
+        t0 = time.monotonic()
+        try:
+            dist.new_group([0, 1])  # a member missing
         except RuntimeError as e:
             say(f"rank {dist.get_rank()} raised after "
                 f"{time.monotonic() - t0:.1f} s: {e}")
