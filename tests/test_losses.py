@@ -82,6 +82,8 @@ def np_cross_entropy(x, t, w=None, ignore=-100, reduction="mean", ls=0.0):
 CE_CASES = [dict(), dict(weight=True), dict(label_smoothing=0.2),
             dict(weight=True, label_smoothing=0.3, reduction="sum"),
             dict(reduction="none", weight=True), dict(ignore=True),
+            dict(ignore=True, weight=True, label_smoothing=0.2),
+            dict(ignore=True, reduction="none"),
             dict(probs=True), dict(probs=True, label_smoothing=0.1,
                                    weight=True)]
 
@@ -148,4 +150,27 @@ def test_cross_entropy_errors():
         F.cross_entropy(x, pygpu.tensor([0, 7, 1]))
     with pytest.raises(ValueError, match="label_smoothing must be between"):
         F.cross_entropy(x, pygpu.tensor([0, 1, 1]), label_smoothing=1.5)
+    with pytest.raises(IndexError, match="Target -3 is out of bounds"):
+        F.nll_loss(x, pygpu.tensor([0, -3, -100]))
+    with pytest.raises(RuntimeError, match="expected scalar type Long"):
+        F.cross_entropy(x, pygpu.tensor([True, False, True]))
+
+
+def test_cross_entropy_target_kinds(device):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 3))
+    t = np.array([2, 0, 1, 1])
+    want = np_cross_entropy(x, t, None, -100, "mean", 0.0)
+    X = pygpu.tensor(x, device=device)
+    for tt in (pygpu.tensor(t, device=device).int(),
+               pygpu.tensor(t, device=device).expand(2, 4)[1]):
+        np.testing.assert_allclose(F.cross_entropy(X, tt).item(), want,
+                                   rtol=1e-12)
+    # one sample as a 1-d input and a 0-d target
+    one = F.cross_entropy(X[1], pygpu.tensor(0, device=device))
+    np.testing.assert_allclose(one.item(), -np_log_softmax(x[1:2], 1)[0, 0],
+                               rtol=1e-12)
+    # no samples: the mean is 0 / 0
+    empty = F.cross_entropy(X[:0], pygpu.tensor(t[:0], device=device))
+    assert np.isnan(empty.item())
     assert repr(nn.CrossEntropyLoss()) == "CrossEntropyLoss()"

@@ -3,9 +3,7 @@ functional forms (re-exported by nn.functional) and modules.  They are
 compositions of recorded ops, so autograd differentiates them."""
 import warnings
 
-import numpy as np
-
-from .._C import Tensor, from_numpy, log_softmax
+from .._C import Tensor, bool as bool_, log_softmax, where
 from .module import Module
 
 __all__ = ["mse_loss", "l1_loss", "nll_loss", "cross_entropy",
@@ -53,26 +51,26 @@ def l1_loss(input, target, reduction="mean"):
     return _reduce((input - target).abs(), reduction)
 
 
-def _class_weights(target, ncls, weight, ignore_index, device, dtype):
-    """Per-sample (one-hot of the target, its weight) as tensors; rows of
-    ignored samples are zero.  Built on the host from the targets."""
-    t = target.detach().cpu().numpy()
-    if t.dtype.kind not in "iu":
+def _picked(logp, target, weight, ignore_index):
+    """(-logp[..., target] * w[target], w[target]) per sample, where w is
+    the class weight (1 without one) and 0 for ignored samples: a gather
+    on the input's device, so nothing as large as the input is built."""
+    if target.dtype.is_floating_point or target.dtype == bool_:
         raise RuntimeError("expected scalar type Long but found " +
                            str(target.dtype).split(".")[-1])
-    keep = t != ignore_index
-    if ((t[keep] < 0) | (t[keep] >= ncls)).any():
-        bad = t[keep][(t[keep] < 0) | (t[keep] >= ncls)][0]
+    ncls = logp.shape[-1]
+    keep = target != ignore_index
+    if ((target < 0) | (target >= ncls)).logical_and(keep).any().item():
+        t = target[keep]
+        bad = t[(t < 0) | (t >= ncls)][0].item()
         raise IndexError(f"Target {bad} is out of bounds.")
-    w = np.ones(ncls) if weight is None else \
-        weight.detach().cpu().numpy().astype(np.float64)
-    onehot = np.zeros(t.shape + (ncls,))
-    idx = np.where(keep, t, 0)
-    np.put_along_axis(onehot, idx[..., None], 1.0, axis=-1)
-    onehot *= keep[..., None]
-    per = (onehot * w).sum(-1)
-    to = (lambda a: from_numpy(np.ascontiguousarray(a)).to(device, dtype))
-    return to(onehot), to(per), float(per.sum()), w
+    idx = where(keep, target, 0).long()
+    picked = logp.gather(-1, idx.unsqueeze(-1)).squeeze(-1)
+    w = keep.to(logp.dtype)
+    if weight is not None:
+        w = w * weight.to(logp.dtype).index_select(0, idx.reshape(-1)) \
+            .reshape(idx.shape)
+    return -picked * w, w
 
 
 def _classes_last(input):
@@ -88,14 +86,9 @@ def nll_loss(input, target, weight=None, ignore_index=-100,
     """-input[i, target[i]] * weight[target[i]], reduced; input holds
     log-probabilities with classes in dim 1."""
     _tensors("nll_loss", input=input, target=target)
-    logp = _classes_last(input)
-    onehot, per, wsum, _ = _class_weights(target, logp.shape[-1], weight,
-                                          ignore_index, input.device,
-                                          input.dtype)
-    w = 1.0 if weight is None else weight.to(input.dtype)
-    loss = -(logp * onehot * w).sum(-1)
+    loss, w = _picked(_classes_last(input), target, weight, ignore_index)
     if reduction == "mean":
-        return loss.sum() / wsum
+        return loss.sum() / w.sum()
     return _reduce(loss, reduction)
 
 
@@ -118,17 +111,14 @@ def cross_entropy(input, target, weight=None, ignore_index=-100,
         if label_smoothing:
             p = p * (1 - label_smoothing) + label_smoothing / ncls
         return _reduce(-(logp * p * w).sum(-1), reduction)
-    onehot, _, wsum, _ = _class_weights(target, ncls, weight,
-                                           ignore_index, input.device,
-                                           input.dtype)
-    loss = -(logp * onehot * w).sum(-1)
+    loss, wt = _picked(logp, target, weight, ignore_index)
     if label_smoothing:
-        keep = onehot.sum(-1)  # 0 for ignored samples
+        keep = (target != ignore_index).to(logp.dtype)
         smooth = -(logp * w).sum(-1) * keep
         loss = loss * (1 - label_smoothing) + \
             smooth * (label_smoothing / ncls)
     if reduction == "mean":
-        return loss.sum() / wsum
+        return loss.sum() / wt.sum()
     return _reduce(loss, reduction)
 
 
