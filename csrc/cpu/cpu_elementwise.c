@@ -25,6 +25,7 @@
 #include "cpu/cpu_arith.h"
 #include "cpu/cpu_loops.h"
 #include "cpu/half.h"
+#include "cpu/simd.h"
 #include "kernels/kernels.h"
 
 const size_t pygpu_cpu_dtype_size[PYGPU_NDTYPES] = {
@@ -323,10 +324,10 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
 /* ------------------------------------------------------------ unary ops */
 
 /* NAME(o, a): o = OP(a) over one row, computed in CT (float16 in float,
- * rounded once, as the binary ops). */
-#define UNARY_LOOP(NAME, T, CT, LD, ST, OP)                                  \
-    static void NAME(char *const *p, const int64_t *s, int64_t n,            \
-                     const void *ctx)                                        \
+ * rounded once, as the binary ops).  ATTR: WIDE_VECTORS or nothing. */
+#define UNARY_LOOP(NAME, T, CT, LD, ST, OP, ATTR)                            \
+    ATTR static void NAME(char *const *p, const int64_t *s,           \
+                                 int64_t n, const void *ctx)                 \
     {                                                                        \
         T *o = (T *)p[0];                                                    \
         const T *a = (const T *)p[1];                                        \
@@ -345,17 +346,20 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
 
 /* The loops of one unary op `name` for every dtype, from its rules. */
 #define UNARY_ROW(OP, name)                                                  \
-    UNARY_LOOP(name##_f32, float, float, AS_IS, AS_IS, pygpu_##name##_f)     \
+    UNARY_LOOP(name##_f32, float, float, AS_IS, AS_IS, pygpu_##name##_f,     \
+               WIDE_VECTORS)                                                 \
     UNARY_LOOP(name##_f16, uint16_t, float, pygpu_half_to_float,             \
-               pygpu_float_to_half, pygpu_##name##_f)                        \
-    UNARY_LOOP(name##_f64, double, double, AS_IS, AS_IS, pygpu_##name##_d)   \
-    UNARY_LOOP(name##_i64, int64_t, int64_t, AS_IS, AS_IS, pygpu_##name##_i)   \
-    UNARY_LOOP(name##_b8, uint8_t, int64_t, LD_b8, ST_BOOL, pygpu_##name##_i)  \
-    UNARY_LOOP(name##_u8, uint8_t, int64_t, LD_u8, ST_U8, pygpu_##name##_i)    \
-    UNARY_LOOP(name##_i32, int32_t, int64_t, LD_i32, pygpu_i64_to_i32,        \
-               pygpu_##name##_i)                                             \
-    UNARY_LOOP(name##_bf16, uint16_t, float, pygpu_bf16_to_float,             \
-               pygpu_float_to_bf16, pygpu_##name##_f)
+               pygpu_float_to_half, pygpu_##name##_f, )                      \
+    UNARY_LOOP(name##_f64, double, double, AS_IS, AS_IS, pygpu_##name##_d, ) \
+    UNARY_LOOP(name##_i64, int64_t, int64_t, AS_IS, AS_IS,                   \
+               pygpu_##name##_i, )                                           \
+    UNARY_LOOP(name##_b8, uint8_t, int64_t, LD_b8, ST_BOOL,                  \
+               pygpu_##name##_i, )                                           \
+    UNARY_LOOP(name##_u8, uint8_t, int64_t, LD_u8, ST_U8, pygpu_##name##_i, )\
+    UNARY_LOOP(name##_i32, int32_t, int64_t, LD_i32, pygpu_i64_to_i32,       \
+               pygpu_##name##_i, )                                           \
+    UNARY_LOOP(name##_bf16, uint16_t, float, pygpu_bf16_to_float,            \
+               pygpu_float_to_bf16, pygpu_##name##_f, )
 
 PYGPU_UNARY_OPS(UNARY_ROW)
 

@@ -15,14 +15,16 @@
  * in place; float16 computes exp twice instead of rounding it early.
  * The sums of exponentials are kept in double (SUM), so that long lines
  * lose nothing to a single float accumulator.  Contiguous float32 lines,
- * the common case, take a vectorized path (row_f32, with exp_vec).
+ * the common case, take a vectorized path (row_f32, with pygpu_exp_f).
  */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "cpu/half.h"
+#include "cpu/simd.h"
 #include "kernels/kernels.h"
+#include "kernels/rules.h"
 
 /* Columns handled at once when inner > 1 (buffers on the stack). */
 #define SOFTMAX_COLS 256
@@ -36,60 +38,8 @@
 #define EXP_CHUNK 256
 #define LANES 16
 
-/* gcc keeps float compares as branches, so loops of exp_vec unvectorized,
- * while they may raise floating-point exception flags; no one reads those
- * flags here. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define NO_TRAPPING_MATH __attribute__((optimize("no-trapping-math")))
-#else
-#define NO_TRAPPING_MATH
-#endif
-
-/* The exponential loop also in a version for x86-64-v3 (AVX2, FMA),
- * picked at load time where the CPU has it: twice the lanes. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define WIDE_VECTORS __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define WIDE_VECTORS
-#endif
-
-/* exp(x) in float written so that gcc vectorizes a loop of it (libm's
- * expf is a call per element): x = k ln2 + r with |r| <= ln2 / 2 (ln2 in
- * two parts, Cody and Waite, so k ln2 is exact), e^r by its Taylor
- * polynomial to r^7 (truncation below 1e-8 relative), times 2^k built in
- * the exponent bits.  About 1 ulp from expf.  Below -87.33 (where e^x
- * leaves the normal floats) it gives 0, above 88.72 inf; NaN stays NaN.
- * k is rounded by adding and subtracting 1.5 * 2^23. */
-NO_TRAPPING_MATH static inline float exp_vec(float x)
-{
-    float xc = x < -87.33f ? -87.33f : x;
-    xc = xc > 88.72f ? 88.72f : xc;
-    xc = x != x ? 0.0f : xc;
-    float k = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;
-    k = k > 127.0f ? 127.0f : k;
-    float r = xc - k * 0.693359375f;
-    r = r - k * -2.12194440e-4f;
-    float p = 1.0f / 5040;
-    p = p * r + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    union {
-        int32_t i;
-        float f;
-    } scale = {.i = ((int32_t)k + 127) << 23};
-    float e = p * scale.f;
-    e = x < -87.33f ? 0.0f : e;
-    e = x > 88.72f ? INFINITY : e;
-    return x != x ? x : e;
-}
-
 #define SOFTMAX(SFX, T, ACC, SUM, LD, ST, EXP, LOG)                          \
-    NO_TRAPPING_MATH static void line_##SFX(int op, T *y,                   \
-                                            const T *restrict x, int64_t n)  \
+    static void line_##SFX(int op, T *y, const T *restrict x, int64_t n)    \
     {                                                                        \
         ACC m = LD(x[0]);                                                    \
         for (int64_t j = 1; j < n; j++) {                                    \
@@ -127,9 +77,8 @@ NO_TRAPPING_MATH static inline float exp_vec(float x)
         }                                                                    \
     }                                                                        \
     /* w columns of a slab: x at column 0, rows `inner` apart. */            \
-    NO_TRAPPING_MATH static void cols_##SFX(int op, T *y, const T *x,        \
-                                            int64_t n, int64_t inner,        \
-                                            int64_t w)                       \
+    static void cols_##SFX(int op, T *y, const T *x, int64_t n,              \
+                           int64_t inner, int64_t w)                         \
     {                                                                        \
         ACC m[SOFTMAX_COLS];                                                 \
         SUM s[SOFTMAX_COLS];                                                 \
@@ -195,9 +144,9 @@ NO_TRAPPING_MATH static inline float exp_vec(float x)
         }                                                                    \
     }
 
-SOFTMAX(f32, float, float, double, AS_IS, AS_IS, exp_vec, logf)
+SOFTMAX(f32, float, float, double, AS_IS, AS_IS, pygpu_exp_f, logf)
 SOFTMAX(f16, uint16_t, float, double, pygpu_half_to_float,
-        pygpu_float_to_half, exp_vec, logf)
+        pygpu_float_to_half, pygpu_exp_f, logf)
 SOFTMAX(f64, double, double, double, AS_IS, AS_IS, exp, log)
 
 /* ------------------------------------------- float32 rows, vectorized */
@@ -213,13 +162,7 @@ static float line_max_f32(const float *x, int64_t n)
     return m;
 }
 
-#if defined(__GNUC__)
-/* Eight floats as one value: gcc and clang compile the operators below to
- * vector instructions (AVX2 in the x86-64-v3 clone, two SSE halves in the
- * default one). */
-typedef float vec8f __attribute__((vector_size(32)));
-typedef int32_t vec8i __attribute__((vector_size(32)));
-
+#if defined(PYGPU_HAVE_VEC8)
 /* The same maximum, 16 elements per step: two vectors of lanes that take
  * v where v > lane (compare and select; a NaN never enters), and a mask
  * of the NaNs seen.  A line holding a NaN is read again by line_max_f32,
@@ -263,7 +206,7 @@ WIDE_VECTORS static float row_max_f32(const float *restrict x, int64_t n)
 
 /* sum over j of exp(x[j] - m), in double lanes; the exponentials also go
  * to y when y is not NULL. */
-NO_TRAPPING_MATH WIDE_VECTORS static double row_sum_exp_f32(float *restrict y,
+WIDE_VECTORS static double row_sum_exp_f32(float *restrict y,
                                                const float *restrict x,
                                                int64_t n, float m)
 {
@@ -272,7 +215,7 @@ NO_TRAPPING_MATH WIDE_VECTORS static double row_sum_exp_f32(float *restrict y,
     for (int64_t j0 = 0; j0 < n; j0 += EXP_CHUNK) {
         int64_t w = n - j0 < EXP_CHUNK ? n - j0 : EXP_CHUNK, c = 0;
         for (int64_t i = 0; i < w; i++) {
-            e[i] = exp_vec(x[j0 + i] - m);
+            e[i] = pygpu_exp_f(x[j0 + i] - m);
         }
         if (y != NULL) {
             for (int64_t i = 0; i < w; i++) {

@@ -1,0 +1,29 @@
+/* simd.h - how the CPU loops ask for wider vectors.  Plain C.
+ *
+ * The extension is built for baseline x86-64 (SSE2, four floats per
+ * instruction).  A loop marked WIDE_VECTORS is also compiled for
+ * x86-64-v3 (AVX2 and FMA, eight floats), and the dynamic loader picks
+ * that version on CPUs that have it.  Both versions compute the same
+ * values: C11 mode keeps a * b + c unfused, so FMA changes no result.
+ *
+ * vec8f / vec8i are eight floats / int32s as one value (gcc and clang
+ * vector extensions): their operators compile to vector instructions
+ * where plain loops do not vectorize (a maximum that must not lose NaN). */
+#ifndef PYGPU_CPU_SIMD_H
+#define PYGPU_CPU_SIMD_H
+
+#include <stdint.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define WIDE_VECTORS __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define WIDE_VECTORS
+#endif
+
+#if defined(__GNUC__)
+#define PYGPU_HAVE_VEC8 1
+typedef float vec8f __attribute__((vector_size(32)));
+typedef int32_t vec8i __attribute__((vector_size(32)));
+#endif
+
+#endif /* PYGPU_CPU_SIMD_H */
