@@ -244,3 +244,75 @@ def test_record_stream_holds_the_block_back():
     pygpu.cuda.empty_cache()  # gives back what waited for s
     assert pygpu.cuda.memory_allocated() < before
     np.testing.assert_array_equal(y[:4].cpu().numpy(), np.ones(4))
+
+
+# ------------------------------------- pinned memory of queued copies
+def _keep_busy(stream):
+    """Queue about a second of matmuls on `stream`; returns the result."""
+    with cuda.stream(stream):
+        a = pygpu.ones(4096, 4096, device="cuda")
+        for _ in range(100):
+            a = a @ a * (1.0 / 4096)
+    return a
+
+
+def _pinned_allocated():
+    return pygpu._C._pinned_allocator().stats()[
+        "allocated_bytes.all.current"]
+
+
+@pytest.mark.cuda
+def test_pinned_source_dying_early_is_not_reused_during_its_copy():
+    n = 1 << 22
+    s = cuda.Stream()
+    pygpu.cuda.empty_cache()
+    base = _pinned_allocated()
+    busy = _keep_busy(s)
+    with cuda.stream(s):
+        # the pinned temporary dies as soon as the copy is queued
+        y = pygpu.full((n,), 1.0).pin_memory().to("cuda", non_blocking=True)
+        held = not s.query()
+        if held:
+            assert _pinned_allocated() >= base + 4 * n
+        # fresh pinned memory of other data: not the block being read
+        z = pygpu.full((n,), 2.0).pin_memory()
+    s.synchronize()
+    np.testing.assert_array_equal(y.cpu().numpy(), np.ones(n, np.float32))
+    np.testing.assert_array_equal(z.numpy(), np.full(n, 2.0, np.float32))
+    del z
+    pygpu.cuda.empty_cache()  # waits, gives the deferred block back
+    assert _pinned_allocated() == base
+    assert busy.shape == (4096, 4096)
+
+
+@pytest.mark.cuda
+def test_pinned_destination_dying_early_is_held_until_synchronize():
+    n = 1 << 22
+    s = cuda.Stream()
+    x = pygpu.ones(n, device="cuda")
+    pygpu.cuda.empty_cache()
+    base = _pinned_allocated()
+    _keep_busy(s)
+    with cuda.stream(s):
+        x.to("cpu", non_blocking=True)  # dropped at once
+    if not s.query():
+        assert _pinned_allocated() >= base + 4 * n  # deferred
+    s.synchronize()
+    pygpu.full((8,), 3.0).pin_memory()  # any pinned allocation reclaims
+    assert _pinned_allocated() == base
+
+
+@pytest.mark.cuda
+def test_pinned_buffer_copied_on_many_streams():
+    host = pygpu.arange(1 << 16, dtype=pygpu.float32).pin_memory()
+    streams = [cuda.Stream() for _ in range(12)]
+    outs = []
+    for s in streams:  # more streams than a block records: the rest wait
+        with cuda.stream(s):
+            outs.append(host.to("cuda", non_blocking=True))
+    host.to("cuda", non_blocking=True)  # the legacy default stream too
+    pygpu.cuda.synchronize()
+    for o in outs:
+        np.testing.assert_array_equal(o.cpu().numpy(), host.numpy())
+    del host
+    pygpu.cuda.empty_cache()
