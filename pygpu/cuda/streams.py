@@ -288,7 +288,6 @@ class Event:
         self = object.__new__(cls)
         self._flags = _INTERPROCESS
         self._device = index
-        self._handle = None
         self._handle = _C._cuda_event_from_ipc_handle(index, handle)
         return self
 
