@@ -725,3 +725,113 @@ def test_segments_of_an_empty_allocator():
     del st
     a.empty_cache()
     assert a.segments() == []
+
+
+# ------------------------------------------- deferred frees (host events)
+# A block recorded on streams goes back only once an event recorded on each
+# when its storage died is done.  Host-memory allocators have stand-in
+# events that _C._complete_host_events marks done; their storages behave as
+# pinned ones: no stream of theirs is skipped, the legacy default one
+# (0, also spelled 1) included.
+record = _C._storage_record_stream
+complete = _C._complete_host_events
+
+
+def test_deferred_block_waits_for_its_event():
+    a = new_allocator()
+    st = a.malloc(MiB, stream=0)
+    ptr = st.ptr
+    record(st, 0, 3)  # its own stream, on cuda:3: not skipped
+    del st
+    assert cur(a, "allocated_bytes") == MiB  # held back
+    other = a.malloc(MiB)
+    assert other.ptr != ptr  # not handed out while the copy may run
+    assert complete(a) == (1, 3)  # one event, on the stream's device
+    del other
+    again = a.malloc(MiB)  # every allocation reclaims what is done
+    assert again.ptr == ptr and cur(a, "allocated_bytes") == MiB
+    assert complete(a) == (0, 3)
+    check_consistent(a)
+
+
+def test_deferred_events_per_stream_and_device():
+    a = new_allocator()
+    st = a.malloc(4096, stream=5)
+    record(st, 5, 0)
+    record(st, 5, 0)  # the same stream: one event
+    record(st, 5, 1)  # the same handle on another device: another
+    record(st, 0, 0)
+    record(st, 1, 0)  # the legacy default stream's other name
+    del st
+    assert complete(a)[0] == 3
+    kept = a.malloc(512)
+    assert complete(a)[0] == 0 and cur(a, "allocated_bytes") == kept.size
+
+
+def test_recorded_streams_are_limited():
+    a = new_allocator()
+    st = a.malloc(4096)
+    for s in range(8):
+        record(st, 100 + s, 0)
+    record(st, 100, 0)  # already there
+    with pytest.raises(RuntimeError, match="at most 8 streams"):
+        record(st, 200, 0)
+    del st
+    assert complete(a)[0] == 8
+    a.empty_cache()
+    assert cur(a, "allocated_bytes") == 0 and cur(a, "reserved_bytes") == 0
+
+
+def test_empty_cache_waits_for_deferred_blocks():
+    a = new_allocator()
+    st = a.malloc(3 * MiB)
+    record(st, 7, 0)
+    del st
+    assert cur(a, "reserved_bytes") == 20 * MiB
+    a.empty_cache()  # waits (the stand-in is then done) and gives back
+    assert cur(a, "allocated_bytes") == 0 and cur(a, "reserved_bytes") == 0
+    assert complete(a)[0] == 0
+    check_consistent(a)
+
+
+def test_out_of_memory_waits_for_deferred_blocks():
+    a = new_allocator(capacity=21 * MiB)
+    st = a.malloc(MiB)  # a 2 MiB segment
+    record(st, 7, 0)
+    del st
+    big = a.malloc(2 * MiB)  # needs 20 MiB: only after the wait
+    assert cur(a, "reserved_bytes") == 20 * MiB and big.size == 2 * MiB
+    assert a.stats()["num_ooms"] == 0
+
+
+def test_deferred_frees_of_two_allocators_are_apart():
+    a, b = new_allocator(), new_allocator()
+    sa, sb = a.malloc(512), b.malloc(512)
+    record(sa, 1, 0)
+    record(sb, 1, 0)
+    del sa, sb
+    complete(a)
+    kept = [b.malloc(512), a.malloc(512)]
+    assert cur(a, "allocated_bytes") == 512
+    assert cur(b, "allocated_bytes") == 1024  # b's event is not done
+    complete(b)
+    kept.append(b.malloc(512))
+    assert cur(b, "allocated_bytes") == 1024
+
+
+def test_deferred_test_aids_check_their_arguments():
+    a = new_allocator()
+    st = a.malloc(512)
+    with pytest.raises(TypeError):
+        record(None, 0, 0)
+    with pytest.raises(TypeError, match="stream must be an int"):
+        record(st, "s", 0)
+    with pytest.raises(TypeError):
+        record(st, 0)
+    with pytest.raises(TypeError, match="host-memory Allocator"):
+        complete(None)
+    assert complete(a) == (0, -1)
+    empty = a.malloc(0)
+    record(empty, 1, 0)  # no block: nothing to hold back
+    del empty, st
+    assert complete(a) == (0, -1)

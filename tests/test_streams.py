@@ -23,6 +23,8 @@ def test_refusals_without_a_gpu():
     for call in (cuda.Stream, cuda.current_stream, cuda.default_stream,
                  lambda: cuda.ExternalStream(0),
                  lambda: cuda.Event().record(),
+                 lambda: cuda.Event(interprocess=True).ipc_handle(),
+                 lambda: cuda.Event.from_ipc_handle(0, bytes(64)),
                  lambda: cuda.stream(cuda.Stream())):
         with pytest.raises(RuntimeError) as info:
             call()
@@ -35,7 +37,8 @@ def test_refusals_without_a_gpu():
 def test_cpu_only_flavour_refuses_every_stream_function():
     for name in ("_cuda_stream_new", "_cuda_current_stream",
                  "_cuda_set_stream", "_cuda_event_new", "_cuda_memcpy",
-                 "_cuda_stream_priority_range"):
+                 "_cuda_stream_priority_range", "_cuda_event_ipc_handle",
+                 "_cuda_event_from_ipc_handle"):
         with pytest.raises(RuntimeError,
                            match="pygpu was built without CUDA support"):
             getattr(pygpu._C, name)(0, 0)
@@ -66,8 +69,25 @@ def test_argument_checks_need_no_gpu():
     cuda.set_stream(None)  # nothing
     with cuda.stream(None) as s:  # nothing
         assert s is None
-    with pytest.raises(ValueError, match="interprocess"):
-        cuda.Event(enable_timing=True, interprocess=True)
+    # as torch: CUDA refuses it when the event is made (a CUDA test)
+    cuda.Event(enable_timing=True, interprocess=True)
+
+
+def test_from_ipc_handle_checks_its_arguments_without_a_gpu():
+    with pytest.raises(RuntimeError, match="cudaIpcEventHandle_t expects "
+                       "byte-like object of size 64, but got 3"):
+        cuda.Event.from_ipc_handle(0, b"abc")
+    with pytest.raises(RuntimeError, match="of size 64, but got 65"):
+        cuda.Event.from_ipc_handle("cuda", bytearray(65))
+    with pytest.raises(RuntimeError, match="Event can only be created on "
+                       "CUDA devices, but got device type cpu"):
+        cuda.Event.from_ipc_handle("cpu", bytes(64))
+    with pytest.raises(RuntimeError, match="device type cpu"):
+        cuda.Event.from_ipc_handle(pygpu.device("cpu"), bytes(64))
+    with pytest.raises(TypeError, match="ipc_handle"):
+        cuda.Event.from_ipc_handle(0, 64)
+    with pytest.raises(TypeError, match="ipc_handle"):
+        cuda.Event.from_ipc_handle(0, None)
 
 
 def test_event_before_record_needs_no_gpu():
@@ -244,3 +264,123 @@ def test_record_stream_holds_the_block_back():
     pygpu.cuda.empty_cache()  # gives back what waited for s
     assert pygpu.cuda.memory_allocated() < before
     np.testing.assert_array_equal(y[:4].cpu().numpy(), np.ones(4))
+
+
+# ------------------------------------------------ interprocess events
+def _ipc_child(device, handle, queue):
+    """In a spawned process: open the parent's event and wait for it."""
+    from pygpu import cuda as child_cuda
+    event = child_cuda.Event.from_ipc_handle(device, handle)
+    event.synchronize()
+    queue.put(event.query())
+
+
+@pytest.mark.cuda
+def test_interprocess_event_waited_on_in_a_child_process():
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    event = cuda.Event(interprocess=True)
+    handle = event.ipc_handle()  # made on the current device
+    assert isinstance(handle, bytes) and len(handle) == 64
+    assert event.cuda_event != 0 and event.query()
+    assert event.ipc_handle() == handle
+    s = cuda.Stream()
+    with cuda.stream(s):
+        a = pygpu.ones(2048, 2048, device="cuda")
+        for _ in range(20):
+            a = a @ a * (1.0 / 2048)
+        event.record()
+    queue = ctx.Queue()
+    child = ctx.Process(target=_ipc_child, args=(0, handle, queue))
+    child.start()
+    try:
+        assert queue.get(timeout=120) is True
+    finally:
+        child.join(120)
+    assert child.exitcode == 0
+    s.synchronize()
+    np.testing.assert_allclose(a[0, :4].cpu().numpy(), np.ones(4),
+                               rtol=1e-5)
+
+
+@pytest.mark.cuda
+def test_interprocess_event_errors():
+    timed = cuda.Event(enable_timing=True, interprocess=True)
+    with pytest.raises(RuntimeError, match="invalid argument"):
+        timed.record()  # CUDA refuses the flags, as in torch
+    plain = cuda.Event()
+    plain.record()
+    with pytest.raises(RuntimeError, match="CUDA error"):
+        plain.ipc_handle()  # not an interprocess event
+
+
+# ------------------------------------- pinned memory of queued copies
+def _keep_busy(stream):
+    """Queue about a second of matmuls on `stream`; returns the result."""
+    with cuda.stream(stream):
+        a = pygpu.ones(4096, 4096, device="cuda")
+        for _ in range(100):
+            a = a @ a * (1.0 / 4096)
+    return a
+
+
+def _pinned_allocated():
+    return pygpu._C._pinned_allocator().stats()[
+        "allocated_bytes.all.current"]
+
+
+@pytest.mark.cuda
+def test_pinned_source_dying_early_is_not_reused_during_its_copy():
+    n = 1 << 22
+    s = cuda.Stream()
+    pygpu.cuda.empty_cache()
+    base = _pinned_allocated()
+    busy = _keep_busy(s)
+    with cuda.stream(s):
+        # the pinned temporary dies as soon as the copy is queued
+        y = pygpu.full((n,), 1.0).pin_memory().to("cuda", non_blocking=True)
+        held = not s.query()
+        if held:
+            assert _pinned_allocated() >= base + 4 * n
+        # fresh pinned memory of other data: not the block being read
+        z = pygpu.full((n,), 2.0).pin_memory()
+    s.synchronize()
+    np.testing.assert_array_equal(y.cpu().numpy(), np.ones(n, np.float32))
+    np.testing.assert_array_equal(z.numpy(), np.full(n, 2.0, np.float32))
+    del z
+    pygpu.cuda.empty_cache()  # waits, gives the deferred block back
+    assert _pinned_allocated() == base
+    assert busy.shape == (4096, 4096)
+
+
+@pytest.mark.cuda
+def test_pinned_destination_dying_early_is_held_until_synchronize():
+    n = 1 << 22
+    s = cuda.Stream()
+    x = pygpu.ones(n, device="cuda")
+    pygpu.cuda.empty_cache()
+    base = _pinned_allocated()
+    _keep_busy(s)
+    with cuda.stream(s):
+        x.to("cpu", non_blocking=True)  # dropped at once
+    if not s.query():
+        assert _pinned_allocated() >= base + 4 * n  # deferred
+    s.synchronize()
+    pygpu.full((8,), 3.0).pin_memory()  # any pinned allocation reclaims
+    assert _pinned_allocated() == base
+
+
+@pytest.mark.cuda
+def test_pinned_buffer_copied_on_many_streams():
+    host = pygpu.arange(1 << 16, dtype=pygpu.float32).pin_memory()
+    streams = [cuda.Stream() for _ in range(12)]
+    outs = []
+    for s in streams:  # more streams than a block records: the rest wait
+        with cuda.stream(s):
+            outs.append(host.to("cuda", non_blocking=True))
+    host.to("cuda", non_blocking=True)  # the legacy default stream too
+    pygpu.cuda.synchronize()
+    for o in outs:
+        np.testing.assert_array_equal(o.cpu().numpy(), host.numpy())
+    del host
+    pygpu.cuda.empty_cache()

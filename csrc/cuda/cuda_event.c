@@ -1,10 +1,12 @@
 /* cuda_event.c - CUDA events for pygpu.cuda.Event: created on a device
  * (the Python object creates its event lazily, at the first record, as
- * torch's), recorded on a stream, queried, waited for, timed. */
+ * torch's), recorded on a stream, queried, waited for, timed, and shared
+ * with other processes (interprocess events, through IPC handles). */
 #include "cuda/cuda_stream.h"
 #include "cuda/stream_docs.h"
 
 #include <cuda_runtime_api.h>
+#include <string.h>
 
 enum { TIMING = 1, BLOCKING = 2, INTERPROCESS = 4 };
 
@@ -55,7 +57,8 @@ pygpu_py_cuda_event_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         cuda_flags |= cudaEventBlockingSync;
     }
     if (flags & INTERPROCESS) {
-        cuda_flags |= cudaEventInterprocess | cudaEventDisableTiming;
+        /* with TIMING too, CUDA refuses (invalid argument), as in torch */
+        cuda_flags |= cudaEventInterprocess;
     }
     prev = pygpu_cuda_device_guard(device);
     if (prev < 0) {
@@ -168,4 +171,67 @@ pygpu_py_cuda_event_elapsed_time(PyObject *m, PyObject *const *args,
     }
     Py_DECREF(r);
     return PyFloat_FromDouble((double)ms);
+}
+
+/* _cuda_event_ipc_handle(device, event): the bytes of its IPC handle. */
+PyObject *
+pygpu_py_cuda_event_ipc_handle(PyObject *m, PyObject *const *args,
+                               Py_ssize_t nargs)
+{
+    int device, prev;
+    void *ev;
+    cudaIpcEventHandle_t handle;
+    cudaError_t err;
+    if ((prev = enter("_cuda_event_ipc_handle", args, nargs, 2, &device,
+                      &ev)) < 0) {
+        return NULL;
+    }
+    err = cudaIpcGetEventHandle(&handle, (cudaEvent_t)ev);
+    PyObject *r = done(device, prev, err, "cudaIpcGetEventHandle");
+    if (r == NULL) {
+        return NULL;
+    }
+    Py_DECREF(r);
+    return PyBytes_FromStringAndSize((const char *)&handle, sizeof(handle));
+}
+
+/* _cuda_event_from_ipc_handle(device, handle): the event another process
+ * shared, opened on `device`. */
+PyObject *
+pygpu_py_cuda_event_from_ipc_handle(PyObject *m, PyObject *const *args,
+                                    Py_ssize_t nargs)
+{
+    int device, prev;
+    cudaIpcEventHandle_t handle;
+    cudaEvent_t ev = NULL;
+    cudaError_t err;
+    if (pygpu_cuda_nargs("_cuda_event_from_ipc_handle", nargs, 2) < 0 ||
+        pygpu_cuda_device_arg(args[0], &device) < 0) {
+        return NULL;
+    }
+    if (!PyBytes_Check(args[1])) {
+        PyErr_Format(PyExc_TypeError,
+                     "_cuda_event_from_ipc_handle: handle must be bytes, not "
+                     "%.100s", Py_TYPE(args[1])->tp_name);
+        return NULL;
+    }
+    if (PyBytes_GET_SIZE(args[1]) != (Py_ssize_t)sizeof(handle)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "cudaIpcEventHandle_t expects byte-like object of size "
+                     "%zu, but got %zd", sizeof(handle),
+                     PyBytes_GET_SIZE(args[1]));
+        return NULL;
+    }
+    memcpy(&handle, PyBytes_AS_STRING(args[1]), sizeof(handle));
+    prev = pygpu_cuda_device_guard(device);
+    if (prev < 0) {
+        return NULL;
+    }
+    err = cudaIpcOpenEventHandle(&ev, handle);
+    pygpu_cuda_device_restore(device, prev);
+    if (err != cudaSuccess) {
+        return pygpu_cuda_raise((int)err, "cudaIpcOpenEventHandle",
+                                __FILE__, __LINE__);
+    }
+    return PyLong_FromVoidPtr(ev);
 }

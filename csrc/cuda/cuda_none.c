@@ -196,20 +196,3 @@ PyMethodDef pygpu_stream_functions[] = {
     PYGPU_STREAM_FUNCTION_LIST(REFUSE_ROW)
     {NULL},
 };
-
-/* record_stream's events (memory/cuda_backend.h): no CUDA storage exists
- * in this build, so these are never reached. */
-int
-pygpu_cuda_block_event(int device, void *stream, void **ev)
-{
-    (void)device, (void)stream;
-    *ev = NULL;
-    return 1;
-}
-
-int
-pygpu_cuda_block_event_done(void *ev, int wait)
-{
-    (void)ev, (void)wait;
-    return 1;
-}

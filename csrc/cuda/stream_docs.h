@@ -38,6 +38,11 @@
       "Wait for the work before `event`.")                                   \
     X(_cuda_event_elapsed_time, "($module, device, start, end, /)",          \
       "Milliseconds between two recorded timing events.")                    \
+    X(_cuda_event_ipc_handle, "($module, device, event, /)",                 \
+      "The IPC handle (bytes) of an interprocess `event`.")                  \
+    X(_cuda_event_from_ipc_handle, "($module, device, handle, /)",           \
+      "An event (an int handle) on `device` opened from the IPC handle\n"    \
+      "another process made.")                                               \
     X(_cuda_memcpy, "($module, dst, dst_device, src, src_device, nbytes,\n"  \
       "             sync, /)",                                               \
       "Copy nbytes between raw addresses (device -1: host) on the current\n" \

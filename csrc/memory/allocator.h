@@ -51,6 +51,15 @@ typedef struct pygpu_alloc_backend {
      * returns 0 on success. */
     int (*mem_info)(void *ctx, int device, size_t *free_bytes,
                     size_t *total_bytes);
+    /* Events for blocks freed while a stream may still use them
+     * (record_stream, non_blocking copies); both NULL when the backend has
+     * none (such blocks are then freed at once).  record_event: an event
+     * recorded now on `stream` of device `device` into *ev; returns 0 on
+     * success.  event_done: 1 when the work before ev is done (ev is then
+     * released), 0 when not yet; with `wait`, waits for it first (always
+     * 1).  Called by the Python layer, not by the core. */
+    int (*record_event)(void *ctx, int device, void *stream, void **ev);
+    int (*event_done)(void *ctx, void *ev, int wait);
     void *ctx;
 } pygpu_alloc_backend;
 
@@ -127,15 +136,22 @@ size_t pygpu_allocator_segments(pygpu_allocator *a, pygpu_segment_info *out,
  * with PYGPU_ALLOC_OOM when the bytes it has handed out would exceed it.
  * mem_info reports (capacity - used, capacity).  Injected faults: calls
  * number fail_first .. fail_first + fail_count - 1 of raw_alloc (counted
- * in `calls` from 1) fail too. */
+ * in `calls` from 1) fail too.  Its events stand in for CUDA's: event
+ * number n (counted in events_recorded from 1) is done once
+ * events_completed >= n, which pygpu_host_backend_complete_events sets,
+ * or once waited for; events_live counts those not yet released. */
 typedef struct pygpu_host_backend_ctx {
     size_t capacity;
     /* Only through __atomic builtins: raw_alloc runs unlocked. */
     size_t used;
     long calls, fail_first, fail_count;
+    long events_recorded, events_completed, events_live;
+    int last_event_device; /* the device of the last event recorded */
 } pygpu_host_backend_ctx;
 void pygpu_host_backend_init(pygpu_alloc_backend *backend,
                              pygpu_host_backend_ctx *ctx, size_t capacity);
+/* Mark every event recorded so far as done; returns how many were live. */
+long pygpu_host_backend_complete_events(pygpu_host_backend_ctx *ctx);
 
 /* Human-readable size as PyTorch prints it: "512 bytes", "1.50 KiB",
  * "64.00 MiB", "2.00 GiB".  Writes at most n bytes including the NUL. */

@@ -1,6 +1,7 @@
 /* allocator_module.c - the module functions _cuda_allocator,
  * _pinned_allocator and _bench_allocator over the process-wide allocators
- * (cuda_allocators.c in a CUDA build).
+ * (cuda_allocators.c in a CUDA build), and the test aids of the deferred
+ * frees (_storage_record_stream, _complete_host_events).
  */
 #include "memory/memory.h"
 
@@ -99,6 +100,54 @@ static PyObject *mod_bench_allocator(PyObject *module, PyObject *args)
     return PyFloat_FromDouble((t1 - t0) / (double)iters);
 }
 
+/* Test aids for the deferred frees, over host-memory allocators. */
+static PyObject *mod_storage_record_stream(PyObject *module, PyObject *args)
+{
+    StorageObject *st;
+    PyObject *s_obj;
+    void *stream;
+    int device;
+
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!Oi:_storage_record_stream",
+                          pygpu_state->Storage_Type, &st, &s_obj, &device)) {
+        return NULL;
+    }
+    if (!PyLong_Check(s_obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "stream must be an int (a stream handle), not %.100s",
+                     Py_TYPE(s_obj)->tp_name);
+        return NULL;
+    }
+    stream = PyLong_AsVoidPtr(s_obj);
+    if (stream == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (pygpu_storage_record_stream(st, stream, device) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_complete_host_events(PyObject *module, PyObject *arg)
+{
+    AllocatorObject *a = (AllocatorObject *)arg;
+    long live;
+
+    (void)module;
+    if (!PyObject_TypeCheck(arg, pygpu_state->Allocator_Type) ||
+        a->backend.ctx != &a->host_ctx) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_complete_host_events needs a host-memory "
+                        "Allocator");
+        return NULL;
+    }
+    live = pygpu_host_backend_complete_events(&a->host_ctx);
+    return Py_BuildValue("(li)", live,
+                         __atomic_load_n(&a->host_ctx.last_event_device,
+                                         __ATOMIC_RELAXED));
+}
+
 PyMethodDef pygpu_allocator_functions[] = {
     {"_cuda_allocator", (PyCFunction)mod_cuda_allocator, METH_O,
      "_cuda_allocator($module, device, /)\n--\n\n"
@@ -111,4 +160,16 @@ PyMethodDef pygpu_allocator_functions[] = {
      "_bench_allocator($module, allocator, nbytes, iters, /)\n--\n\n"
      "Nanoseconds per malloc+free pair of nbytes on the allocator's core,\n"
      "timed in C over iters pairs after one warm-up pair."},
+    {"_storage_record_stream", (PyCFunction)mod_storage_record_stream,
+     METH_VARARGS,
+     "_storage_record_stream($module, storage, stream, device, /)\n--\n\n"
+     "Test aid: record_stream on a Storage (stream an int handle of CUDA\n"
+     "device `device`): its block is freed only after an event recorded\n"
+     "on that stream when it dies is done."},
+    {"_complete_host_events", (PyCFunction)mod_complete_host_events,
+     METH_O,
+     "_complete_host_events($module, allocator, /)\n--\n\n"
+     "Test aid: mark done every event a host-memory Allocator recorded\n"
+     "for its deferred frees; returns (events not yet released, device\n"
+     "of the last event recorded, -1 if none)."},
     {NULL, NULL, 0, NULL}};

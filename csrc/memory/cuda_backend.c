@@ -158,49 +158,16 @@ static int pinned_info(void *ctx, int device, size_t *free_bytes,
     return 0;
 }
 
-/* -------------------------------------------------------------- interface */
-void pygpu_cuda_backend_init(pygpu_alloc_backend *backend, int device,
-                             int pinned)
-{
-    if (pinned) {
-        backend->name = "cuda_host";
-        backend->raw_alloc = pinned_alloc;
-        backend->raw_free = pinned_free;
-        backend->mem_info = pinned_info;
-        backend->ctx = &pinned_ctx;
-    } else {
-        backend->name = "cuda";
-        backend->raw_alloc = device_alloc;
-        backend->raw_free = device_free;
-        backend->mem_info = device_info;
-        backend->ctx = &device_ctx;
-    }
-}
-
-int pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
-                                size_t n)
-{
-    if (backend->raw_alloc != device_alloc &&
-        backend->raw_alloc != pinned_alloc) {
-        return 0;
-    }
-    if (last_error == cudaSuccess) {
-        return 0;
-    }
-    snprintf(buf, n, "CUDA error: %s (%s) in %s",
-             cudaGetErrorString(last_error), cudaGetErrorName(last_error),
-             last_call);
-    last_error = cudaSuccess;
-    return 1;
-}
-
-/* ------------------------------------------------------ record_stream */
-int pygpu_cuda_block_event(int device, void *stream, void **ev)
+/* ------------------------------------------------------ block events */
+/* An event on `stream` of `device`: for pinned memory the stream's device,
+ * which is not the memory's. */
+static int block_event(void *ctx, int device, void *stream, void **ev)
 {
     int prev;
     cudaEvent_t e = NULL;
     cudaError_t err = (cudaError_t)pygpu_cuda_enter_device(device, &prev);
 
+    (void)ctx;
     if (err == cudaSuccess) {
         err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
         if (err == cudaSuccess) {
@@ -219,16 +186,55 @@ int pygpu_cuda_block_event(int device, void *stream, void **ev)
     return (int)err;
 }
 
-int pygpu_cuda_block_event_done(void *ev, int wait)
+static int block_event_done(void *ctx, void *ev, int wait)
 {
     cudaError_t err = wait ? cudaEventSynchronize((cudaEvent_t)ev)
                            : cudaEventQuery((cudaEvent_t)ev);
 
+    (void)ctx;
     if (err == cudaErrorNotReady) {
         return 0;
     }
     /* done, or failed (a sticky error reports itself elsewhere) */
     (void)cudaGetLastError();
     (void)cudaEventDestroy((cudaEvent_t)ev);
+    return 1;
+}
+
+/* -------------------------------------------------------------- interface */
+void pygpu_cuda_backend_init(pygpu_alloc_backend *backend, int device,
+                             int pinned)
+{
+    if (pinned) {
+        backend->name = "cuda_host";
+        backend->raw_alloc = pinned_alloc;
+        backend->raw_free = pinned_free;
+        backend->mem_info = pinned_info;
+        backend->ctx = &pinned_ctx;
+    } else {
+        backend->name = "cuda";
+        backend->raw_alloc = device_alloc;
+        backend->raw_free = device_free;
+        backend->mem_info = device_info;
+        backend->ctx = &device_ctx;
+    }
+    backend->record_event = block_event;
+    backend->event_done = block_event_done;
+}
+
+int pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
+                                size_t n)
+{
+    if (backend->raw_alloc != device_alloc &&
+        backend->raw_alloc != pinned_alloc) {
+        return 0;
+    }
+    if (last_error == cudaSuccess) {
+        return 0;
+    }
+    snprintf(buf, n, "CUDA error: %s (%s) in %s",
+             cudaGetErrorString(last_error), cudaGetErrorName(last_error),
+             last_call);
+    last_error = cudaSuccess;
     return 1;
 }

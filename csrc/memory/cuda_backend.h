@@ -14,7 +14,8 @@
 #include "memory/allocator.h"
 
 /* Fill `backend` for CUDA device `device` (pinned == 0) or for pinned host
- * memory (pinned != 0, device ignored). */
+ * memory (pinned != 0, device ignored).  Both have CUDA events for their
+ * deferred frees (record_event / event_done). */
 void pygpu_cuda_backend_init(pygpu_alloc_backend *backend, int device,
                              int pinned);
 
@@ -32,13 +33,5 @@ void pygpu_cuda_leave_device(int device, int prev);
  * otherwise return 0. */
 int pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
                                 size_t n);
-
-/* record_stream: an event recorded now on `stream` of `device` into *ev,
- * for a block freed while that stream may still use it.  Returns the
- * cudaError_t (0: success). */
-int pygpu_cuda_block_event(int device, void *stream, void **ev);
-/* 1 when the work before `ev` is done (the event is then destroyed), 0
- * when not yet; with `wait`, waits for it first (always 1). */
-int pygpu_cuda_block_event_done(void *ev, int wait);
 
 #endif /* PYGPU_CUDA_BACKEND_H */

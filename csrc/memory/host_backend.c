@@ -6,6 +6,7 @@
 
 #include "memory/allocator.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -74,6 +75,40 @@ static int host_mem_info(void *ctx, int device, size_t *free_bytes,
     return 0;
 }
 
+/* Events: numbers from 1, handed out as pointers (never NULL). */
+static int host_record_event(void *ctx, int device, void *stream, void **ev)
+{
+    pygpu_host_backend_ctx *c = ctx;
+    long n = __atomic_add_fetch(&c->events_recorded, 1, __ATOMIC_RELAXED);
+
+    (void)stream;
+    __atomic_add_fetch(&c->events_live, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->last_event_device, device, __ATOMIC_RELAXED);
+    *ev = (void *)(uintptr_t)n;
+    return 0;
+}
+
+static int host_event_done(void *ctx, void *ev, int wait)
+{
+    pygpu_host_backend_ctx *c = ctx;
+    long n = (long)(uintptr_t)ev;
+
+    if (!wait &&
+        n > __atomic_load_n(&c->events_completed, __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    __atomic_sub_fetch(&c->events_live, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+long pygpu_host_backend_complete_events(pygpu_host_backend_ctx *ctx)
+{
+    __atomic_store_n(&ctx->events_completed,
+                     __atomic_load_n(&ctx->events_recorded, __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
+    return __atomic_load_n(&ctx->events_live, __ATOMIC_RELAXED);
+}
+
 void pygpu_host_backend_init(pygpu_alloc_backend *backend,
                              pygpu_host_backend_ctx *ctx, size_t capacity)
 {
@@ -82,10 +117,16 @@ void pygpu_host_backend_init(pygpu_alloc_backend *backend,
     ctx->calls = 0;
     ctx->fail_first = 0;
     ctx->fail_count = 0;
+    ctx->events_recorded = 0;
+    ctx->events_completed = 0;
+    ctx->events_live = 0;
+    ctx->last_event_device = -1;
     backend->name = "host";
     backend->raw_alloc = host_raw_alloc;
     backend->raw_free = host_raw_free;
     backend->mem_info = host_mem_info;
+    backend->record_event = host_record_event;
+    backend->event_done = host_event_done;
     backend->ctx = ctx;
 }
 

@@ -26,11 +26,13 @@ typedef struct {
      * when the Storage dies. */
     PyObject *owner;
     /* record_stream: the stream the block was allocated on, and other
-     * streams using it; the block goes back to the allocator only after
+     * streams using it (with their CUDA devices: for pinned memory, not
+     * the storage's); the block goes back to the allocator only after
      * their work queued before the Storage died is done. */
     void *stream;
     int nrecorded;
     void *recorded[PYGPU_MAX_RECORDED_STREAMS];
+    int recorded_device[PYGPU_MAX_RECORDED_STREAMS];
 } StorageObject;
 
 /* A Python handle on a pygpu_allocator: one per CUDA device (created on
@@ -61,13 +63,22 @@ StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes);
 StorageObject *pygpu_storage_foreign(pygpu_device dev, void *ptr,
                                      size_t nbytes, PyObject *owner);
 /* Tensor.record_stream: st's block must not be reused until the work
- * queued on `stream` (a cudaStream_t) when st dies is done.  Nothing for
- * foreign memory or st's own stream.  0, or -1 with RuntimeError when
- * more than PYGPU_MAX_RECORDED_STREAMS streams are recorded. */
-int pygpu_storage_record_stream(StorageObject *st, void *stream);
+ * queued on `stream` (a cudaStream_t of CUDA device `device`) when st
+ * dies is done.  Nothing for foreign memory or, for a CUDA storage, its
+ * own stream (a pinned storage has none: every stream counts, the legacy
+ * default one too).  0, or -1 with RuntimeError when more than
+ * PYGPU_MAX_RECORDED_STREAMS streams are recorded. */
+int pygpu_storage_record_stream(StorageObject *st, void *stream, int device);
+/* The same for a copy about to be queued on `stream` of `device` that
+ * reads or writes st (a non_blocking copy from or into pinned memory):
+ * 1 when st's block is guarded (or needs no guard), 0 when st already
+ * records as many streams as it can: the caller must then wait for the
+ * copy.  Never fails. */
+int pygpu_storage_guard_copy(StorageObject *st, void *stream, int device);
 /* Give the allocator back the blocks of dead storages whose recorded
  * streams are done (with `wait`, all of them, after waiting).  Called by
- * every CUDA allocation and by empty_cache; needs the GIL. */
+ * every allocation through an allocator (CUDA, pinned, host) and by
+ * empty_cache; needs the GIL. */
 void pygpu_storage_free_deferred(int wait);
 /* The allocator of a CUDA device, created on first use (borrowed;
  * memory/cuda_allocators.c, or cuda/cuda_none.c's refusal). */

@@ -64,6 +64,8 @@ void pygpu_backend_without_gil(pygpu_alloc_backend *core,
     core->raw_alloc = raw_alloc_nogil;
     core->raw_free = raw_free_through;
     core->mem_info = mem_info_through;
+    core->record_event = NULL; /* the Python layer uses inner's */
+    core->event_done = NULL;
     core->ctx = (void *)inner;
 }
 
@@ -231,48 +233,75 @@ StorageObject *pygpu_storage_alloc(AllocatorObject *a, size_t nbytes,
 }
 
 /* -------------------------------------------------------- record_stream */
-int pygpu_storage_record_stream(StorageObject *st, void *stream)
+/* 1 recorded (or nothing to record), 0 when st is full. */
+static int record(StorageObject *st, void *stream, int device)
 {
     if (stream == (void *)1) {
         stream = NULL; /* the legacy default stream's other name */
     }
-    if (st->allocator == NULL || st->block == NULL || stream == st->stream) {
-        return 0;
+    if (st->allocator == NULL || st->block == NULL) {
+        return 1;
+    }
+    /* A CUDA block is ordered on its own stream; pinned memory is not. */
+    if (st->device.type == PYGPU_CUDA && device == st->device.index &&
+        stream == st->stream) {
+        return 1;
     }
     for (int i = 0; i < st->nrecorded; i++) {
-        if (st->recorded[i] == stream) {
-            return 0;
+        if (st->recorded[i] == stream && st->recorded_device[i] == device) {
+            return 1;
         }
     }
     if (st->nrecorded == PYGPU_MAX_RECORDED_STREAMS) {
+        return 0;
+    }
+    st->recorded[st->nrecorded] = stream;
+    st->recorded_device[st->nrecorded] = device;
+    st->nrecorded++;
+    return 1;
+}
+
+int pygpu_storage_record_stream(StorageObject *st, void *stream, int device)
+{
+    if (!record(st, stream, device)) {
         PyErr_Format(PyExc_RuntimeError,
                      "record_stream: a tensor's memory can be recorded on "
                      "at most %d streams", PYGPU_MAX_RECORDED_STREAMS);
         return -1;
     }
-    st->recorded[st->nrecorded++] = stream;
     return 0;
 }
 
-/* Storage_dealloc of a block recorded on other streams: an event on each,
- * and the block waits in the list.  0, or -1 when that could not be
- * arranged (the block is then freed at once). */
+int pygpu_storage_guard_copy(StorageObject *st, void *stream, int device)
+{
+    return record(st, stream, device);
+}
+
+/* Storage_dealloc of a block recorded on streams: an event on each (on
+ * that stream's device), and the block waits in the list.  0, or -1 when
+ * that could not be arranged (the block is then freed at once). */
 static int defer_free(StorageObject *self)
 {
-    deferred_free *d = PyMem_RawCalloc(1, sizeof(*d));
+    AllocatorObject *a = (AllocatorObject *)self->allocator;
+    const pygpu_alloc_backend *be = &a->backend;
+    deferred_free *d;
 
+    if (be->record_event == NULL || be->event_done == NULL) {
+        return -1;
+    }
+    d = PyMem_RawCalloc(1, sizeof(*d));
     if (d == NULL) {
         return -1;
     }
     for (int i = 0; i < self->nrecorded; i++) {
         void *ev = NULL;
-        if (pygpu_cuda_block_event(self->device.index, self->recorded[i],
-                                   &ev) != 0) {
+        if (be->record_event(be->ctx, self->recorded_device[i],
+                             self->recorded[i], &ev) != 0) {
             continue; /* nothing to wait for that can be waited for */
         }
         d->events[d->nevents++] = ev;
     }
-    d->allocator = (AllocatorObject *)self->allocator; /* the reference */
+    d->allocator = a; /* the reference */
     d->block = self->block;
     pthread_mutex_lock(&deferred_lock);
     d->next = deferred_head;
@@ -285,10 +314,11 @@ static int defer_free(StorageObject *self)
 /* Whether all of d's events are done (destroying those that are). */
 static int deferred_ready(deferred_free *d, int wait)
 {
+    const pygpu_alloc_backend *be = &d->allocator->backend;
     int kept = 0;
 
     for (int i = 0; i < d->nevents; i++) {
-        if (!pygpu_cuda_block_event_done(d->events[i], wait)) {
+        if (!be->event_done(be->ctx, d->events[i], wait)) {
             d->events[kept++] = d->events[i];
         }
     }

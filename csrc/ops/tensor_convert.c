@@ -63,10 +63,24 @@ host_destination(const TensorObject *src, int dtype, pygpu_device dev,
     return t;
 }
 
+/* A copy about to be queued without waiting on `device`'s current stream
+ * reads or writes `pinned`: its block must not be reused (the tensor may
+ * die at once) before the copy is done.  0 when it could not be guarded:
+ * the copy must then be waited for. */
+static int
+guard_pinned(TensorObject *pinned, int device)
+{
+    return pygpu_storage_guard_copy((StorageObject *)pinned->base,
+                                    pygpu_cuda_current_stream(device),
+                                    device);
+}
+
 /* Across devices: convert and compact on the source side, then copy the
  * bytes on the current stream.  With non_blocking the copy is only queued
  * when the host side is page-locked (the source itself, or a pinned
- * destination made for it), as in torch; else it is waited for. */
+ * destination made for it), as in torch; else it is waited for.  A queued
+ * copy records its stream on the pinned side, as torch's caching host
+ * allocator does, so that the pinned block waits for the copy. */
 static TensorObject *
 to_other_device(TensorObject *src, pygpu_device dev, int dtype,
                  int non_blocking)
@@ -101,6 +115,10 @@ to_other_device(TensorObject *src, pygpu_device dev, int dtype,
         int to = to_host ? PYGPU_HOST : dev.index;
         int from = src->device.type == PYGPU_CPU ? PYGPU_HOST
                                                  : src->device.index;
+        if (!sync) {
+            sync = !guard_pinned(to_host ? dst : src,
+                                 to_host ? from : to);
+        }
         if (pygpu_cuda_memcpy_on_stream(dst->data, to, staged->data, from,
                                         nbytes, sync) < 0) {
             goto fail;

@@ -40,7 +40,8 @@ pygpu_t_record_stream(PyObject *op, PyObject *stream)
                      "on cuda:%d", dev, self->device.index);
         return NULL;
     }
-    if (pygpu_storage_record_stream((StorageObject *)self->base, s) < 0) {
+    if (pygpu_storage_record_stream((StorageObject *)self->base, s,
+                                    self->device.index) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;

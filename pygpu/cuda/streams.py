@@ -13,6 +13,7 @@ __all__ = ["Stream", "ExternalStream", "Event", "StreamContext", "stream",
            "current_stream", "default_stream", "set_stream"]
 
 _TIMING, _BLOCKING, _INTERPROCESS = 1, 2, 4
+_IPC_HANDLE_SIZE = 64  # sizeof(cudaIpcEventHandle_t)
 
 
 def _index(device):
@@ -179,15 +180,13 @@ class Event:
     """A CUDA event (created at its first record, on that stream's device).
 
     enable_timing: for elapsed_time(); blocking: synchronize() sleeps
-    instead of spinning; interprocess: shareable between processes.
+    instead of spinning; interprocess: shareable between processes through
+    ipc_handle() and from_ipc_handle() (CUDA refuses to create an event
+    both interprocess and timing: "invalid argument", as in torch).
     """
 
     def __init__(self, enable_timing=False, blocking=False,
                  interprocess=False):
-        if enable_timing and interprocess:
-            raise ValueError("an interprocess event cannot record timing "
-                             "(enable_timing and interprocess are both "
-                             "True)")
         self._flags = ((_TIMING if enable_timing else 0) |
                        (_BLOCKING if blocking else 0) |
                        (_INTERPROCESS if interprocess else 0))
@@ -253,6 +252,44 @@ class Event:
                                "calculating elapsed time.")
         return _C._cuda_event_elapsed_time(self._device, self._handle,
                                            end_event._handle)
+
+    def ipc_handle(self):
+        """The IPC handle (bytes) of this interprocess event, for
+        from_ipc_handle() in another process; an event not recorded yet is
+        created on the current device."""
+        if self._handle is None:
+            index = _index(None)
+            self._handle = _C._cuda_event_new(index, self._flags)
+            self._device = index
+        return _C._cuda_event_ipc_handle(self._device, self._handle)
+
+    @classmethod
+    def from_ipc_handle(cls, device, handle):
+        """The event another process shared through ipc_handle(), opened on
+        `device` (an int, a string or a pygpu.device of type cuda)."""
+        if isinstance(handle, str):
+            handle = handle.encode()
+        elif isinstance(handle, (bytearray, memoryview)):
+            handle = bytes(handle)
+        elif not isinstance(handle, bytes):
+            raise TypeError("from_ipc_handle(): argument 'ipc_handle' must "
+                            f"be bytes, not {type(handle).__name__}")
+        if len(handle) != _IPC_HANDLE_SIZE:
+            raise RuntimeError(
+                "cudaIpcEventHandle_t expects byte-like object of size "
+                f"{_IPC_HANDLE_SIZE}, but got {len(handle)}")
+        if not _is_int(device):
+            from .. import device as _device
+            kind = _device(device).type
+            if kind != "cuda":
+                raise RuntimeError("Event can only be created on CUDA "
+                                   f"devices, but got device type {kind}")
+        index = _index(device)
+        self = object.__new__(cls)
+        self._flags = _INTERPROCESS
+        self._device = index
+        self._handle = _C._cuda_event_from_ipc_handle(index, handle)
+        return self
 
     def __del__(self):
         handle, self._handle = getattr(self, "_handle", None), None
