@@ -22,7 +22,9 @@ enum pygpu_kind {
     PYGPU_K_UNARY,         /* out = op(in[0]) over g */
     PYGPU_K_COPY,          /* out = in[0] converted from in_dtypes[0] */
     PYGPU_K_FILL,          /* contiguous out[0..numel) = s */
-    PYGPU_K_REDUCE,        /* out (indices) = op over [outer, n, inner] */
+    PYGPU_K_REDUCE,        /* out (indices) = op over [outer, n, inner],
+                              keyed by the input's dtype (flag:
+                              PYGPU_REDUCE_TO_ACC) */
     PYGPU_K_RANDOM,        /* contiguous uniform (flag: normal) numbers */
     PYGPU_K_COMPARE,       /* out (bool) = in[0] op in[1] over g, in the
                               row's dtype, the inputs converted from their
@@ -33,7 +35,8 @@ enum pygpu_kind {
                               row indices[j] for j < n (flag: scatter, the
                               other way round); indices on the device */
     PYGPU_K_SCAN,          /* out = inclusive scan (op) over [outer, n,
-                              inner] along n */
+                              inner] along n, keyed by the input's
+                              dtype */
     PYGPU_K_SOFTMAX,       /* out = softmax-family op over [outer, n,
                               inner] along n */
     PYGPU_K_GATHER,        /* over g, operand 0 the dense side, 1 the
@@ -109,13 +112,11 @@ typedef struct pygpu_backend {
 /* The rows of a backend that runs every dtype with one function per
  * kind, named after the kind as below (each backend file defines them). */
 #define PYGPU_ALL_DTYPES(fn) {fn, fn, fn, fn, fn, fn, fn, fn}
-/* Reductions and scans run on the first four dtypes; the front end
- * widens the others (bool, uint8, int32 to int64, bfloat16 to float32)
- * first.  The softmax family runs on the three IEEE floating dtypes
- * (bfloat16 computes in float32). */
-#define PYGPU_WIDE_DTYPES(fn)                                                \
-    {[PYGPU_FLOAT32] = fn, [PYGPU_FLOAT16] = fn, [PYGPU_FLOAT64] = fn,       \
-     [PYGPU_INT64] = fn}
+/* Reductions and scans have a row for every input dtype: the loop reads
+ * the input as it is and accumulates in pygpu_reduce_acc_dtype
+ * (kernels.h), so the front end converts nothing.  The softmax family
+ * runs on the three IEEE floating dtypes (bfloat16 computes in
+ * float32). */
 #define PYGPU_SOFTMAX_DTYPES(fn)                                             \
     {[PYGPU_FLOAT32] = fn, [PYGPU_FLOAT16] = fn, [PYGPU_FLOAT64] = fn}
 #define PYGPU_FLOAT_DTYPES(fn)                                               \
@@ -128,12 +129,12 @@ typedef struct pygpu_backend {
         [PYGPU_K_UNARY] = PYGPU_ALL_DTYPES(unary),                           \
         [PYGPU_K_COPY] = PYGPU_ALL_DTYPES(copy),                             \
         [PYGPU_K_FILL] = PYGPU_ALL_DTYPES(fill),                             \
-        [PYGPU_K_REDUCE] = PYGPU_WIDE_DTYPES(reduce),                        \
+        [PYGPU_K_REDUCE] = PYGPU_ALL_DTYPES(reduce),                         \
         [PYGPU_K_RANDOM] = PYGPU_FLOAT_DTYPES(random_numbers),               \
         [PYGPU_K_COMPARE] = PYGPU_ALL_DTYPES(compare),                       \
         [PYGPU_K_MASKED_COPY] = PYGPU_ALL_DTYPES(masked_copy),               \
         [PYGPU_K_INDEX_ROWS] = PYGPU_ALL_DTYPES(index_rows),                 \
-        [PYGPU_K_SCAN] = PYGPU_WIDE_DTYPES(scan),                            \
+        [PYGPU_K_SCAN] = PYGPU_ALL_DTYPES(scan),                             \
         [PYGPU_K_SOFTMAX] = PYGPU_SOFTMAX_DTYPES(softmax),                   \
         [PYGPU_K_GATHER] = PYGPU_ALL_DTYPES(gather),                         \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \

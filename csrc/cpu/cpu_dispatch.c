@@ -107,8 +107,8 @@ fill(pygpu_kargs *k)
 static int
 reduce(pygpu_kargs *k)
 {
-    pygpu_cpu_reduce(k->op, k->dtype, k->out, k->indices, k->in[0],
-                     k->outer, k->n, k->inner);
+    pygpu_cpu_reduce(k->op, k->dtype, k->flag, k->out, k->indices,
+                     k->in[0], k->outer, k->n, k->inner);
     return 0;
 }
 

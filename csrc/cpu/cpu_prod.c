@@ -4,7 +4,9 @@
  * inner == 1: each output is the product of one contiguous run, taken in 8
  * independent lanes (vector multiplies).  inner > 1: the rows of a slab are
  * multiplied into a buffer of up to PROD_COLS columns one row after the
- * other, so memory is read in address order.
+ * other, so memory is read in address order.  The input is read in its own
+ * dtype: floats multiply in float (double for float64), bool and integers
+ * in int64 modulo 2^64.
  */
 #include <stdint.h>
 
@@ -20,7 +22,9 @@
 #define WRAP_MUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
 #define F_MUL(a, b) ((a) * (b))
 
-#define REDUCE_PROD(SFX, T, ACC, LD, ST, MUL)                                \
+/* prod_run_<SFX>: the product of a run; prod_<OSFX>: the loop, stored as
+ * OUT by ST. */
+#define PROD_RUN(SFX, T, ACC, LD, MUL)                                       \
     static ACC prod_run_##SFX(const T *restrict x, int64_t n)                \
     {                                                                        \
         ACC lane[8] = {1, 1, 1, 1, 1, 1, 1, 1};                              \
@@ -36,10 +40,14 @@
             p = MUL(p, LD(x[j]));                                            \
         }                                                                    \
         return p;                                                            \
-    }                                                                        \
-    static void prod_##SFX(T *out, const T *in, int64_t outer, int64_t n,    \
-                           int64_t inner)                                    \
+    }
+
+#define REDUCE_PROD(SFX, OSFX, T, ACC, OUT, LD, ST, MUL)                     \
+    static void prod_##OSFX(void *outv, const void *inv, int64_t outer,      \
+                            int64_t n, int64_t inner)                        \
     {                                                                        \
+        OUT *out = outv;                                                     \
+        const T *in = inv;                                                   \
         ACC acc[PROD_COLS];                                                  \
         for (int64_t o = 0; o < outer; o++) {                                \
             const T *x = in + o * n * inner;                                 \
@@ -65,32 +73,52 @@
         }                                                                    \
     }
 
-REDUCE_PROD(f32, float, float, AS_IS, AS_IS, F_MUL)
-REDUCE_PROD(f16, uint16_t, float, pygpu_half_to_float, pygpu_float_to_half,
-            F_MUL)
-REDUCE_PROD(f64, double, double, AS_IS, AS_IS, F_MUL)
-REDUCE_PROD(i64, int64_t, int64_t, AS_IS, AS_IS, WRAP_MUL)
+#define I64(x) ((int64_t)(x))
 
-void pygpu_cpu_reduce_prod(int dtype, void *out, const void *in,
+PROD_RUN(f32, float, float, AS_IS, F_MUL)
+PROD_RUN(f16, uint16_t, float, pygpu_half_to_float, F_MUL)
+PROD_RUN(bf16, uint16_t, float, pygpu_bf16_to_float, F_MUL)
+PROD_RUN(f64, double, double, AS_IS, F_MUL)
+PROD_RUN(i64, int64_t, int64_t, AS_IS, WRAP_MUL)
+PROD_RUN(b8, uint8_t, int64_t, I64, WRAP_MUL)
+PROD_RUN(u8, uint8_t, int64_t, I64, WRAP_MUL)
+PROD_RUN(i32, int32_t, int64_t, I64, WRAP_MUL)
+REDUCE_PROD(f32, f32, float, float, float, AS_IS, AS_IS, F_MUL)
+REDUCE_PROD(f16, f16, uint16_t, float, uint16_t, pygpu_half_to_float,
+            pygpu_float_to_half, F_MUL)
+REDUCE_PROD(f16, f16_acc, uint16_t, float, float, pygpu_half_to_float,
+            AS_IS, F_MUL)
+REDUCE_PROD(bf16, bf16, uint16_t, float, uint16_t, pygpu_bf16_to_float,
+            pygpu_float_to_bf16, F_MUL)
+REDUCE_PROD(bf16, bf16_acc, uint16_t, float, float, pygpu_bf16_to_float,
+            AS_IS, F_MUL)
+REDUCE_PROD(f64, f64, double, double, double, AS_IS, AS_IS, F_MUL)
+REDUCE_PROD(i64, i64, int64_t, int64_t, int64_t, AS_IS, AS_IS, WRAP_MUL)
+REDUCE_PROD(b8, b8, uint8_t, int64_t, int64_t, I64, AS_IS, WRAP_MUL)
+REDUCE_PROD(u8, u8, uint8_t, int64_t, int64_t, I64, AS_IS, WRAP_MUL)
+REDUCE_PROD(i32, i32, int32_t, int64_t, int64_t, I64, AS_IS, WRAP_MUL)
+
+typedef void (*prod_loop)(void *out, const void *in, int64_t outer,
+                          int64_t n, int64_t inner);
+
+/* [input dtype][to_acc] */
+static const prod_loop prod_loops[PYGPU_NDTYPES][2] = {
+    [PYGPU_FLOAT32] = {prod_f32, prod_f32},
+    [PYGPU_FLOAT16] = {prod_f16, prod_f16_acc},
+    [PYGPU_FLOAT64] = {prod_f64, prod_f64},
+    [PYGPU_INT64] = {prod_i64, prod_i64},
+    [PYGPU_BOOL] = {prod_b8, prod_b8},
+    [PYGPU_UINT8] = {prod_u8, prod_u8},
+    [PYGPU_INT32] = {prod_i32, prod_i32},
+    [PYGPU_BFLOAT16] = {prod_bf16, prod_bf16_acc},
+};
+
+void pygpu_cpu_reduce_prod(int dtype, int to_acc, void *out, const void *in,
                            int64_t outer, int64_t n, int64_t inner)
 {
-    if (outer <= 0 || inner <= 0 || n < 0) {
+    if (outer <= 0 || inner <= 0 || n < 0 || dtype < 0 ||
+        dtype >= PYGPU_NDTYPES) {
         return;
     }
-    switch (dtype) {
-    case PYGPU_FLOAT32:
-        prod_f32(out, in, outer, n, inner);
-        break;
-    case PYGPU_FLOAT16:
-        prod_f16(out, in, outer, n, inner);
-        break;
-    case PYGPU_FLOAT64:
-        prod_f64(out, in, outer, n, inner);
-        break;
-    case PYGPU_INT64:
-        prod_i64(out, in, outer, n, inner);
-        break;
-    default:
-        break;
-    }
+    prod_loops[dtype][to_acc != 0](out, in, outer, n, inner);
 }

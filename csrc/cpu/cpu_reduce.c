@@ -1,5 +1,8 @@
-/* cpu_reduce.c - CPU reductions (sum, mean, max, min; prod in cpu_prod.c)
- * of a contiguous input seen as [outer, n, inner], over the middle dim.
+/* cpu_reduce.c - CPU reductions (sum and mean here; max and min in
+ * cpu_reduce_max.c, prod in cpu_prod.c) of a contiguous input seen as
+ * [outer, n, inner], over the middle dim.  The input is read in its own
+ * dtype and accumulated in pygpu_reduce_acc_dtype (kernels.h): there is a
+ * loop for each input dtype, so no converted copy is ever made.
  *
  * Two memory layouts, both read in address order:
  *  - inner == 1 (a full reduction, or over the last dim): each output is
@@ -7,13 +10,15 @@
  *  - inner > 1: the n rows of a slab are added into a row buffer one after
  *    the other, so memory is streamed row by row instead of walked column
  *    by column with stride inner.  The buffers cover whole rows unless
- *    rows are very long (see row_pool).
+ *    rows are very long (see pygpu_cpu_row_pool).
  *
  * Floating-point sums are pairwise: short blocks are summed directly (fast,
  * vectorized) and the block sums are then added in a balanced tree, so the
  * rounding error grows like log(n) rather than n (a single float
- * accumulator stops growing at 2^24 when adding ones).  float16 and float32
- * accumulate in float, float64 in double; int64 sums wrap around exactly.
+ * accumulator stops growing at 2^24 when adding ones).  float16, bfloat16
+ * and float32 accumulate in float, float64 in double, in the same order
+ * whatever the input dtype; bool and integer sums are int64 and wrap
+ * around exactly.
  */
 #include <math.h>
 #include <stddef.h>
@@ -31,14 +36,12 @@
 /* Row buffers: one per level of the pairing tree (at most 64 levels for a
  * 64-bit count of blocks) plus one being filled. */
 #define MAX_ROW_BUFS 66
-/* Bytes of row buffers kept on the stack, and the most taken from the
- * heap (see row_pool). */
-#define ROW_STACK 16384
+/* The most bytes of row buffers taken from the heap (see
+ * pygpu_cpu_row_pool; PYGPU_ROW_STACK are kept on the stack). */
+#define ROW_STACK PYGPU_ROW_STACK
 #define ROW_HEAP (4 << 20)
 
 #define AS_IS(x) (x)
-#define F_ISNAN(x) ((x) != (x))
-#define I_ISNAN(x) 0
 
 /* Number of row buffers the pairwise row sum needs for n rows: the binary
  * counter of blocks has floor(log2(blocks)) + 1 digits, plus the buffer
@@ -61,9 +64,10 @@ static int row_buffers(int64_t n)
  * in the caller's stack array `stack` (ROW_STACK bytes), larger ones on the
  * heap, capped at ROW_HEAP bytes (chunks that wide still stream well).  If
  * malloc fails, the stack array serves in narrow chunks: slower, never
- * wrong.  The caller frees the result when it is not `stack`. */
-static void *row_pool(size_t col_bytes, int64_t inner, void *stack,
-                      int64_t *w)
+ * wrong.  The caller frees the result when it is not `stack`.  Shared
+ * with cpu_reduce_max.c. */
+void *pygpu_cpu_row_pool(size_t col_bytes, int64_t inner, void *stack,
+                         int64_t *w)
 {
     int64_t fit = (int64_t)(ROW_STACK / col_bytes);
     if (inner <= fit) {
@@ -177,13 +181,19 @@ static void *row_pool(size_t col_bytes, int64_t inner, void *stack,
 
 /* ------------------------------------------------------- sum and mean */
 
-/* The mean of nothing is NaN, as in PyTorch. */
-#define REDUCE_SUM(SFX, T, ACC, LD, ST)                                      \
+/* The pairwise core of an input type, reading T and adding in ACC. */
+#define SUM_CORE(SFX, T, ACC, LD)                                            \
     SUM_CONTIG(SFX, T, ACC, LD)                                              \
-    SUM_ROWS(SFX, T, ACC, LD)                                                \
-    static void reduce_sum_##SFX(int mean, T *out, const T *in,              \
-                                 int64_t outer, int64_t n, int64_t inner)    \
+    SUM_ROWS(SFX, T, ACC, LD)
+
+/* reduce_sum_<OSFX>: the sum (or mean) of the core SFX stored as OUT by
+ * ST.  The mean of nothing is NaN, as in PyTorch. */
+#define REDUCE_SUM(SFX, OSFX, T, ACC, OUT, ST)                               \
+    static void reduce_sum_##OSFX(int mean, void *outv, const void *inv,     \
+                                  int64_t outer, int64_t n, int64_t inner)   \
     {                                                                        \
+        OUT *out = outv;                                                     \
+        const T *in = inv;                                                   \
         if (inner == 1) {                                                    \
             for (int64_t o = 0; o < outer; o++) {                            \
                 ACC s = sum_contig_##SFX(in + o * n, n);                     \
@@ -198,7 +208,8 @@ static void *row_pool(size_t col_bytes, int64_t inner, void *stack,
         ACC *buf[MAX_ROW_BUFS];                                              \
         int nbuf = row_buffers(n);                                           \
         int64_t w;                                                           \
-        ACC *pool = row_pool(nbuf * sizeof(ACC), inner, stack, &w);          \
+        ACC *pool = pygpu_cpu_row_pool(nbuf * sizeof(ACC), inner, stack,     \
+                                       &w);                                  \
         for (int b = 0; b < nbuf; b++) {                                     \
             buf[b] = pool + b * w;                                           \
         }                                                                    \
@@ -208,7 +219,7 @@ static void *row_pool(size_t col_bytes, int64_t inner, void *stack,
                 const ACC *s = sum_rows_##SFX(buf, nbuf,                     \
                                               in + o * n * inner + c0, n,    \
                                               inner, wc);                    \
-                T *dst = out + o * inner + c0;                               \
+                OUT *dst = out + o * inner + c0;                             \
                 for (int64_t c = 0; c < wc; c++) {                           \
                     ACC v = s[c];                                            \
                     if (mean) {                                              \
@@ -223,242 +234,91 @@ static void *row_pool(size_t col_bytes, int64_t inner, void *stack,
         }                                                                    \
     }
 
-REDUCE_SUM(f32, float, float, AS_IS, AS_IS)
-REDUCE_SUM(f16, uint16_t, float, pygpu_half_to_float, pygpu_float_to_half)
-REDUCE_SUM(f64, double, double, AS_IS, AS_IS)
+SUM_CORE(f32, float, float, AS_IS)
+SUM_CORE(f16, uint16_t, float, pygpu_half_to_float)
+SUM_CORE(bf16, uint16_t, float, pygpu_bf16_to_float)
+SUM_CORE(f64, double, double, AS_IS)
+REDUCE_SUM(f32, f32, float, float, float, AS_IS)
+REDUCE_SUM(f16, f16, uint16_t, float, uint16_t, pygpu_float_to_half)
+REDUCE_SUM(f16, f16_acc, uint16_t, float, float, AS_IS)
+REDUCE_SUM(bf16, bf16, uint16_t, float, uint16_t, pygpu_float_to_bf16)
+REDUCE_SUM(bf16, bf16_acc, uint16_t, float, float, AS_IS)
+REDUCE_SUM(f64, f64, double, double, double, AS_IS)
 
-/* int64: exact modulo 2^64 in any order, so plain loops (through uint64,
- * whose overflow is defined).  The mean truncates; of nothing it is 0. */
-static void reduce_sum_i64(int mean, int64_t *out, const int64_t *in,
-                           int64_t outer, int64_t n, int64_t inner)
-{
-    for (int64_t o = 0; o < outer; o++) {
-        const int64_t *restrict x = in + o * n * inner;
-        int64_t *restrict dst = out + o * inner;
-        if (inner == 1) {
-            uint64_t s = 0;
-            for (int64_t j = 0; j < n; j++) {
-                s += (uint64_t)x[j];
-            }
-            dst[0] = (int64_t)s;
-        } else {
-            for (int64_t c = 0; c < inner; c++) {
-                dst[c] = 0;
-            }
-            for (int64_t j = 0; j < n; j++) {
-                const int64_t *restrict row = x + j * inner;
-                for (int64_t c = 0; c < inner; c++) {
-                    dst[c] = (int64_t)((uint64_t)dst[c] + (uint64_t)row[c]);
-                }
-            }
-        }
-        if (mean) {
-            for (int64_t c = 0; c < inner; c++) {
-                dst[c] = n > 0 ? dst[c] / n : 0;
-            }
-        }
-    }
-}
-
-/* ------------------------------------------------------------ max, min */
-
-/* Max (and min, with CMP = LT) with NaN propagation: the first maximum
- * wins; the first NaN wins over everything.  BIGGER(v, m) is "v replaces
- * m": larger (CMP), or NaN while m is not (so the first NaN stays).  It
- * is written with | and & rather than || and && so that it stays a
- * branch-free select.
- *
- * Contiguous runs (inner == 1) go in blocks of MAX_BLOCK elements: the
- * block's maximum comes from MAX_LANES independent lanes (vector selects),
- * and only a block that beats the best so far is scanned again, while
- * still in the L1 cache, for the index of its first maximum or first NaN.
- * Blocks are long so that combining the lanes costs little.
- * MAX_LANES is above the trip count gcc unrolls completely (16), so that
- * the loop over the lanes stays a loop and is vectorized. */
-#define MAX_BLOCK 4096
-#define MAX_LANES 32
-#define GT(a, b) ((a) > (b))
-#define LT(a, b) ((a) < (b))
-#define BIGGER(v, m, ISNAN, CMP) (CMP(v, m) | (ISNAN(v) & !ISNAN(m)))
-/* The same for a value alone, where which NaN it is does not matter. */
-#define TAKES(v, m, ISNAN, CMP) (CMP(v, m) | ISNAN(v))
-
-#define MAX_CONTIG(SFX, T, ACC, LD, ISNAN, CMP)                              \
-    static ACC block_##SFX(const T *restrict x, int64_t m)                   \
-    {                                                                        \
-        ACC r = LD(x[0]);                                                    \
-        int64_t i = 0;                                                       \
-        if (m >= MAX_LANES) {                                                \
-            ACC lane[MAX_LANES];                                             \
-            for (int k = 0; k < MAX_LANES; k++) {                            \
-                lane[k] = LD(x[k]);                                          \
-            }                                                                \
-            for (i = MAX_LANES; i + MAX_LANES <= m; i += MAX_LANES) {        \
-                for (int k = 0; k < MAX_LANES; k++) {                        \
-                    ACC v = LD(x[i + k]);                                    \
-                    lane[k] = TAKES(v, lane[k], ISNAN, CMP) ? v : lane[k];   \
-                }                                                            \
-            }                                                                \
-            for (int k = 0; k < MAX_LANES; k++) {                            \
-                r = TAKES(lane[k], r, ISNAN, CMP) ? lane[k] : r;             \
-            }                                                                \
-        }                                                                    \
-        for (; i < m; i++) {                                                 \
-            ACC v = LD(x[i]);                                                \
-            r = TAKES(v, r, ISNAN, CMP) ? v : r;                             \
-        }                                                                    \
-        return r;                                                            \
-    }                                                                        \
-    /* The first index of the maximum of x[0 .. n), n >= 1. */               \
-    static int64_t first_##SFX(const T *x, int64_t n)                        \
-    {                                                                        \
-        ACC best = LD(x[0]);                                                 \
-        int64_t at = 0;                                                      \
-        for (int64_t b0 = 0; b0 < n && !ISNAN(best); b0 += MAX_BLOCK) {      \
-            int64_t m = n - b0 < MAX_BLOCK ? n - b0 : MAX_BLOCK;             \
-            ACC bm = block_##SFX(x + b0, m);                                 \
-            if (!BIGGER(bm, best, ISNAN, CMP)) {                             \
-                continue;                                                    \
-            }                                                                \
-            /* A NaN block max means the block holds a NaN; otherwise it     \
-             * holds none and the maximum compares equal. */                 \
-            for (int64_t j = b0; j < b0 + m; j++) {                          \
-                ACC v = LD(x[j]);                                            \
-                if (ISNAN(v) || v == bm) {                                   \
-                    best = v;                                                \
-                    at = j;                                                  \
-                    break;                                                   \
-                }                                                            \
-            }                                                                \
-        }                                                                    \
-        return at;                                                           \
-    }
-
-/* Over rows (inner > 1), each column of the row buffer takes a row's value
- * when BIGGER, keeping the first index of its maximum or NaN. */
-#define REDUCE_MAX(SFX, T, ACC, LD, ST, ISNAN, CMP)                          \
-    MAX_CONTIG(SFX, T, ACC, LD, ISNAN, CMP)                                  \
-    static void reduce_##SFX(T *out, int64_t *indices, const T *in,          \
+/* bool and integers: int64, exact modulo 2^64 in any order, so plain loops
+ * (through uint64, whose overflow is defined).  The mean truncates; of
+ * nothing it is 0. */
+#define REDUCE_ISUM(SFX, T)                                                  \
+    static void reduce_sum_##SFX(int mean, void *outv, const void *inv,      \
                                  int64_t outer, int64_t n, int64_t inner)    \
     {                                                                        \
-        if (inner == 1) {                                                    \
-            for (int64_t o = 0; o < outer; o++) {                            \
-                int64_t at = first_##SFX(in + o * n, n);                     \
-                out[o] = in[o * n + at];                                     \
-                if (indices != NULL) {                                       \
-                    indices[o] = at;                                         \
-                }                                                            \
-            }                                                                \
-            return;                                                          \
-        }                                                                    \
-        /* Value and index buffers for w columns, in one pool. */            \
-        int64_t stack[ROW_STACK / sizeof(int64_t)];                          \
-        int64_t w;                                                           \
-        int64_t *at = row_pool(sizeof(int64_t) + sizeof(ACC), inner, stack,  \
-                               &w);                                          \
-        ACC *best = (ACC *)(at + w);                                         \
         for (int64_t o = 0; o < outer; o++) {                                \
-            for (int64_t c0 = 0; c0 < inner; c0 += w) {                      \
-                int64_t wc = inner - c0 < w ? inner - c0 : w;                \
-                const T *row = in + o * n * inner + c0;                      \
-                for (int64_t c = 0; c < wc; c++) {                           \
-                    best[c] = LD(row[c]);                                    \
-                    at[c] = 0;                                               \
+            const T *restrict x = (const T *)inv + o * n * inner;            \
+            int64_t *restrict dst = (int64_t *)outv + o * inner;             \
+            if (inner == 1) {                                                \
+                uint64_t s = 0;                                              \
+                for (int64_t j = 0; j < n; j++) {                            \
+                    s += (uint64_t)(int64_t)x[j];                            \
                 }                                                            \
-                for (int64_t j = 1; j < n; j++) {                            \
-                    row += inner;                                            \
-                    for (int64_t c = 0; c < wc; c++) {                       \
-                        ACC v = LD(row[c]);                                  \
-                        if (BIGGER(v, best[c], ISNAN, CMP)) {                \
-                            best[c] = v;                                     \
-                            at[c] = j;                                       \
-                        }                                                    \
-                    }                                                        \
+                dst[0] = (int64_t)s;                                         \
+            } else {                                                         \
+                for (int64_t c = 0; c < inner; c++) {                        \
+                    dst[c] = 0;                                              \
                 }                                                            \
-                for (int64_t c = 0; c < wc; c++) {                           \
-                    out[o * inner + c0 + c] = ST(best[c]);                   \
-                }                                                            \
-                if (indices != NULL) {                                       \
-                    for (int64_t c = 0; c < wc; c++) {                       \
-                        indices[o * inner + c0 + c] = at[c];                 \
+                for (int64_t j = 0; j < n; j++) {                            \
+                    const T *restrict row = x + j * inner;                   \
+                    for (int64_t c = 0; c < inner; c++) {                    \
+                        dst[c] = (int64_t)((uint64_t)dst[c] +                \
+                                           (uint64_t)(int64_t)row[c]);       \
                     }                                                        \
                 }                                                            \
             }                                                                \
-        }                                                                    \
-        if (at != stack) {                                                   \
-            free(at);                                                        \
+            if (mean) {                                                      \
+                for (int64_t c = 0; c < inner; c++) {                        \
+                    dst[c] = n > 0 ? dst[c] / n : 0;                         \
+                }                                                            \
+            }                                                                \
         }                                                                    \
     }
 
-REDUCE_MAX(max_f32, float, float, AS_IS, AS_IS, F_ISNAN, GT)
-REDUCE_MAX(max_f16, uint16_t, float, pygpu_half_to_float,
-           pygpu_float_to_half, F_ISNAN, GT)
-REDUCE_MAX(max_f64, double, double, AS_IS, AS_IS, F_ISNAN, GT)
-REDUCE_MAX(max_i64, int64_t, int64_t, AS_IS, AS_IS, I_ISNAN, GT)
-REDUCE_MAX(min_f32, float, float, AS_IS, AS_IS, F_ISNAN, LT)
-REDUCE_MAX(min_f16, uint16_t, float, pygpu_half_to_float,
-           pygpu_float_to_half, F_ISNAN, LT)
-REDUCE_MAX(min_f64, double, double, AS_IS, AS_IS, F_ISNAN, LT)
-REDUCE_MAX(min_i64, int64_t, int64_t, AS_IS, AS_IS, I_ISNAN, LT)
+REDUCE_ISUM(i64, int64_t)
+REDUCE_ISUM(b8, uint8_t)
+REDUCE_ISUM(u8, uint8_t)
+REDUCE_ISUM(i32, int32_t)
+
+typedef void (*sum_loop)(int mean, void *out, const void *in, int64_t outer,
+                         int64_t n, int64_t inner);
+
+/* [input dtype][to_acc] */
+static const sum_loop sum_loops[PYGPU_NDTYPES][2] = {
+    [PYGPU_FLOAT32] = {reduce_sum_f32, reduce_sum_f32},
+    [PYGPU_FLOAT16] = {reduce_sum_f16, reduce_sum_f16_acc},
+    [PYGPU_FLOAT64] = {reduce_sum_f64, reduce_sum_f64},
+    [PYGPU_INT64] = {reduce_sum_i64, reduce_sum_i64},
+    [PYGPU_BOOL] = {reduce_sum_b8, reduce_sum_b8},
+    [PYGPU_UINT8] = {reduce_sum_u8, reduce_sum_u8},
+    [PYGPU_INT32] = {reduce_sum_i32, reduce_sum_i32},
+    [PYGPU_BFLOAT16] = {reduce_sum_bf16, reduce_sum_bf16_acc},
+};
 
 /* ------------------------------------------------------------ dispatch */
 
-void pygpu_cpu_reduce(int op, int dtype, void *out, int64_t *indices,
-                      const void *in, int64_t outer, int64_t n,
-                      int64_t inner)
+void pygpu_cpu_reduce(int op, int dtype, int to_acc, void *out,
+                      int64_t *indices, const void *in, int64_t outer,
+                      int64_t n, int64_t inner)
 {
-    if (outer <= 0 || inner <= 0 || n < 0) {
+    if (outer <= 0 || inner <= 0 || n < 0 || dtype < 0 ||
+        dtype >= PYGPU_NDTYPES) {
         return;
     }
     if (op == PYGPU_MAX || op == PYGPU_MIN) {
-        if (n == 0) {
-            return;     /* refused by the caller: nothing to report */
-        }
-        int mx = op == PYGPU_MAX;
-        switch (dtype) {
-        case PYGPU_FLOAT32:
-            (mx ? reduce_max_f32 : reduce_min_f32)(out, indices, in, outer,
-                                                   n, inner);
-            break;
-        case PYGPU_FLOAT16:
-            (mx ? reduce_max_f16 : reduce_min_f16)(out, indices, in, outer,
-                                                   n, inner);
-            break;
-        case PYGPU_FLOAT64:
-            (mx ? reduce_max_f64 : reduce_min_f64)(out, indices, in, outer,
-                                                   n, inner);
-            break;
-        case PYGPU_INT64:
-            (mx ? reduce_max_i64 : reduce_min_i64)(out, indices, in, outer,
-                                                   n, inner);
-            break;
-        default:
-            break;
-        }
-        return;
+        pygpu_cpu_reduce_max(op, dtype, out, indices, in, outer, n, inner);
     }
-    if (op == PYGPU_PROD) {
-        pygpu_cpu_reduce_prod(dtype, out, in, outer, n, inner);
-        return;
+    else if (op == PYGPU_PROD) {
+        pygpu_cpu_reduce_prod(dtype, to_acc, out, in, outer, n, inner);
     }
-    if (op != PYGPU_SUM && op != PYGPU_MEAN) {
-        return;
-    }
-    int mean = op == PYGPU_MEAN;
-    switch (dtype) {
-    case PYGPU_FLOAT32:
-        reduce_sum_f32(mean, out, in, outer, n, inner);
-        break;
-    case PYGPU_FLOAT16:
-        reduce_sum_f16(mean, out, in, outer, n, inner);
-        break;
-    case PYGPU_FLOAT64:
-        reduce_sum_f64(mean, out, in, outer, n, inner);
-        break;
-    case PYGPU_INT64:
-        reduce_sum_i64(mean, out, in, outer, n, inner);
-        break;
-    default:
-        break;
+    else if (op == PYGPU_SUM || op == PYGPU_MEAN) {
+        sum_loops[dtype][to_acc != 0](op == PYGPU_MEAN, out, in, outer, n,
+                                      inner);
     }
 }

@@ -1,16 +1,36 @@
 /* cpu_reduce.h - the loops of the reduction family that pygpu_cpu_reduce
  * (cpu_reduce.c) hands on to files of their own.  Plain C, no Python.h.
  * Like every CPU loop they take [outer, n, inner] with outer counted from
- * the pointers given, so a caller may split outer into sub-ranges. */
+ * the pointers given, so a caller may split outer into sub-ranges.  Each
+ * reads its input in its own dtype and accumulates in
+ * pygpu_reduce_acc_dtype (kernels.h). */
 #ifndef PYGPU_CPU_REDUCE_H
 #define PYGPU_CPU_REDUCE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+/* Bytes of row buffers a loop keeps on its stack (see
+ * pygpu_cpu_row_pool). */
+#define PYGPU_ROW_STACK 16384
+
+/* Memory for row buffers of col_bytes bytes per column; *w receives the
+ * number of columns they cover: `stack` (PYGPU_ROW_STACK bytes) when
+ * whole rows fit there, else heap memory the caller frees (cpu_reduce.c). */
+void *pygpu_cpu_row_pool(size_t col_bytes, int64_t inner, void *stack,
+                         int64_t *w);
+
 /* out[o * inner + i] = product over j of in[(o * n + j) * inner + i];
- * n == 0 gives 1.  float16 and float32 multiply in float, float64 in
- * double, int64 wraps modulo 2^64 (cpu_prod.c). */
-void pygpu_cpu_reduce_prod(int dtype, void *out, const void *in,
+ * n == 0 gives 1.  Floats multiply in float (double for float64),
+ * integers in int64 modulo 2^64; out as pygpu_reduce_out_dtype(PROD,
+ * dtype, to_acc) (cpu_prod.c). */
+void pygpu_cpu_reduce_prod(int dtype, int to_acc, void *out, const void *in,
                            int64_t outer, int64_t n, int64_t inner);
+
+/* MAX or MIN (op) over n >= 1, out in dtype, the first index of the
+ * result in indices when not NULL (cpu_reduce_max.c). */
+void pygpu_cpu_reduce_max(int op, int dtype, void *out, int64_t *indices,
+                          const void *in, int64_t outer, int64_t n,
+                          int64_t inner);
 
 #endif /* PYGPU_CPU_REDUCE_H */

@@ -4,8 +4,9 @@
  * inner == 1: each row is one contiguous run, scanned with one running
  * value.  inner > 1: the rows of a slab are combined into a buffer of up to
  * SCAN_COLS running values one row after the other, so memory is read and
- * written in address order.  float16 runs in float (rounded once per
- * output), int64 wraps modulo 2^64.
+ * written in address order.  The input is read in its own dtype: float16
+ * and bfloat16 run in float (rounded once per output), bool and integers
+ * in int64 (the output's dtype), wrapping modulo 2^64.
  */
 #include <stdint.h>
 
@@ -23,14 +24,14 @@
 #define I_MUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
 
 /* scan_<NAME>: out = running OP (identity ID) of in along n. */
-#define SCAN(NAME, T, ACC, LD, ST, OP, ID)                                   \
-    static void scan_##NAME(T *out, const T *in, int64_t outer, int64_t n,   \
-                            int64_t inner)                                   \
+#define SCAN(NAME, T, OUT, ACC, LD, ST, OP, ID)                              \
+    static void scan_##NAME(void *outv, const void *inv, int64_t outer,      \
+                            int64_t n, int64_t inner)                        \
     {                                                                        \
         ACC acc[SCAN_COLS];                                                  \
         for (int64_t o = 0; o < outer; o++) {                                \
-            const T *x = in + o * n * inner;                                 \
-            T *y = out + o * n * inner;                                      \
+            const T *x = (const T *)inv + o * n * inner;                     \
+            OUT *y = (OUT *)outv + o * n * inner;                            \
             if (inner == 1) {                                                \
                 ACC a = ID;                                                  \
                 for (int64_t j = 0; j < n; j++) {                            \
@@ -46,7 +47,7 @@
                 }                                                            \
                 for (int64_t j = 0; j < n; j++) {                            \
                     const T *restrict row = x + j * inner + c0;              \
-                    T *restrict dst = y + j * inner + c0;                    \
+                    OUT *restrict dst = y + j * inner + c0;                  \
                     for (int64_t c = 0; c < w; c++) {                        \
                         acc[c] = OP(acc[c], LD(row[c]));                     \
                         dst[c] = ST(acc[c]);                                 \
@@ -56,40 +57,41 @@
         }                                                                    \
     }
 
-#define SCANS(SFX, T, ACC, LD, ST, ADD, MUL)                                 \
-    SCAN(sum_##SFX, T, ACC, LD, ST, ADD, 0)                                  \
-    SCAN(prod_##SFX, T, ACC, LD, ST, MUL, 1)
+#define SCANS(SFX, T, OUT, ACC, LD, ST, ADD, MUL)                            \
+    SCAN(sum_##SFX, T, OUT, ACC, LD, ST, ADD, 0)                             \
+    SCAN(prod_##SFX, T, OUT, ACC, LD, ST, MUL, 1)
 
-SCANS(f32, float, float, AS_IS, AS_IS, F_ADD, F_MUL)
-SCANS(f16, uint16_t, float, pygpu_half_to_float, pygpu_float_to_half, F_ADD,
-      F_MUL)
-SCANS(f64, double, double, AS_IS, AS_IS, F_ADD, F_MUL)
-SCANS(i64, int64_t, int64_t, AS_IS, AS_IS, I_ADD, I_MUL)
+#define I64(x) ((int64_t)(x))
+
+SCANS(f32, float, float, float, AS_IS, AS_IS, F_ADD, F_MUL)
+SCANS(f16, uint16_t, uint16_t, float, pygpu_half_to_float,
+      pygpu_float_to_half, F_ADD, F_MUL)
+SCANS(bf16, uint16_t, uint16_t, float, pygpu_bf16_to_float,
+      pygpu_float_to_bf16, F_ADD, F_MUL)
+SCANS(f64, double, double, double, AS_IS, AS_IS, F_ADD, F_MUL)
+SCANS(i64, int64_t, int64_t, int64_t, AS_IS, AS_IS, I_ADD, I_MUL)
+SCANS(b8, uint8_t, int64_t, int64_t, I64, AS_IS, I_ADD, I_MUL)
+SCANS(u8, uint8_t, int64_t, int64_t, I64, AS_IS, I_ADD, I_MUL)
+SCANS(i32, int32_t, int64_t, int64_t, I64, AS_IS, I_ADD, I_MUL)
+
+typedef void (*scan_loop)(void *out, const void *in, int64_t outer,
+                          int64_t n, int64_t inner);
+
+#define SCAN_ROW(SFX) {scan_sum_##SFX, scan_prod_##SFX}
+/* [input dtype][cumsum, cumprod] */
+static const scan_loop scan_loops[PYGPU_NDTYPES][PYGPU_NSCANOPS] = {
+    [PYGPU_FLOAT32] = SCAN_ROW(f32), [PYGPU_FLOAT16] = SCAN_ROW(f16),
+    [PYGPU_FLOAT64] = SCAN_ROW(f64), [PYGPU_INT64] = SCAN_ROW(i64),
+    [PYGPU_BOOL] = SCAN_ROW(b8),     [PYGPU_UINT8] = SCAN_ROW(u8),
+    [PYGPU_INT32] = SCAN_ROW(i32),   [PYGPU_BFLOAT16] = SCAN_ROW(bf16),
+};
 
 void pygpu_cpu_scan(int op, int dtype, void *out, const void *in,
                     int64_t outer, int64_t n, int64_t inner)
 {
-    if (outer <= 0 || inner <= 0 || n <= 0) {
+    if (outer <= 0 || inner <= 0 || n <= 0 || dtype < 0 ||
+        dtype >= PYGPU_NDTYPES || op < 0 || op >= PYGPU_NSCANOPS) {
         return;
     }
-    int sum = op == PYGPU_CUMSUM;
-    if (!sum && op != PYGPU_CUMPROD) {
-        return;
-    }
-    switch (dtype) {
-    case PYGPU_FLOAT32:
-        (sum ? scan_sum_f32 : scan_prod_f32)(out, in, outer, n, inner);
-        break;
-    case PYGPU_FLOAT16:
-        (sum ? scan_sum_f16 : scan_prod_f16)(out, in, outer, n, inner);
-        break;
-    case PYGPU_FLOAT64:
-        (sum ? scan_sum_f64 : scan_prod_f64)(out, in, outer, n, inner);
-        break;
-    case PYGPU_INT64:
-        (sum ? scan_sum_i64 : scan_prod_i64)(out, in, outer, n, inner);
-        break;
-    default:
-        break;
-    }
+    scan_loops[dtype][op](out, in, outer, n, inner);
 }

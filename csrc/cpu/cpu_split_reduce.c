@@ -7,15 +7,18 @@
  *  - outer == 1, inner == 1 (a full reduction): the run of n elements is
  *    cut into pieces, the loop reduces each piece, and the pieces'
  *    results are combined here so as to give the loop's own answer:
- *      float32 / float64 sums follow the pairwise tree of cpu_reduce.c
- *      (sum_contig halves a run at a multiple of SUM_LEAF elements) down
- *      to pieces of at most PIECE elements, which are that tree's subtrees;
- *      their sums are added here up the same tree in the same type;
- *      int64 sums wrap around exactly, in any order;
+ *      sums with a float / double accumulator (every floating input)
+ *      follow the pairwise tree of cpu_reduce.c (sum_contig halves a run
+ *      at a multiple of SUM_LEAF elements) down to pieces of at most PIECE
+ *      elements, which are that tree's subtrees; the pieces leave their
+ *      sums unrounded, in the accumulator's dtype (PYGPU_REDUCE_TO_ACC),
+ *      and they are added here up the same tree in the same type, then
+ *      rounded once to the output's dtype;
+ *      int64 sums (bool and integer inputs) wrap around exactly, in any
+ *      order;
  *      max takes the first piece's maximum that no later piece beats, or
  *      the first NaN, as the loop does within a run.
- *    float16 sums are not split (a piece's sum would round to float16),
- *    nor are ops this file does not know.
+ *    Ops this file does not know are not split.
  *  - otherwise (one outer slab over several columns) not split.
  */
 #include <math.h>
@@ -37,11 +40,14 @@
 typedef struct {
     pygpu_kernel_fn fn;
     const pygpu_kargs *k;
-    size_t es;             /* element size */
+    size_t es_in, es_out;  /* element sizes of the input and the output */
+    int out_dtype;
     int64_t parts;         /* outer ranges */
     /* Full reductions: piece i covers [start[i], start[i] + len[i]) and
-     * leaves its result at part + i * es (and its index at at[i]). */
-    int op;
+     * leaves its result at part + i * es_part, of part_dtype (and its
+     * index at at[i]). */
+    int op, flag, part_dtype;
+    size_t es_part;
     int64_t *start, *len, *at;
     char *part;
 } reduce_job;
@@ -53,10 +59,10 @@ outer_task(void *ctx, int64_t t)
     const pygpu_kargs *k = j->k;
     int64_t lo = k->outer * t / j->parts, hi = k->outer * (t + 1) / j->parts;
     pygpu_kargs local = *k;
-    local.out = (char *)k->out + lo * k->inner * (int64_t)j->es;
+    local.out = (char *)k->out + lo * k->inner * (int64_t)j->es_out;
     local.indices = k->indices ? k->indices + lo * k->inner : NULL;
     local.in[0] = (const char *)k->in[0] + lo * k->n * k->inner *
-                  (int64_t)j->es;
+                  (int64_t)j->es_in;
     local.outer = hi - lo;
     if (local.outer > 0) {
         j->fn(&local);
@@ -69,9 +75,10 @@ piece_task(void *ctx, int64_t t)
     const reduce_job *j = ctx;
     pygpu_kargs local = *j->k;
     local.op = j->op;
-    local.out = j->part + t * (int64_t)j->es;
+    local.flag = j->flag;
+    local.out = j->part + t * (int64_t)j->es_part;
     local.indices = j->at ? j->at + t : NULL;
-    local.in[0] = (const char *)j->k->in[0] + j->start[t] * (int64_t)j->es;
+    local.in[0] = (const char *)j->k->in[0] + j->start[t] * (int64_t)j->es_in;
     local.outer = 1;
     local.n = j->len[t];
     local.inner = 1;
@@ -109,19 +116,36 @@ tree_pieces(int64_t lo, int64_t n, reduce_job *j, int64_t *count)
 TREE_SUM(f32, float)
 TREE_SUM(f64, double)
 
-/* The value of piece i as a double (exact for every dtype here but large
- * int64, which only max compares: see bigger). */
+/* The value of floating piece i as a double (exact). */
 static double
 piece_value(const reduce_job *j, int64_t i)
 {
-    const char *p = j->part + i * (int64_t)j->es;
-    switch (j->k->dtype) {
+    const char *p = j->part + i * (int64_t)j->es_part;
+    switch (j->part_dtype) {
     case PYGPU_FLOAT32:
         return *(const float *)p;
     case PYGPU_FLOAT16:
         return pygpu_half_to_float(*(const uint16_t *)p);
+    case PYGPU_BFLOAT16:
+        return pygpu_bf16_to_float(*(const uint16_t *)p);
     default:
         return *(const double *)p;
+    }
+}
+
+/* The value of bool or integer piece i as an int64 (exact). */
+static int64_t
+piece_int(const reduce_job *j, int64_t i)
+{
+    const char *p = j->part + i * (int64_t)j->es_part;
+    switch (j->part_dtype) {
+    case PYGPU_BOOL:
+    case PYGPU_UINT8:
+        return *(const uint8_t *)p;
+    case PYGPU_INT32:
+        return *(const int32_t *)p;
+    default:
+        return *(const int64_t *)p;
     }
 }
 
@@ -129,11 +153,28 @@ piece_value(const reduce_job *j, int64_t i)
 static int
 bigger(const reduce_job *j, int64_t i, int64_t b)
 {
-    if (j->k->dtype == PYGPU_INT64) {
-        return ((const int64_t *)j->part)[i] > ((const int64_t *)j->part)[b];
+    if (!pygpu_dtype_table[j->part_dtype].is_floating_point) {
+        return piece_int(j, i) > piece_int(j, b);
     }
     double v = piece_value(j, i), m = piece_value(j, b);
     return v > m || (isnan(v) && !isnan(m));
+}
+
+/* A float sum s stored in the output's dtype. */
+static void
+store_float(const reduce_job *j, float s)
+{
+    switch (j->out_dtype) {
+    case PYGPU_FLOAT16:
+        *(uint16_t *)j->k->out = pygpu_float_to_half(s);
+        break;
+    case PYGPU_BFLOAT16:
+        *(uint16_t *)j->k->out = pygpu_float_to_bf16(s);
+        break;
+    default:
+        *(float *)j->k->out = s;
+        break;
+    }
 }
 
 /* Combines the pieces' results into k's single output. */
@@ -149,18 +190,18 @@ combine(const reduce_job *j, int64_t count)
                 best = i;
             }
         }
-        memcpy(k->out, j->part + best * (int64_t)j->es, j->es);
+        memcpy(k->out, j->part + best * (int64_t)j->es_part, j->es_part);
         if (k->indices != NULL) {
             k->indices[0] = j->start[best] + j->at[best];
         }
         return;
     }
     int mean = k->op == PYGPU_MEAN;
-    if (k->dtype == PYGPU_FLOAT32) {
+    if (j->part_dtype == PYGPU_FLOAT32) {
         float s = tree_sum_f32((const float *)j->part, k->n, &i);
-        *(float *)k->out = mean ? s / (float)k->n : s;
+        store_float(j, mean ? s / (float)k->n : s);
     }
-    else if (k->dtype == PYGPU_FLOAT64) {
+    else if (j->part_dtype == PYGPU_FLOAT64) {
         double s = tree_sum_f64((const double *)j->part, k->n, &i);
         *(double *)k->out = mean ? s / (double)k->n : s;
     }
@@ -173,17 +214,11 @@ combine(const reduce_job *j, int64_t count)
     }
 }
 
-/* Whether a full reduction of op over dtype is split here. */
+/* Whether a full reduction of op is split here (any input dtype). */
 static int
-splits_full(int op, int dtype)
+splits_full(int op)
 {
-    int known = dtype == PYGPU_FLOAT32 || dtype == PYGPU_FLOAT64 ||
-                dtype == PYGPU_INT64 || dtype == PYGPU_FLOAT16;
-    if (op == PYGPU_MAX) {
-        return known;
-    }
-    return (op == PYGPU_SUM || op == PYGPU_MEAN) && known &&
-           dtype != PYGPU_FLOAT16;
+    return op == PYGPU_MAX || op == PYGPU_SUM || op == PYGPU_MEAN;
 }
 
 static int
@@ -196,17 +231,21 @@ split_full(reduce_job *j)
     int64_t most = n / (PIECE / 2 - TREE_LEAF) + 2;
     int max = k->op == PYGPU_MAX;
     j->op = max ? PYGPU_MAX : PYGPU_SUM;
+    /* A max piece gives the output's dtype, a sum piece the accumulator. */
+    j->flag = max ? k->flag : PYGPU_REDUCE_TO_ACC;
+    j->part_dtype = pygpu_reduce_out_dtype(j->op, k->dtype, j->flag);
+    j->es_part = (size_t)pygpu_dtype_table[j->part_dtype].itemsize;
     j->start = malloc((size_t)most * sizeof(int64_t));
     j->len = malloc((size_t)most * sizeof(int64_t));
     j->at = max ? malloc((size_t)most * sizeof(int64_t)) : NULL;
-    j->part = malloc((size_t)most * j->es);
+    j->part = malloc((size_t)most * j->es_part);
     int rc = -1;
     if (j->start == NULL || j->len == NULL || j->part == NULL ||
         (max && j->at == NULL)) {
         goto fail;
     }
     int64_t count = 0;
-    if (k->dtype == PYGPU_FLOAT32 || k->dtype == PYGPU_FLOAT64) {
+    if (j->part_dtype == PYGPU_FLOAT32 || j->part_dtype == PYGPU_FLOAT64) {
         tree_pieces(0, n, j, &count);
     }
     else {
@@ -230,15 +269,18 @@ fail:
 int
 pygpu_cpu_split_reduce(pygpu_kernel_fn fn, pygpu_kargs *k, int64_t parts)
 {
-    reduce_job j = {.fn = fn, .k = k,
-                    .es = (size_t)pygpu_dtype_table[k->dtype].itemsize};
+    int out_dtype = pygpu_reduce_out_dtype(k->op, k->dtype, k->flag);
+    reduce_job j = {
+        .fn = fn, .k = k, .out_dtype = out_dtype,
+        .es_in = (size_t)pygpu_dtype_table[k->dtype].itemsize,
+        .es_out = (size_t)pygpu_dtype_table[out_dtype].itemsize};
     if (k->outer >= 2) {
         j.parts = parts < k->outer ? parts : k->outer;
         pygpu_parallel_run(j.parts, outer_task, &j);
         return 0;
     }
     if (k->outer == 1 && k->inner == 1 && k->n > PIECE &&
-        splits_full(k->op, k->dtype)) {
+        splits_full(k->op)) {
         return split_full(&j);
     }
     return -1;

@@ -85,9 +85,9 @@ fill(pygpu_kargs *k)
 static int
 reduce(pygpu_kargs *k)
 {
-    return pygpu_cuda_reduce(k->op, k->dtype, k->out, k->indices, k->in[0],
-                             k->outer, k->n, k->inner, k->workspace,
-                             k->stream);
+    return pygpu_cuda_reduce(k->op, k->dtype, k->flag, k->out, k->indices,
+                             k->in[0], k->outer, k->n, k->inner,
+                             k->workspace, k->stream);
 }
 
 static int

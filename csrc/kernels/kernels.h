@@ -113,8 +113,50 @@ enum pygpu_redop {
     PYGPU_NREDOPS = 5
 };
 
-/* Inclusive scans along the middle dim of [outer, n, inner]. */
+/* Reductions and scans read their input in its own dtype and accumulate
+ * in this one: int64 for bool, uint8, int32 and int64, float for float16,
+ * bfloat16 and float32, double for float64. */
+static inline int pygpu_reduce_acc_dtype(int dtype)
+{
+    switch (dtype) {
+    case PYGPU_FLOAT16:
+    case PYGPU_BFLOAT16:
+    case PYGPU_FLOAT32:
+        return PYGPU_FLOAT32;
+    case PYGPU_FLOAT64:
+        return PYGPU_FLOAT64;
+    default:
+        return PYGPU_INT64;
+    }
+}
+
+/* pygpu_kargs.flag of a REDUCE row: SUM, MEAN and PROD write the
+ * accumulator (float32 for a float16 input, say) rather than rounding. */
+#define PYGPU_REDUCE_TO_ACC 1
+
+/* The output dtype of reduction op over an input of dtype: the
+ * accumulator's with to_acc (SUM, MEAN, PROD); else int64 for SUM and
+ * PROD of bool and integers (as torch), the input's own otherwise. */
+static inline int pygpu_reduce_out_dtype(int op, int dtype, int to_acc)
+{
+    int acc = pygpu_reduce_acc_dtype(dtype);
+    if (op == PYGPU_MAX || op == PYGPU_MIN) {
+        return dtype;
+    }
+    if (to_acc || (acc == PYGPU_INT64 && op != PYGPU_MEAN)) {
+        return acc;
+    }
+    return dtype;
+}
+
+/* Inclusive scans along the middle dim of [outer, n, inner]: bool and
+ * integer inputs give int64, the others their own dtype. */
 enum pygpu_scanop { PYGPU_CUMSUM = 0, PYGPU_CUMPROD = 1, PYGPU_NSCANOPS = 2 };
+static inline int pygpu_scan_out_dtype(int dtype)
+{
+    return pygpu_reduce_acc_dtype(dtype) == PYGPU_INT64 ? PYGPU_INT64
+                                                         : dtype;
+}
 
 /* The softmax family over the middle dim of [outer, n, inner]: SOFTMAX and
  * LOG_SOFTMAX write [outer, n, inner], LOGSUMEXP writes [outer, inner]. */
@@ -202,18 +244,20 @@ void pygpu_cpu_fill(int dtype, void *out, pygpu_scalar_value value,
                     int64_t n);
 /* Reduce a contiguous input seen as [outer, n, inner] over its middle dim:
  * out[o * inner + i] = op over j of in[(o * n + j) * inner + i].
- * out has outer * inner elements of the same dtype.  If `indices` is not
- * NULL (MAX, MIN) it receives the int64 index j of the maximum (the first
- * one; a NaN wins and its index is reported); MIN likewise.  n == 0: SUM
- * gives 0, MEAN NaN, PROD 1; MAX and MIN with n == 0 are refused by the
- * caller.  float16 accumulates in float32, float32 in float32 with
- * pairwise/blocked summation, float64 in float64. */
-void pygpu_cpu_reduce(int op, int dtype, void *out, int64_t *indices,
-                      const void *in, int64_t outer, int64_t n,
-                      int64_t inner);
-/* Inclusive scan (cumsum, cumprod) of a contiguous [outer, n, inner] along
- * n into out of the same shape and dtype: out[o, j, i] = op over j' <= j of
- * in[o, j', i].  float16 accumulates in float, int64 wraps (cpu_scan.c). */
+ * in is read in its own dtype and accumulated in pygpu_reduce_acc_dtype;
+ * out has outer * inner elements of pygpu_reduce_out_dtype(op, dtype,
+ * to_acc).  If `indices` is not NULL (MAX, MIN) it receives the int64
+ * index j of the maximum (the first one; a NaN wins and its index is
+ * reported); MIN likewise.  n == 0: SUM gives 0, MEAN NaN, PROD 1; MAX and
+ * MIN with n == 0 are refused by the caller.  Float sums are pairwise /
+ * blocked in the accumulator type (cpu_reduce.c). */
+void pygpu_cpu_reduce(int op, int dtype, int to_acc, void *out,
+                      int64_t *indices, const void *in, int64_t outer,
+                      int64_t n, int64_t inner);
+/* Inclusive scan (cumsum, cumprod) of a contiguous [outer, n, inner] of
+ * dtype along n into out of the same shape and pygpu_scan_out_dtype:
+ * out[o, j, i] = op over j' <= j of in[o, j', i], accumulated in
+ * pygpu_reduce_acc_dtype; int64 wraps (cpu_scan.c). */
 void pygpu_cpu_scan(int op, int dtype, void *out, const void *in,
                     int64_t outer, int64_t n, int64_t inner);
 /* softmax, log_softmax (out like in) or logsumexp (out [outer, inner]) over
@@ -309,10 +353,10 @@ cudaError_t pygpu_cuda_fill(int dtype, void *out, pygpu_scalar_value value,
  * 0); the caller allocates it and passes it in. */
 size_t pygpu_cuda_reduce_workspace(int op, int dtype, int64_t outer,
                                    int64_t n, int64_t inner);
-cudaError_t pygpu_cuda_reduce(int op, int dtype, void *out, int64_t *indices,
-                              const void *in, int64_t outer, int64_t n,
-                              int64_t inner, void *workspace,
-                              cudaStream_t stream);
+cudaError_t pygpu_cuda_reduce(int op, int dtype, int to_acc, void *out,
+                              int64_t *indices, const void *in,
+                              int64_t outer, int64_t n, int64_t inner,
+                              void *workspace, cudaStream_t stream);
 cudaError_t pygpu_cuda_scan(int op, int dtype, void *out, const void *in,
                             int64_t outer, int64_t n, int64_t inner,
                             cudaStream_t stream);

@@ -1,5 +1,8 @@
 /* reduce.cu - sum, mean, prod, max and min (with the index of the max or
  * min) over the middle dim of a contiguous input seen as [outer, n, inner].
+ * The kernels read the input in its own dtype (every dtype has its
+ * launch) and accumulate in acc_t (int64 for bool and the integers, float
+ * for float16 and bfloat16); the output is pygpu_reduce_out_dtype's.
  *
  * Two kernels, by where the reduced elements lie:
  *   rows    (inner == 1): a row is contiguous; a group of threads (a warp
@@ -283,10 +286,10 @@ static cudaError_t launch_pass1(Out *out, int64_t *out_idx, const T *in,
     return cudaGetLastError();
 }
 
-template <int OP, typename T>
-static cudaError_t reduce_launch(T *out, int64_t *indices, const T *in,
-                          int64_t outer, int64_t n, int64_t inner,
-                          void *workspace, cudaStream_t stream)
+template <int OP, typename Out, typename T>
+static cudaError_t reduce_launch(Out *out, int64_t *indices, const T *in,
+                                 int64_t outer, int64_t n, int64_t inner,
+                                 void *workspace, cudaStream_t stream)
 {
     using A = acc_t<T>;
     const int64_t mean_n = OP == PYGPU_MEAN ? n : 0;
@@ -318,7 +321,8 @@ static cudaError_t reduce_launch(T *out, int64_t *indices, const T *in,
 static bool reduce_args_valid(int op, int dtype)
 {
     return op >= 0 && op < PYGPU_NREDOPS && dtype >= 0 &&
-           dtype < PYGPU_NDTYPES && !(op == PYGPU_MEAN && dtype == PYGPU_INT64);
+           dtype < PYGPU_NDTYPES &&
+           !(op == PYGPU_MEAN && pygpu_reduce_acc_dtype(dtype) == PYGPU_INT64);
 }
 
 extern "C" size_t pygpu_cuda_reduce_workspace(int op, int dtype,
@@ -333,19 +337,18 @@ extern "C" size_t pygpu_cuda_reduce_workspace(int op, int dtype,
     if (chunks == 1) {
         return 0;
     }
-    const size_t acc_size = dtype == PYGPU_FLOAT64 || dtype == PYGPU_INT64
-                                ? 8
-                                : sizeof(float);
+    const size_t acc_size =
+        pygpu_reduce_acc_dtype(dtype) == PYGPU_FLOAT32 ? sizeof(float) : 8;
     const size_t idx_size =
         op == PYGPU_MAX || op == PYGPU_MIN ? sizeof(int64_t) : 0;
     return (size_t)(outer * inner * chunks) * (acc_size + idx_size);
 }
 
-extern "C" cudaError_t pygpu_cuda_reduce(int op, int dtype, void *out,
-                                         int64_t *indices, const void *in,
-                                         int64_t outer, int64_t n,
-                                         int64_t inner, void *workspace,
-                                         cudaStream_t stream)
+extern "C" cudaError_t pygpu_cuda_reduce(int op, int dtype, int to_acc,
+                                         void *out, int64_t *indices,
+                                         const void *in, int64_t outer,
+                                         int64_t n, int64_t inner,
+                                         void *workspace, cudaStream_t stream)
 {
     if (!reduce_args_valid(op, dtype) || outer < 0 || n < 0 || inner < 0) {
         return cudaErrorInvalidValue;
@@ -364,17 +367,35 @@ extern "C" cudaError_t pygpu_cuda_reduce(int op, int dtype, void *out,
             v.f = 1.0;
             v.i = 1;
         }
-        return pygpu_cuda_fill(dtype, out, v, outer * inner, stream);
+        return pygpu_cuda_fill(pygpu_reduce_out_dtype(op, dtype, to_acc),
+                               out, v, outer * inner, stream);
     }
-    return dispatch_dtype(dtype, [&](auto tag) {
+    return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
+        using A = acc_t<T>;
+        const T *src = (const T *)in;
         return dispatch_op<PYGPU_NREDOPS>(op, [&](auto code) {
             constexpr int OP = decltype(code)::value;
-            if constexpr (OP == PYGPU_MEAN && std::is_integral<T>::value) {
+            if constexpr (OP == PYGPU_MEAN && std::is_integral<A>::value) {
                 return cudaErrorInvalidValue; /* refused above */
+            } else if constexpr (has_index<OP>) {
+                /* max and min: the input's dtype */
+                return reduce_launch<OP>((T *)out, indices, src, outer, n,
+                                         inner, workspace, stream);
+            } else if constexpr (std::is_integral<A>::value) {
+                /* sum and prod of bool and the integers: int64 */
+                return reduce_launch<OP>((int64_t *)out, indices, src, outer,
+                                         n, inner, workspace, stream);
             } else {
-                return reduce_launch<OP>((T *)out, indices, (const T *)in,
-                                         outer, n, inner, workspace, stream);
+                if constexpr (!std::is_same<A, T>::value) {
+                    if (to_acc) { /* the accumulator, unrounded */
+                        return reduce_launch<OP>((A *)out, indices, src,
+                                                 outer, n, inner, workspace,
+                                                 stream);
+                    }
+                }
+                return reduce_launch<OP>((T *)out, indices, src, outer, n,
+                                         inner, workspace, stream);
             }
         });
     });

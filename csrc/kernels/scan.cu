@@ -8,8 +8,10 @@
  *           before it.
  *   columns (inner > 1):  one thread per (o, i) line, sequential along n;
  *           neighbouring threads read neighbouring columns (coalesced).
- * float16 runs in float, int64 wraps modulo 2^64 (as the CPU loops).
- * Simple and correct, not tuned.
+ * The input is read in its own dtype (every dtype has its launch):
+ * float16 and bfloat16 run in float, bool and the integers in int64 (the
+ * output's dtype, pygpu_scan_out_dtype), wrapping modulo 2^64, as the CPU
+ * loops.  Simple and correct, not tuned.
  */
 #include "common.cuh"
 
@@ -44,8 +46,8 @@ template <int OP, typename A> __device__ __forceinline__ A warp_scan(A x)
 
 // -------------------------------------------------------------- kernels
 
-template <int OP, typename T>
-__global__ void scan_rows_kernel(T *out, const T *in, int64_t rows,
+template <int OP, typename Out, typename T>
+__global__ void scan_rows_kernel(Out *out, const T *in, int64_t rows,
                                  int64_t n)
 {
     using A = acc_t<T>;
@@ -54,7 +56,7 @@ __global__ void scan_rows_kernel(T *out, const T *in, int64_t rows,
     const int lane = threadIdx.x % WARP, warp = threadIdx.x / WARP;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const T *src = in + r * n;
-        T *dst = out + r * n;
+        Out *dst = out + r * n;
         A carry = scan_identity<OP, A>();
         for (int64_t j0 = 0; j0 < n; j0 += BLOCK) {
             const int64_t j = j0 + threadIdx.x;
@@ -77,7 +79,7 @@ __global__ void scan_rows_kernel(T *out, const T *in, int64_t rows,
             }
             x = scan_op<OP>(carry, x);
             if (j < n) {
-                dst[j] = convert<T>(x);
+                dst[j] = convert<Out>(x);
             }
             carry = scan_op<OP>(carry, warp_total[WARPS - 1]);
             __syncthreads(); /* warp_total is written again next tile */
@@ -85,8 +87,8 @@ __global__ void scan_rows_kernel(T *out, const T *in, int64_t rows,
     }
 }
 
-template <int OP, typename T>
-__global__ void scan_cols_kernel(T *out, const T *in, int64_t outer,
+template <int OP, typename Out, typename T>
+__global__ void scan_cols_kernel(Out *out, const T *in, int64_t outer,
                                  int64_t n, int64_t inner)
 {
     using A = acc_t<T>;
@@ -95,27 +97,27 @@ __global__ void scan_cols_kernel(T *out, const T *in, int64_t outer,
          u < lines; u += (int64_t)gridDim.x * blockDim.x) {
         const int64_t o = u / inner, i = u % inner;
         const T *src = in + o * n * inner + i;
-        T *dst = out + o * n * inner + i;
+        Out *dst = out + o * n * inner + i;
         A acc = scan_identity<OP, A>();
         for (int64_t j = 0; j < n; j++) {
             acc = scan_op<OP>(acc, convert<A>(src[j * inner]));
-            dst[j * inner] = convert<T>(acc);
+            dst[j * inner] = convert<Out>(acc);
         }
     }
 }
 
 // ------------------------------------------------------------ launchers
 
-template <int OP, typename T>
-static cudaError_t scan_launch(T *out, const T *in, int64_t outer, int64_t n,
-                               int64_t inner, cudaStream_t stream)
+template <int OP, typename Out, typename T>
+static cudaError_t scan_launch(Out *out, const T *in, int64_t outer,
+                               int64_t n, int64_t inner, cudaStream_t stream)
 {
     if (inner == 1) {
-        constexpr auto kernel = scan_rows_kernel<OP, T>;
+        constexpr auto kernel = scan_rows_kernel<OP, Out, T>;
         kernel<<<grid_for<kernel>(outer * BLOCK), BLOCK, 0, stream>>>(
             out, in, outer, n);
     } else {
-        constexpr auto kernel = scan_cols_kernel<OP, T>;
+        constexpr auto kernel = scan_cols_kernel<OP, Out, T>;
         kernel<<<grid_for<kernel>(outer * inner), BLOCK, 0, stream>>>(
             out, in, outer, n, inner);
     }
@@ -133,11 +135,14 @@ extern "C" cudaError_t pygpu_cuda_scan(int op, int dtype, void *out,
     if (outer == 0 || n == 0 || inner == 0) {
         return cudaSuccess;
     }
-    return dispatch_dtype(dtype, [&](auto tag) {
+    return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
+        /* bool and the integers give int64, the others their own dtype */
+        using Out = typename std::conditional<
+            std::is_integral<acc_t<T>>::value, int64_t, T>::type;
         return dispatch_op<PYGPU_NSCANOPS>(op, [&](auto code) {
             constexpr int OP = decltype(code)::value;
-            return scan_launch<OP>((T *)out, (const T *)in, outer, n, inner,
+            return scan_launch<OP>((Out *)out, (const T *)in, outer, n, inner,
                                    stream);
         });
     });

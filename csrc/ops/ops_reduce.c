@@ -10,38 +10,26 @@
 static const char *const redop_names[PYGPU_NREDOPS] = {
     "sum", "mean", "max", "min", "prod"};
 
-/* The dtype a reduction runs in: the table's reductions cover float32,
- * float16, float64 and int64. */
-static int
-reduce_dtype(int dtype)
-{
-    if (dtype == PYGPU_BFLOAT16) {
-        return PYGPU_FLOAT32;
-    }
-    return pygpu_dtype_category(dtype) == PYGPU_CAT_FLOAT ? dtype
-                                                          : PYGPU_INT64;
-}
-
 /* Reduce contiguous `in` seen as [outer, n, inner] into out (and
- * indices). */
+ * indices): the row of in's own dtype reads it as it is. */
 static int
-run_reduce(int op, TensorObject *out, TensorObject *indices, TensorObject *in,
-           int64_t outer, int64_t n, int64_t inner)
+run_reduce(int op, int to_acc, TensorObject *out, TensorObject *indices,
+           TensorObject *in, int64_t outer, int64_t n, int64_t inner)
 {
     pygpu_kargs k = {.op = op, .out = out->data, .in = {in->data},
                      .indices = indices ? (int64_t *)indices->data : NULL,
-                     .outer = outer, .n = n, .inner = inner,
+                     .flag = to_acc, .outer = outer, .n = n, .inner = inner,
                      .numel = outer * n * inner};
     return pygpu_dispatch(PYGPU_K_REDUCE, in->device, in->dtype, &k,
                           redop_names[op]);
 }
 
 /* op over one dim (dim < 0: all elements, as a 0-d result, or all ones
- * with keepdim) into *values and, when `indices` is not NULL, *indices.
- * 0 or -1. */
+ * with keepdim) into *values, of pygpu_reduce_out_dtype(op, t->dtype,
+ * to_acc), and, when `indices` is not NULL, *indices.  0 or -1. */
 static int
-reduce_dim(int op, TensorObject *t, int dim, int keepdim, const char *name,
-           TensorObject **values, TensorObject **indices)
+reduce_dim(int op, int to_acc, TensorObject *t, int dim, int keepdim,
+           const char *name, TensorObject **values, TensorObject **indices)
 {
     TensorObject *in = NULL, *out = NULL, *idx = NULL;
     int64_t shape[PYGPU_MAX_DIMS];
@@ -87,14 +75,14 @@ reduce_dim(int op, TensorObject *t, int dim, int keepdim, const char *name,
         }
         return -1;
     }
-    /* bool, uint8 and int32 reduce in int64 (sum and prod give int64,
-     * as in torch), bfloat16 in float32; the others convert back. */
-    int wide = reduce_dtype(t->dtype);
-    int final = (op == PYGPU_SUM || op == PYGPU_PROD) && wide == PYGPU_INT64
-                    ? wide : t->dtype;
-    in = wide == t->dtype ? pygpu_tensor_contiguous(t)
-                          : pygpu_tensor_to(t, t->device, wide);
-    out = in ? pygpu_tensor_empty(ndim, shape, wide, t->device) : NULL;
+    /* No converted copy: the loop reads t's dtype and accumulates wide
+     * (sum and prod of bool and integers give int64, as in torch). */
+    in = pygpu_tensor_contiguous(t);
+    out = in ? pygpu_tensor_empty(ndim, shape,
+                                  pygpu_reduce_out_dtype(op, t->dtype,
+                                                         to_acc),
+                                  t->device)
+             : NULL;
     if (out == NULL) {
         goto fail;
     }
@@ -104,14 +92,9 @@ reduce_dim(int op, TensorObject *t, int dim, int keepdim, const char *name,
             goto fail;
         }
     }
-    if (outer * inner > 0 && run_reduce(op, out, idx, in, outer, n, inner) < 0) {
+    if (outer * inner > 0 &&
+        run_reduce(op, to_acc, out, idx, in, outer, n, inner) < 0) {
         goto fail;
-    }
-    if (final != wide) {
-        Py_SETREF(out, pygpu_tensor_to(out, out->device, final));
-        if (out == NULL) {
-            goto fail;
-        }
     }
     *values = out;
     out = NULL;
@@ -205,9 +188,22 @@ PyObject *
 pygpu_reduce_over(int op, TensorObject *t, PyObject *dimobj, int keepdim,
                   int pair, const char *name)
 {
+    return pygpu_reduce_over_to(op, 0, t, dimobj, keepdim, pair, name);
+}
+
+PyObject *
+pygpu_reduce_over_to(int op, int to_acc, TensorObject *t, PyObject *dimobj,
+                     int keepdim, int pair, const char *name)
+{
     TensorObject *v = NULL, *ix = NULL;
     int mark[PYGPU_MAX_DIMS], all, single = -1, nmarked = 0;
     if (pygpu_ag_wanted(1, &t)) {
+        if (to_acc) { /* (the entries convert such inputs first) */
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s(): internal error: an unconverted input that "
+                         "requires grad", name);
+            return NULL;
+        }
         return pygpu_ag_reduce(op, t, dimobj, keepdim, pair, name);
     }
     if (op == PYGPU_MEAN && !pygpu_dtype_table[t->dtype].is_floating_point) {
@@ -227,7 +223,7 @@ pygpu_reduce_over(int op, TensorObject *t, PyObject *dimobj, int keepdim,
         return NULL;
     }
     if (all) {
-        return reduce_dim(op, t, -1, keepdim, name, &v, NULL) < 0
+        return reduce_dim(op, to_acc, t, -1, keepdim, name, &v, NULL) < 0
                    ? NULL : (PyObject *)v;
     }
     for (int d = 0; d < t->ndim; d++) {
@@ -239,7 +235,8 @@ pygpu_reduce_over(int op, TensorObject *t, PyObject *dimobj, int keepdim,
     if (nmarked <= 1) { /* one dim (or a 0-d tensor's dim 0) */
         int d = single < 0 ? 0 : single;
         int want = pair && (op == PYGPU_MAX || op == PYGPU_MIN);
-        if (reduce_dim(op, t, d, keepdim, name, &v, want ? &ix : NULL) < 0) {
+        if (reduce_dim(op, to_acc, t, d, keepdim, name, &v,
+                       want ? &ix : NULL) < 0) {
             return NULL;
         }
         return want ? make_pair(op, v, ix) : (PyObject *)v;
@@ -250,8 +247,8 @@ pygpu_reduce_over(int op, TensorObject *t, PyObject *dimobj, int keepdim,
     for (int d = t->ndim - 1; d >= 0 && cur != NULL; d--) {
         if (mark[d]) {
             TensorObject *next = NULL;
-            int rc = reduce_dim(op, (TensorObject *)cur, d, 1, name, &next,
-                                NULL);
+            int rc = reduce_dim(op, to_acc, (TensorObject *)cur, d, 1, name,
+                                &next, NULL);
             Py_SETREF(cur, rc < 0 ? NULL : (PyObject *)next);
         }
     }
@@ -286,7 +283,7 @@ pygpu_reduce_arg(int op, TensorObject *t, PyObject *dimobj, int keepdim,
     if (dimobj != NULL && dimobj != Py_None) {
         int d;
         if (pygpu_parse_dim(dimobj, t->ndim, &d) < 0 ||
-            reduce_dim(op, t, d, keepdim, name, &v, &ix) < 0) {
+            reduce_dim(op, 0, t, d, keepdim, name, &v, &ix) < 0) {
             return NULL;
         }
         Py_DECREF(v);
@@ -301,7 +298,7 @@ pygpu_reduce_arg(int op, TensorObject *t, PyObject *dimobj, int keepdim,
     }
     c = pygpu_tensor_contiguous(t);
     flat = c ? pygpu_tensor_view(c, 1, &n, &one, 0) : NULL;
-    if (flat == NULL || reduce_dim(op, flat, 0, 0, name, &v, &ix) < 0) {
+    if (flat == NULL || reduce_dim(op, 0, flat, 0, 0, name, &v, &ix) < 0) {
         goto fail;
     }
     if (keepdim) { /* all ones, as torch */
@@ -340,6 +337,25 @@ pygpu_reduce_input(TensorObject *t, PyObject *dtype_obj, int int_to_long)
     }
     if (pygpu_parse_dtype_opt(dtype_obj, dtype, &dtype) < 0) {
         return NULL;
+    }
+    return pygpu_as_dtype(t, dtype);
+}
+
+TensorObject *
+pygpu_reduce_read_as(TensorObject *t, PyObject *dtype_obj, int natural,
+                     int acc, int *to_acc)
+{
+    int dtype = natural;
+    *to_acc = 0;
+    if (pygpu_parse_dtype_opt(dtype_obj, natural, &dtype) < 0) {
+        return NULL;
+    }
+    if (dtype == natural) {
+        return (TensorObject *)Py_NewRef((PyObject *)t);
+    }
+    if (dtype == acc && acc >= 0 && !pygpu_ag_wanted(1, &t)) {
+        *to_acc = 1;
+        return (TensorObject *)Py_NewRef((PyObject *)t);
     }
     return pygpu_as_dtype(t, dtype);
 }

@@ -51,11 +51,17 @@ reduce_method(int which, PyObject *self, PyObject *const *args,
         return pygpu_reduce_over(e->op, t, a[0], keepdim, e->form == E_PAIR,
                                  e->name);
     }
-    t = pygpu_reduce_input(t, a[2], e->op != PYGPU_MEAN);
+    /* Integers sum into int64 and dtype= may name the accumulator's dtype
+     * without a converted copy; any other dtype= converts first. */
+    int natural = pygpu_reduce_out_dtype(e->op, t->dtype, 0), to_acc;
+    int acc = e->op == PYGPU_MEAN &&
+                      !pygpu_dtype_table[t->dtype].is_floating_point
+                  ? -1 : pygpu_reduce_out_dtype(e->op, t->dtype, 1);
+    t = pygpu_reduce_read_as(t, a[2], natural, acc, &to_acc);
     if (t == NULL) {
         return NULL;
     }
-    r = pygpu_reduce_over(e->op, t, a[0], keepdim, 0, e->name);
+    r = pygpu_reduce_over_to(e->op, to_acc, t, a[0], keepdim, 0, e->name);
     Py_DECREF(t);
     return r;
 }

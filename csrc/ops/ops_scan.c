@@ -1,6 +1,7 @@
 /* ops_scan.c - cumsum and cumprod along a dim: the front end of the SCAN
- * kind.  Bool and integer inputs give int64, as in torch; dtype= converts
- * the input first. */
+ * kind.  The row of the input's dtype reads it as it is; bool and integer
+ * inputs give int64, as in torch; another dtype= converts the input
+ * first. */
 #include "ops/autograd.h"
 #include "ops/reduce.h"
 
@@ -22,22 +23,18 @@ scan(int op, TensorObject *t, int dim)
             n = t->shape[d];
         }
     }
-    /* bfloat16 scans in float32 and converts back. */
-    int wide = t->dtype == PYGPU_BFLOAT16 ? PYGPU_FLOAT32 : t->dtype;
-    in = wide == t->dtype ? pygpu_tensor_contiguous(t)
-                          : pygpu_tensor_to(t, t->device, wide);
-    out = in ? pygpu_tensor_empty(t->ndim, t->shape, wide, t->device) : NULL;
+    in = pygpu_tensor_contiguous(t);
+    out = in ? pygpu_tensor_empty(t->ndim, t->shape,
+                                  pygpu_scan_out_dtype(t->dtype), t->device)
+             : NULL;
     if (out != NULL && outer * n * inner > 0) {
         pygpu_kargs k = {.op = op, .out = out->data, .in = {in->data},
                          .outer = outer, .n = n, .inner = inner,
                          .numel = outer * n * inner};
-        if (pygpu_dispatch(PYGPU_K_SCAN, t->device, wide, &k,
+        if (pygpu_dispatch(PYGPU_K_SCAN, t->device, t->dtype, &k,
                            scan_names[op]) < 0) {
             Py_CLEAR(out);
         }
-    }
-    if (out != NULL && wide != t->dtype) {
-        Py_SETREF(out, pygpu_tensor_to(out, out->device, t->dtype));
     }
     Py_XDECREF(in);
     return (PyObject *)out;
@@ -57,7 +54,9 @@ scan_method(int op, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         pygpu_parse_dim(a[0], t->ndim, &dim) < 0) {
         return NULL;
     }
-    t = pygpu_reduce_input(t, a[1], 1);
+    int to_acc; /* (no accumulator form: dtype= float32 converts) */
+    t = pygpu_reduce_read_as(t, a[1], pygpu_scan_out_dtype(t->dtype), -1,
+                             &to_acc);
     if (t == NULL) {
         return NULL;
     }

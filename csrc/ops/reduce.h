@@ -11,6 +11,12 @@
  * `name` names the op in errors.  New reference or NULL. */
 PyObject *pygpu_reduce_over(int op, TensorObject *t, PyObject *dimobj,
                             int keepdim, int pair, const char *name);
+/* The same; with to_acc, SUM, MEAN and PROD give the accumulator's dtype
+ * (float32 for float16 and bfloat16) unrounded, as the input converted to
+ * it first would give.  t must not need autograd then. */
+PyObject *pygpu_reduce_over_to(int op, int to_acc, TensorObject *t,
+                               PyObject *dimobj, int keepdim, int pair,
+                               const char *name);
 /* argmax (op MAX) or argmin (MIN) of t flattened (dimobj NULL or None) or
  * over an int dim: int64 indices. */
 PyObject *pygpu_reduce_arg(int op, TensorObject *t, PyObject *dimobj,
@@ -28,6 +34,14 @@ TensorObject *pygpu_as_dtype(TensorObject *t, int dtype);
  * when there is none and `int_to_long` is set.  New reference or NULL. */
 TensorObject *pygpu_reduce_input(TensorObject *t, PyObject *dtype_obj,
                                  int int_to_long);
+
+/* The input an op reading t in its own dtype takes for the dtype=
+ * argument (NULL or None: the op's natural output dtype `natural`): t
+ * itself when dtype= is `natural`, or `acc` (the accumulator's dtype; -1:
+ * none) with *to_acc set, unless autograd records t; else t converted to
+ * dtype= as torch does.  New reference or NULL. */
+TensorObject *pygpu_reduce_read_as(TensorObject *t, PyObject *dtype_obj,
+                                   int natural, int acc, int *to_acc);
 
 /* A Tensor method (METH_FASTCALL | METH_KEYWORDS). */
 typedef PyObject *(*pygpu_method_fn)(PyObject *self, PyObject *const *args,

@@ -1,0 +1,191 @@
+/* cpu_reduce_max.c - max and min (with the index of the first maximum)
+ * of a contiguous input seen as [outer, n, inner], over the middle dim,
+ * for every dtype, read in its own.  Memory is read in address order: a
+ * run at a time (inner == 1), else row by row into a buffer of the best
+ * values so far (see cpu_reduce.c for why).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cpu/cpu_reduce.h"
+#include "cpu/half.h"
+#include "kernels/kernels.h"
+
+#define AS_IS(x) (x)
+#define F_ISNAN(x) ((x) != (x))
+#define I_ISNAN(x) 0
+
+/* Max (and min, with CMP = LT) with NaN propagation: the first maximum
+ * wins; the first NaN wins over everything.  BIGGER(v, m) is "v replaces
+ * m": larger (CMP), or NaN while m is not (so the first NaN stays).  It
+ * is written with | and & rather than || and && so that it stays a
+ * branch-free select.
+ *
+ * Contiguous runs (inner == 1) go in blocks of MAX_BLOCK elements: the
+ * block's maximum comes from MAX_LANES independent lanes (vector selects),
+ * and only a block that beats the best so far is scanned again, while
+ * still in the L1 cache, for the index of its first maximum or first NaN.
+ * Blocks are long so that combining the lanes costs little.
+ * MAX_LANES is above the trip count gcc unrolls completely (16), so that
+ * the loop over the lanes stays a loop and is vectorized. */
+#define MAX_BLOCK 4096
+#define MAX_LANES 32
+#define GT(a, b) ((a) > (b))
+#define LT(a, b) ((a) < (b))
+#define BIGGER(v, m, ISNAN, CMP) (CMP(v, m) | (ISNAN(v) & !ISNAN(m)))
+/* The same for a value alone, where which NaN it is does not matter. */
+#define TAKES(v, m, ISNAN, CMP) (CMP(v, m) | ISNAN(v))
+
+#define MAX_CONTIG(SFX, T, ACC, LD, ISNAN, CMP)                              \
+    static ACC block_##SFX(const T *restrict x, int64_t m)                   \
+    {                                                                        \
+        ACC r = LD(x[0]);                                                    \
+        int64_t i = 0;                                                       \
+        if (m >= MAX_LANES) {                                                \
+            ACC lane[MAX_LANES];                                             \
+            for (int k = 0; k < MAX_LANES; k++) {                            \
+                lane[k] = LD(x[k]);                                          \
+            }                                                                \
+            for (i = MAX_LANES; i + MAX_LANES <= m; i += MAX_LANES) {        \
+                for (int k = 0; k < MAX_LANES; k++) {                        \
+                    ACC v = LD(x[i + k]);                                    \
+                    lane[k] = TAKES(v, lane[k], ISNAN, CMP) ? v : lane[k];   \
+                }                                                            \
+            }                                                                \
+            for (int k = 0; k < MAX_LANES; k++) {                            \
+                r = TAKES(lane[k], r, ISNAN, CMP) ? lane[k] : r;             \
+            }                                                                \
+        }                                                                    \
+        for (; i < m; i++) {                                                 \
+            ACC v = LD(x[i]);                                                \
+            r = TAKES(v, r, ISNAN, CMP) ? v : r;                             \
+        }                                                                    \
+        return r;                                                            \
+    }                                                                        \
+    /* The first index of the maximum of x[0 .. n), n >= 1. */               \
+    static int64_t first_##SFX(const T *x, int64_t n)                        \
+    {                                                                        \
+        ACC best = LD(x[0]);                                                 \
+        int64_t at = 0;                                                      \
+        for (int64_t b0 = 0; b0 < n && !ISNAN(best); b0 += MAX_BLOCK) {      \
+            int64_t m = n - b0 < MAX_BLOCK ? n - b0 : MAX_BLOCK;             \
+            ACC bm = block_##SFX(x + b0, m);                                 \
+            if (!BIGGER(bm, best, ISNAN, CMP)) {                             \
+                continue;                                                    \
+            }                                                                \
+            /* A NaN block max means the block holds a NaN; otherwise it     \
+             * holds none and the maximum compares equal. */                 \
+            for (int64_t j = b0; j < b0 + m; j++) {                          \
+                ACC v = LD(x[j]);                                            \
+                if (ISNAN(v) || v == bm) {                                   \
+                    best = v;                                                \
+                    at = j;                                                  \
+                    break;                                                   \
+                }                                                            \
+            }                                                                \
+        }                                                                    \
+        return at;                                                           \
+    }
+
+/* Over rows (inner > 1), each column of the row buffer takes a row's value
+ * when BIGGER, keeping the first index of its maximum or NaN. */
+#define REDUCE_MAX(SFX, T, ACC, LD, ST, MV, ISNAN, CMP)                      \
+    MAX_CONTIG(SFX, T, ACC, LD, ISNAN, CMP)                                  \
+    static void reduce_##SFX(void *outv, int64_t *indices, const void *inv,  \
+                             int64_t outer, int64_t n, int64_t inner)        \
+    {                                                                        \
+        T *out = outv;                                                       \
+        const T *in = inv;                                                   \
+        if (inner == 1) {                                                    \
+            for (int64_t o = 0; o < outer; o++) {                            \
+                int64_t at = first_##SFX(in + o * n, n);                     \
+                out[o] = MV(in[o * n + at]);                                 \
+                if (indices != NULL) {                                       \
+                    indices[o] = at;                                         \
+                }                                                            \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
+        /* Value and index buffers for w columns, in one pool. */            \
+        int64_t stack[PYGPU_ROW_STACK / sizeof(int64_t)];                    \
+        int64_t w;                                                           \
+        int64_t *at = pygpu_cpu_row_pool(sizeof(int64_t) + sizeof(ACC),     \
+                                         inner, stack, &w);                  \
+        ACC *best = (ACC *)(at + w);                                         \
+        for (int64_t o = 0; o < outer; o++) {                                \
+            for (int64_t c0 = 0; c0 < inner; c0 += w) {                      \
+                int64_t wc = inner - c0 < w ? inner - c0 : w;                \
+                const T *row = in + o * n * inner + c0;                      \
+                for (int64_t c = 0; c < wc; c++) {                           \
+                    best[c] = LD(row[c]);                                    \
+                    at[c] = 0;                                               \
+                }                                                            \
+                for (int64_t j = 1; j < n; j++) {                            \
+                    row += inner;                                            \
+                    for (int64_t c = 0; c < wc; c++) {                       \
+                        ACC v = LD(row[c]);                                  \
+                        if (BIGGER(v, best[c], ISNAN, CMP)) {                \
+                            best[c] = v;                                     \
+                            at[c] = j;                                       \
+                        }                                                    \
+                    }                                                        \
+                }                                                            \
+                for (int64_t c = 0; c < wc; c++) {                           \
+                    out[o * inner + c0 + c] = ST(best[c]);                   \
+                }                                                            \
+                if (indices != NULL) {                                       \
+                    for (int64_t c = 0; c < wc; c++) {                       \
+                        indices[o * inner + c0 + c] = at[c];                 \
+                    }                                                        \
+                }                                                            \
+            }                                                                \
+        }                                                                    \
+        if (at != stack) {                                                   \
+            free(at);                                                        \
+        }                                                                    \
+    }
+
+/* bfloat16 moves through float, as a float32 result converted back
+ * would (a signalling NaN comes out quiet); the others as they are. */
+#define BF16_MV(x) pygpu_float_to_bf16(pygpu_bf16_to_float(x))
+
+/* MAX and MIN rows by dtype.  Integers and bool compare in their own
+ * type (exact, as in int64). */
+#define MAX_MIN(SFX, T, ACC, LD, ST, MV, ISNAN)                              \
+    REDUCE_MAX(max_##SFX, T, ACC, LD, ST, MV, ISNAN, GT)                     \
+    REDUCE_MAX(min_##SFX, T, ACC, LD, ST, MV, ISNAN, LT)
+
+MAX_MIN(f32, float, float, AS_IS, AS_IS, AS_IS, F_ISNAN)
+MAX_MIN(f16, uint16_t, float, pygpu_half_to_float, pygpu_float_to_half,
+        AS_IS, F_ISNAN)
+MAX_MIN(f64, double, double, AS_IS, AS_IS, AS_IS, F_ISNAN)
+MAX_MIN(i64, int64_t, int64_t, AS_IS, AS_IS, AS_IS, I_ISNAN)
+MAX_MIN(b8, uint8_t, uint8_t, AS_IS, AS_IS, AS_IS, I_ISNAN)
+MAX_MIN(u8, uint8_t, uint8_t, AS_IS, AS_IS, AS_IS, I_ISNAN)
+MAX_MIN(i32, int32_t, int32_t, AS_IS, AS_IS, AS_IS, I_ISNAN)
+MAX_MIN(bf16, uint16_t, float, pygpu_bf16_to_float, pygpu_float_to_bf16,
+        BF16_MV, F_ISNAN)
+
+typedef void (*max_loop)(void *out, int64_t *indices, const void *in,
+                         int64_t outer, int64_t n, int64_t inner);
+
+#define MAX_ROW(SFX) {reduce_max_##SFX, reduce_min_##SFX}
+/* [dtype][max, min] */
+static const max_loop max_loops[PYGPU_NDTYPES][2] = {
+    [PYGPU_FLOAT32] = MAX_ROW(f32), [PYGPU_FLOAT16] = MAX_ROW(f16),
+    [PYGPU_FLOAT64] = MAX_ROW(f64), [PYGPU_INT64] = MAX_ROW(i64),
+    [PYGPU_BOOL] = MAX_ROW(b8),     [PYGPU_UINT8] = MAX_ROW(u8),
+    [PYGPU_INT32] = MAX_ROW(i32),   [PYGPU_BFLOAT16] = MAX_ROW(bf16),
+};
+
+void pygpu_cpu_reduce_max(int op, int dtype, void *out, int64_t *indices,
+                          const void *in, int64_t outer, int64_t n,
+                          int64_t inner)
+{
+    if (outer <= 0 || inner <= 0 || n <= 0 || dtype < 0 ||
+        dtype >= PYGPU_NDTYPES || (op != PYGPU_MAX && op != PYGPU_MIN)) {
+        return;     /* n == 0 is refused by the caller */
+    }
+    max_loops[dtype][op == PYGPU_MIN](out, indices, in, outer, n, inner);
+}
