@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "cpu/cpu_simd.h"
 #include "cpu/half.h"
 #include "kernels/kernels.h"
 
@@ -34,23 +35,6 @@
  * exponentials), and lanes of its max and sum. */
 #define EXP_CHUNK 256
 #define LANES 16
-
-/* gcc keeps float compares as branches, so loops of exp_vec unvectorized,
- * while they may raise floating-point exception flags; no one reads those
- * flags here. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define NO_TRAPPING_MATH __attribute__((optimize("no-trapping-math")))
-#else
-#define NO_TRAPPING_MATH
-#endif
-
-/* The exponential loop also in a version for x86-64-v3 (AVX2, FMA),
- * picked at load time where the CPU has it: twice the lanes. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define WIDE_VECTORS __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define WIDE_VECTORS
-#endif
 
 /* exp(x) in float written so that gcc vectorizes a loop of it (libm's
  * expf is a call per element): x = k ln2 + r with |r| <= ln2 / 2 (ln2 in
