@@ -4,6 +4,11 @@ lengths.  Run once with a build whose numbers are the reference to write
 tests/data/random_reference.json; tests/test_random_reference.py checks
 that later builds make the same numbers.
 
+The float32 / float16 randn digests were regenerated once, when float
+normals moved from the C library's logf / sincosf to pygpu's own
+branch-free functions (csrc/kernels/normal.h, the same bits on every host
+and on CUDA); every rand digest and every float64 row stayed as it was.
+
   python scripts/random_reference.py OUT.json
 """
 import hashlib

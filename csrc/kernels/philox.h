@@ -4,7 +4,10 @@
  *
  * Element e of a call with state (seed, offset) takes word e % 4 of
  * philox(counter = offset + e / 4, key = seed).  Normal numbers come from
- * Box-Muller on the word pairs (0, 1) and (2, 3) of the same block.
+ * Box-Muller on the word pairs (0, 1) and (2, 3) of the same block: in
+ * float (for float32, float16 and bfloat16) by normal.h's own logarithm
+ * and sine / cosine, the same bits on the CPU and CUDA; in double by the
+ * C library's (CUDA's) log, sin and cos.
  */
 #ifndef PYGPU_PHILOX_H
 #define PYGPU_PHILOX_H
@@ -12,11 +15,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define PYGPU_HD __host__ __device__ __forceinline__
-#else
-#define PYGPU_HD static inline
-#endif
+#include "kernels/normal.h" /* PYGPU_HD and the float normal transform */
 
 typedef struct pygpu_u32x4 {
     uint32_t v[4];
@@ -117,23 +116,13 @@ PYGPU_HD double pygpu_normal_f64(uint32_t w0, uint32_t w1, int second)
     return second ? r * sin(t) : r * cos(t);
 }
 
-PYGPU_HD float pygpu_normal_radius_f32(uint32_t w0)
-{
-    float u1 = ((float)(w0 >> 8) + 1.0f) * (1.0f / 16777216.0f);
-    return sqrtf(-2.0f * logf(u1));
-}
-
-PYGPU_HD float pygpu_normal_angle_f32(uint32_t w1)
-{
-    float u2 = (float)(w1 >> 8) * (1.0f / 16777216.0f);
-    return 6.2831853f * u2;
-}
-
+/* Element `second` (0: r cos, 1: r sin) of the float pair of (w0, w1),
+ * normal.h's; the CPU and CUDA loops compute each pair once. */
 PYGPU_HD float pygpu_normal_f32(uint32_t w0, uint32_t w1, int second)
 {
-    float r = pygpu_normal_radius_f32(w0);
-    float t = pygpu_normal_angle_f32(w1);
-    return second ? r * sinf(t) : r * cosf(t);
+    float z0, z1;
+    pygpu_normal_pair_f32(w0, w1, &z0, &z1);
+    return second ? z1 : z0;
 }
 
 #endif /* PYGPU_PHILOX_H */

@@ -4,7 +4,10 @@
  * element e takes word e % 4 of philox(offset + e / 4, seed).  One thread
  * per counter computes one Philox block and writes its (up to) 4 elements;
  * for normals, elements 4c+0 and 4c+1 are the cosine and sine of Box-Muller
- * on words (0, 1), elements 4c+2 and 4c+3 the same on words (2, 3).
+ * on words (0, 1), elements 4c+2 and 4c+3 the same on words (2, 3), each
+ * pair computed once.  float32 / float16 / bfloat16 normals come from
+ * normal.h's own logarithm and sine / cosine (pygpu_normal_pair_f32, no
+ * contraction), so they are the CPU's bit for bit.
  */
 #include "common.cuh"
 #include "philox.h"
@@ -24,15 +27,20 @@ __device__ __forceinline__ T uniform_elem(const pygpu_u32x4 &w, int k)
     }
 }
 
+/* Elements 2p and 2p + 1 of a block: the pair of words (2p, 2p + 1). */
 template <typename T>
-__device__ __forceinline__ T normal_elem(const pygpu_u32x4 &w, int k)
+__device__ __forceinline__ void normal_pair(const pygpu_u32x4 &w, int p,
+                                            T *z0, T *z1)
 {
-    const uint32_t w0 = w.v[k & 2], w1 = w.v[(k & 2) + 1];
-    const int second = k & 1;
+    const uint32_t w0 = w.v[2 * p], w1 = w.v[2 * p + 1];
     if constexpr (std::is_same<T, double>::value) {
-        return pygpu_normal_f64(w0, w1, second);
+        *z0 = pygpu_normal_f64(w0, w1, 0);
+        *z1 = pygpu_normal_f64(w0, w1, 1);
     } else {
-        return convert<T>(pygpu_normal_f32(w0, w1, second));
+        float f0, f1;
+        pygpu_normal_pair_f32(w0, w1, &f0, &f1);
+        *z0 = convert<T>(f0);
+        *z1 = convert<T>(f1);
     }
 }
 
@@ -46,11 +54,20 @@ __global__ void random_kernel(T *out, int64_t n, pygpu_philox_state st)
     for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
          c < blocks; c += stride) {
         const pygpu_u32x4 w = pygpu_philox(st.offset + (uint64_t)c, st.seed);
+        T v[4];
+        if constexpr (NORMAL) {
+            normal_pair<T>(w, 0, &v[0], &v[1]);
+            normal_pair<T>(w, 1, &v[2], &v[3]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                v[k] = uniform_elem<T>(w, k);
+            }
+        }
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            const int64_t e = 4 * c + k;
-            if (e < n) {
-                out[e] = NORMAL ? normal_elem<T>(w, k) : uniform_elem<T>(w, k);
+            if (4 * c + k < n) {
+                out[4 * c + k] = v[k];
             }
         }
     }
