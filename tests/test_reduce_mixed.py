@@ -287,3 +287,19 @@ def test_no_converted_copy(device, rng, dt):
         # A widened copy would take 2 or 4 times the input's bytes.
         assert peak < t.numel() * t.element_size() // 2
         del r
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_var_std_of_half_types_read_as_they_are(device, dt):
+    """var/std of float16/bfloat16 give the bits of the float32 copy's,
+    rounded once, without making that copy."""
+    rng = np.random.default_rng(12)
+    x = pygpu.tensor(rng.standard_normal((6, 33)), device=device).to(
+        getattr(pygpu, dt))
+    for dim in (None, 0, 1, (0, 1)):
+        for fn in ("var", "std"):
+            got = getattr(x, fn)(dim)
+            want = getattr(x.float(), fn)(dim).to(x.dtype)
+            assert got.dtype == x.dtype
+            assert got.float().cpu().numpy().tobytes() == \
+                want.float().cpu().numpy().tobytes(), (fn, dim)

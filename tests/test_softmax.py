@@ -172,3 +172,20 @@ def test_float32_rows_match_the_strided_path_bit_for_bit(n):
         same = (a.view(np.uint32) == b.view(np.uint32)) | (
             np.isnan(a) & np.isnan(b))
         assert same.all(), (op, np.argwhere(~same)[:5])
+
+
+@pytest.mark.parametrize("shape,dim", [((5, 37), 1), ((37, 5), 0),
+                                       ((3, 4, 6), 1), ((0, 3), 1)])
+def test_bfloat16_reads_its_own_dtype_with_float32_bits(device, shape, dim):
+    """bfloat16 has a softmax row of its own, computing in float: the
+    result is the float32 one rounded once, bit for bit."""
+    rng = np.random.default_rng(11)
+    x = pygpu.tensor(rng.standard_normal(shape) * 3,
+                     device=device).bfloat16()
+    wide = x.float()
+    for op in ("softmax", "log_softmax", "logsumexp"):
+        got = getattr(x, op)(dim)
+        assert got.dtype == pygpu.bfloat16
+        want = getattr(wide, op)(dim).bfloat16()
+        assert got.float().cpu().numpy().tobytes() == \
+            want.float().cpu().numpy().tobytes(), op

@@ -114,11 +114,9 @@ typedef struct pygpu_backend {
 #define PYGPU_ALL_DTYPES(fn) {fn, fn, fn, fn, fn, fn, fn, fn}
 /* Reductions and scans have a row for every input dtype: the loop reads
  * the input as it is and accumulates in pygpu_reduce_acc_dtype
- * (kernels.h), so the front end converts nothing.  The softmax family
- * runs on the three IEEE floating dtypes (bfloat16 computes in
- * float32). */
-#define PYGPU_SOFTMAX_DTYPES(fn)                                             \
-    {[PYGPU_FLOAT32] = fn, [PYGPU_FLOAT16] = fn, [PYGPU_FLOAT64] = fn}
+ * (kernels.h), so the front end converts nothing.  So does the softmax
+ * family, on the four floating dtypes (float16 and bfloat16 computed in
+ * float). */
 #define PYGPU_FLOAT_DTYPES(fn)                                               \
     {[PYGPU_FLOAT32] = fn, [PYGPU_FLOAT16] = fn, [PYGPU_FLOAT64] = fn,       \
      [PYGPU_BFLOAT16] = fn}
@@ -135,7 +133,7 @@ typedef struct pygpu_backend {
         [PYGPU_K_MASKED_COPY] = PYGPU_ALL_DTYPES(masked_copy),               \
         [PYGPU_K_INDEX_ROWS] = PYGPU_ALL_DTYPES(index_rows),                 \
         [PYGPU_K_SCAN] = PYGPU_ALL_DTYPES(scan),                             \
-        [PYGPU_K_SOFTMAX] = PYGPU_SOFTMAX_DTYPES(softmax),                   \
+        [PYGPU_K_SOFTMAX] = PYGPU_FLOAT_DTYPES(softmax),                     \
         [PYGPU_K_GATHER] = PYGPU_ALL_DTYPES(gather),                         \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \

@@ -3,16 +3,18 @@
  *
  * Each line is read three times: its maximum m, then s = sum exp(x - m),
  * then the outputs (exp(x - m) / s, x - m - log s, or m + log s once).
- * Subtracting m keeps exp from overflowing.  float16 and float32 compute
- * in float, float64 in double.  A NaN anywhere in a line makes that line
- * NaN, as in torch; for logsumexp an infinite m is taken as 0, so a line
- * of -inf gives -inf and one holding +inf gives +inf, as torch's does.
+ * Subtracting m keeps exp from overflowing.  float16, bfloat16 and
+ * float32 compute in float, float64 in double.  A NaN anywhere in a line
+ * makes that line NaN, as in torch; for logsumexp an infinite m is taken
+ * as 0, so a line of -inf gives -inf and one holding +inf gives +inf, as
+ * torch's does.
  *
  * inner == 1: each line is a contiguous run.  inner > 1: the lines of a
  * slab are handled SOFTMAX_COLS columns at a time, rows read one after the
  * other, with the maxima and sums in buffers.  Where the output has the
  * compute type, the second pass stores exp(x - m) and the third scales it
- * in place; float16 computes exp twice instead of rounding it early.
+ * in place; float16 and bfloat16 compute exp twice instead of rounding it
+ * early.
  * The sums of exponentials are kept in double (SUM), so that long lines
  * lose nothing to a single float accumulator.  Contiguous float32 lines,
  * the common case, take a vectorized path (row_f32, with pygpu_exp_f).
@@ -147,6 +149,8 @@
 SOFTMAX(f32, float, float, double, AS_IS, AS_IS, pygpu_exp_f, logf)
 SOFTMAX(f16, uint16_t, float, double, pygpu_half_to_float,
         pygpu_float_to_half, pygpu_exp_f, logf)
+SOFTMAX(bf16, uint16_t, float, double, pygpu_bf16_to_float,
+        pygpu_float_to_bf16, pygpu_exp_f, logf)
 SOFTMAX(f64, double, double, double, AS_IS, AS_IS, exp, log)
 
 /* ------------------------------------------- float32 rows, vectorized */
@@ -283,6 +287,9 @@ void pygpu_cpu_softmax(int op, int dtype, void *out, const void *in,
         break;
     case PYGPU_FLOAT16:
         softmax_f16(op, out, in, outer, n, inner);
+        break;
+    case PYGPU_BFLOAT16:
+        softmax_bf16(op, out, in, outer, n, inner);
         break;
     case PYGPU_FLOAT64:
         softmax_f64(op, out, in, outer, n, inner);

@@ -270,11 +270,10 @@ template <typename A> __device__ __forceinline__ A relu(A x)
 
 /* ----------------------------------------------------------- dispatch */
 
-/* Calls f with a value of the C++ type of `dtype`; the generic lambda
- * recovers the type with decltype.  An unknown code is invalid.
- * dispatch_dtype covers the first four dtypes (softmax's: float32,
- * float16, float64, int64); dispatch_dtype_all every dtype. */
-template <typename F> cudaError_t dispatch_dtype(int dtype, F &&f)
+/* Calls f with a value of the C++ type of `dtype`, any of the eight; the
+ * generic lambda recovers the type with decltype.  An unknown code is
+ * invalid. */
+template <typename F> cudaError_t dispatch_dtype_all(int dtype, F &&f)
 {
     switch (dtype) {
     case PYGPU_FLOAT32:
@@ -285,14 +284,6 @@ template <typename F> cudaError_t dispatch_dtype(int dtype, F &&f)
         return f(double());
     case PYGPU_INT64:
         return f(int64_t());
-    default:
-        return cudaErrorInvalidValue;
-    }
-}
-
-template <typename F> cudaError_t dispatch_dtype_all(int dtype, F &&f)
-{
-    switch (dtype) {
     case PYGPU_BOOL:
         return f(bool());
     case PYGPU_UINT8:
@@ -302,7 +293,7 @@ template <typename F> cudaError_t dispatch_dtype_all(int dtype, F &&f)
     case PYGPU_BFLOAT16:
         return f(pygpu_bf16_t());
     default:
-        return dispatch_dtype(dtype, f);
+        return cudaErrorInvalidValue;
     }
 }
 

@@ -169,10 +169,10 @@ extern "C" cudaError_t pygpu_cuda_softmax(int op, int dtype, void *out,
     if (outer == 0 || inner == 0) {
         return cudaSuccess;
     }
-    return dispatch_dtype(dtype, [&](auto tag) {
+    return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
         if constexpr (std::is_integral<T>::value) {
-            return cudaErrorInvalidValue; /* converted by the front end */
+            return cudaErrorInvalidValue; /* refused by the front end */
         } else {
             return dispatch_op<PYGPU_NSOFTOPS>(op, [&](auto code) {
                 constexpr int OP = decltype(code)::value;

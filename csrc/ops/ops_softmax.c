@@ -29,12 +29,9 @@ softmax_dim(int op, TensorObject *t, int dim)
             shape[d] = op == PYGPU_LOGSUMEXP ? 1 : n;
         }
     }
-    /* bfloat16 computes in float32 (no row of its own) and converts
-     * back. */
-    int wide = t->dtype == PYGPU_BFLOAT16 ? PYGPU_FLOAT32 : t->dtype;
-    in = wide == t->dtype ? pygpu_tensor_contiguous(t)
-                          : pygpu_tensor_to(t, t->device, wide);
-    out = in ? pygpu_tensor_empty(t->ndim, shape, wide, t->device) : NULL;
+    in = pygpu_tensor_contiguous(t);
+    out = in ? pygpu_tensor_empty(t->ndim, shape, t->dtype, t->device)
+             : NULL;
     if (out == NULL || outer * inner == 0) {
         goto fail;
     }
@@ -47,14 +44,11 @@ softmax_dim(int op, TensorObject *t, int dim)
     pygpu_kargs k = {.op = op, .out = out->data, .in = {in->data},
                      .outer = outer, .n = n, .inner = inner,
                      .numel = outer * n * inner};
-    if (pygpu_dispatch(PYGPU_K_SOFTMAX, t->device, wide, &k,
+    if (pygpu_dispatch(PYGPU_K_SOFTMAX, t->device, t->dtype, &k,
                        soft_names[op]) < 0) {
         Py_CLEAR(out);
     }
 fail:
-    if (out != NULL && wide != t->dtype) {
-        Py_SETREF(out, pygpu_tensor_to(out, out->device, t->dtype));
-    }
     Py_XDECREF(in);
     return out;
 }

@@ -81,9 +81,15 @@ var_std(TensorObject *t, PyObject *dimobj, double correction, int keepdim,
     if (count < 0) {
         return NULL;
     }
-    x = pygpu_as_dtype(t, compute_dtype(t->dtype));
-    m = x ? (TensorObject *)pygpu_reduce_over(PYGPU_MEAN, x, dimobj, 1, 0,
-                                              name)
+    /* float16 and bfloat16 are read as they are (the mean in float32,
+     * the deviations by a mixed-dtype subtraction), unless autograd
+     * records the steps from a float32 copy. */
+    int direct = compute_dtype(t->dtype) != t->dtype &&
+                 !pygpu_ag_wanted(1, &t);
+    x = direct ? (TensorObject *)Py_NewRef(t)
+               : pygpu_as_dtype(t, compute_dtype(t->dtype));
+    m = x ? (TensorObject *)pygpu_reduce_over_to(PYGPU_MEAN, direct, x,
+                                                 dimobj, 1, 0, name)
           : NULL;
     d = m ? (TensorObject *)pygpu_op_binary(PYGPU_SUB, (PyObject *)x,
                                             (PyObject *)m, NULL)
