@@ -113,17 +113,8 @@ static PyObject *mod_storage_record_stream(PyObject *module, PyObject *args)
                           pygpu_state->Storage_Type, &st, &s_obj, &device)) {
         return NULL;
     }
-    if (!PyLong_Check(s_obj)) {
-        PyErr_Format(PyExc_TypeError,
-                     "stream must be an int (a stream handle), not %.100s",
-                     Py_TYPE(s_obj)->tp_name);
-        return NULL;
-    }
-    stream = PyLong_AsVoidPtr(s_obj);
-    if (stream == NULL && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (pygpu_storage_record_stream(st, stream, device) < 0) {
+    if (pygpu_to_stream(s_obj, &stream) < 0 ||
+        pygpu_storage_record_stream(st, stream, device) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;

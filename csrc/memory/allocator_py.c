@@ -141,19 +141,22 @@ static PyObject *Allocator_malloc(AllocatorObject *self, PyObject *args,
         pygpu_cuda_require() < 0) {
         return NULL;
     }
-    if (s_obj != NULL) {
-        if (!PyLong_Check(s_obj)) {
-            PyErr_Format(PyExc_TypeError,
-                         "stream must be an int (a stream handle), not %.100s",
-                         Py_TYPE(s_obj)->tp_name);
-            return NULL;
-        }
-        stream = PyLong_AsVoidPtr(s_obj);
-        if (stream == NULL && PyErr_Occurred()) {
-            return NULL;
-        }
+    if (s_obj != NULL && pygpu_to_stream(s_obj, &stream) < 0) {
+        return NULL;
     }
     return (PyObject *)pygpu_storage_alloc(self, nbytes, stream);
+}
+
+int pygpu_to_stream(PyObject *obj, void **out)
+{
+    if (!PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "stream must be an int (a stream handle), not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    *out = PyLong_AsVoidPtr(obj);
+    return *out == NULL && PyErr_Occurred() ? -1 : 0;
 }
 
 static const struct {

@@ -15,6 +15,10 @@ extern PyMethodDef pygpu_allocator_functions[]; /* _cuda_allocator, ... */
  * ValueError (negative) or OverflowError otherwise, naming `what`. */
 int pygpu_to_size(PyObject *obj, const char *what, size_t *out);
 
+/* A stream handle given as an int (a cudaStream_t's address) as a
+ * pointer: TypeError or OverflowError otherwise.  0 or -1. */
+int pygpu_to_stream(PyObject *obj, void **out);
+
 /* A new Allocator object whose core runs over a copy of *backend with
  * device number core_device; with backend NULL, over host memory of
  * `capacity` bytes.  Its storages report `dev`.  NULL with an exception. */
