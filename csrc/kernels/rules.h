@@ -15,8 +15,9 @@
  * x / -1 is the wrapped negation, so no input traps; relu keeps NaN and
  * -0.0; abs clears the sign bit (-0.0 gives 0.0, NaN stays NaN) and
  * INT64_MIN stays INT64_MIN; round is half to even; sign gives NaN for
- * NaN and 0.0 for -0.0 (NumPy's sign); floating to int64 truncates toward zero and
- * gives INT64_MIN for NaN, the infinities and anything out of range.
+ * NaN and 0.0 for -0.0 (NumPy's sign); floating to int64 truncates
+ * toward zero and gives INT64_MIN for NaN, the infinities and anything out
+ * of range.
  */
 #ifndef PYGPU_RULES_H
 #define PYGPU_RULES_H
