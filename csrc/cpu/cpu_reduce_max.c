@@ -108,14 +108,67 @@ WIDE_VECTORS float pygpu_cpu_max_f32(const float *x, int64_t n, int *nan)
     return lanes_max_f32(x, n, nan);
 }
 
+/* scan_<T>: the first j in [0, m) where x[j] is v or NaN (one exists):
+ * floats test two vectors at a time, then go element by element from
+ * the pair that holds it; integers go element by element. */
+#if defined(PYGPU_HAVE_VEC8)
+#define SCAN_VEC(SFX, T, VT, VI, W)                                          \
+    static inline int64_t scan_##SFX(const T *restrict x, int64_t m, T v)   \
+    {                                                                        \
+        VT vv = (VT){0} + v;                                                 \
+        int64_t j = 0;                                                       \
+        for (; j + 2 * W <= m; j += 2 * W) {                                 \
+            VT a, b;                                                         \
+            uint64_t q[4];                                                   \
+            memcpy(&a, x + j, sizeof a);                                     \
+            memcpy(&b, x + j + W, sizeof b);                                 \
+            VI hit = (a == vv) | (a != a) | (b == vv) | (b != b);            \
+            memcpy(q, &hit, sizeof q);                                       \
+            if ((q[0] | q[1]) | (q[2] | q[3])) {                             \
+                break;                                                       \
+            }                                                                \
+        }                                                                    \
+        while (j < m && !((x[j] == v) | (x[j] != x[j]))) {                   \
+            j++;                                                             \
+        }                                                                    \
+        return j;                                                            \
+    }
+#else
+#define SCAN_VEC(SFX, T, VT, VI, W) SCAN_PLAIN(SFX, T)
+#endif
+#define SCAN_PLAIN(SFX, T)                                                   \
+    static inline int64_t scan_##SFX(const T *restrict x, int64_t m, T v)   \
+    {                                                                        \
+        int64_t j = 0;                                                       \
+        while (j < m && !((x[j] == v) | (x[j] != x[j]))) {                   \
+            j++;                                                             \
+        }                                                                    \
+        return j;                                                            \
+    }
+
+SCAN_VEC(f32, float, vec8f, vec8i, 8)
+SCAN_VEC(f64, double, vec4d, vec4l, 4)
+SCAN_PLAIN(i64, int64_t)
+SCAN_PLAIN(u8, uint8_t)
+SCAN_PLAIN(i32, int32_t)
+
+/* Elements a float16 or bfloat16 block is widened by while scanned. */
+#define SCAN 256
+
 /* block_<SFX>: a block's maximum, NaN when it holds one. */
+/* find_<SFX>: where in a block its maximum bm (or its first NaN) is. */
 /* float and double: the lanes on the input. */
-#define BLOCK_LANES(SFX, T)                                                  \
+#define BLOCK_LANES(SFX, T, TSFX)                                            \
     WIDE_VECTORS static T block_##SFX(const T *restrict x, int64_t m)        \
     {                                                                        \
         int nan;                                                             \
         T r = lanes_##SFX(x, m, &nan);                                       \
         return nan ? (T)NAN : r;                                             \
+    }                                                                        \
+    WIDE_VECTORS static int64_t find_##SFX(const T *restrict x, int64_t m,   \
+                                           T bm)                             \
+    {                                                                        \
+        return scan_##TSFX(x, m, bm);                                        \
     }
 
 /* float16 and bfloat16: the block widened to float first (a vectorized
@@ -126,15 +179,33 @@ WIDE_VECTORS float pygpu_cpu_max_f32(const float *x, int64_t n, int *nan)
     {                                                                        \
         float buf[MAX_BLOCK];                                                \
         int nan;                                                             \
-        for (int64_t i = 0; i < m; i++) {                                    \
+        buf[0] = LD(x[0]);                                                   \
+        for (int64_t i = 1; i < m; i++) {                                    \
             buf[i] = LD(x[i]);                                               \
         }                                                                    \
         float r = lanes_##LSFX(buf, m, &nan);                                \
         return nan ? NAN : r;                                                \
+    }                                                                        \
+    WIDE_VECTORS static int64_t find_##SFX(const uint16_t *restrict x,       \
+                                           int64_t m, float bm)              \
+    {                                                                        \
+        float buf[SCAN];                                                     \
+        int64_t c0 = 0;                                                      \
+        for (; c0 < m; c0 += SCAN) {                                         \
+            int64_t w = m - c0 < SCAN ? m - c0 : SCAN;                       \
+            for (int64_t i = 0; i < w; i++) {                                \
+                buf[i] = LD(x[c0 + i]);                                      \
+            }                                                                \
+            int64_t j = scan_f32(buf, w, bm);                                \
+            if (j < w) {                                                     \
+                return c0 + j;                                               \
+            }                                                                \
+        }                                                                    \
+        return m;                                                            \
     }
 
 /* Integers: MAX_LANES plain lanes. */
-#define BLOCK_INT(SFX, T, CMP)                                               \
+#define BLOCK_INT(SFX, T, TSFX, CMP)                                         \
     static T block_##SFX(const T *restrict x, int64_t m)                     \
     {                                                                        \
         T r = x[0];                                                          \
@@ -158,6 +229,10 @@ WIDE_VECTORS float pygpu_cpu_max_f32(const float *x, int64_t n, int *nan)
             r = CMP(x[i], r) ? x[i] : r;                                     \
         }                                                                    \
         return r;                                                            \
+    }                                                                        \
+    static int64_t find_##SFX(const T *restrict x, int64_t m, T bm)          \
+    {                                                                        \
+        return scan_##TSFX(x, m, bm);                                        \
     }
 
 #define MAX_CONTIG(SFX, T, ACC, LD, ISNAN, CMP)                              \
@@ -183,14 +258,8 @@ WIDE_VECTORS float pygpu_cpu_max_f32(const float *x, int64_t n, int *nan)
             }                                                                \
             /* A NaN block max means the block holds a NaN; otherwise it     \
              * holds none and the maximum compares equal. */                 \
-            for (int64_t j = b0; j < b0 + m; j++) {                          \
-                ACC v = LD(x[j]);                                            \
-                if (ISNAN(v) || v == bm) {                                   \
-                    best = v;                                                \
-                    at = j;                                                  \
-                    break;                                                   \
-                }                                                            \
-            }                                                                \
+            at = b0 + find_##SFX(x + b0, m, bm);                             \
+            best = LD(x[at]);                                                \
         }                                                                    \
         *val = best;                                                         \
         return at;                                                           \
@@ -282,21 +351,21 @@ WIDE_VECTORS float pygpu_cpu_max_f32(const float *x, int64_t n, int *nan)
     REDUCE_MAX(max_##SFX, T, ACC, LD, ST, MV, ISNAN, GT)                     \
     REDUCE_MAX(min_##SFX, T, ACC, LD, ST, MV, ISNAN, LT)
 
-BLOCK_LANES(max_f32, float)
-BLOCK_LANES(min_f32, float)
-BLOCK_LANES(max_f64, double)
-BLOCK_LANES(min_f64, double)
+BLOCK_LANES(max_f32, float, f32)
+BLOCK_LANES(min_f32, float, f32)
+BLOCK_LANES(max_f64, double, f64)
+BLOCK_LANES(min_f64, double, f64)
 BLOCK_WIDEN(max_f16, max_f32, pygpu_half_to_float)
 BLOCK_WIDEN(min_f16, min_f32, pygpu_half_to_float)
 BLOCK_WIDEN(max_bf16, max_f32, pygpu_bf16_to_float)
 BLOCK_WIDEN(min_bf16, min_f32, pygpu_bf16_to_float)
-#define BLOCK_INTS(SFX, T)                                                   \
-    BLOCK_INT(max_##SFX, T, GT)                                              \
-    BLOCK_INT(min_##SFX, T, LT)
-BLOCK_INTS(i64, int64_t)
-BLOCK_INTS(b8, uint8_t)
-BLOCK_INTS(u8, uint8_t)
-BLOCK_INTS(i32, int32_t)
+#define BLOCK_INTS(SFX, T, TSFX)                                             \
+    BLOCK_INT(max_##SFX, T, TSFX, GT)                                        \
+    BLOCK_INT(min_##SFX, T, TSFX, LT)
+BLOCK_INTS(i64, int64_t, i64)
+BLOCK_INTS(b8, uint8_t, u8)
+BLOCK_INTS(u8, uint8_t, u8)
+BLOCK_INTS(i32, int32_t, i32)
 
 MAX_MIN(f32, float, float, AS_IS, AS_IS, AS_IS, F_ISNAN)
 MAX_MIN(f16, uint16_t, float, pygpu_half_to_float, pygpu_float_to_half,
