@@ -145,20 +145,21 @@ void *pygpu_cpu_row_pool(size_t col_bytes, int64_t inner, void *stack,
                                                             n - half);       \
     }
 
-/* A row into a row buffer, assigned (first) or added: in place for
- * float and double, through WIDEN-element float buffers for float16 and
- * bfloat16 (row_in_<SFX>). */
-#define ROW_DIRECT(SFX, acc, row, w, first)                                  \
+/* A row into a row buffer, assigned (first) or added: in place, read by
+ * LD, except float16, which goes through WIDEN-element float buffers
+ * (row_in_<SFX>). */
+#define ROW_DIRECT(SFX, LD, acc, row, w, first)                              \
     if (first) {                                                             \
         for (int64_t c = 0; c < w; c++) {                                    \
-            acc[c] = row[c];                                                 \
+            acc[c] = LD(row[c]);                                             \
         }                                                                    \
     } else {                                                                 \
         for (int64_t c = 0; c < w; c++) {                                    \
-            acc[c] += row[c];                                                \
+            acc[c] += LD(row[c]);                                            \
         }                                                                    \
     }
-#define ROW_WIDEN(SFX, acc, row, w, first) row_in_##SFX(acc, row, w, first);
+#define ROW_WIDEN(SFX, LD, acc, row, w, first)                               \
+    row_in_##SFX(acc, row, w, first);
 #define ROW_IN_WIDEN(SFX)                                                    \
     static void row_in_##SFX(float *restrict acc,                            \
                              const uint16_t *restrict row, int64_t w,        \
@@ -169,7 +170,7 @@ void *pygpu_cpu_row_pool(size_t col_bytes, int64_t inner, void *stack,
             int64_t cw = w - c0 < WIDEN ? w - c0 : WIDEN;                    \
             float *restrict dst = acc + c0;                                  \
             widen_##SFX(buf, row + c0, cw);                                  \
-            ROW_DIRECT(f32, dst, buf, cw, first)                             \
+            ROW_DIRECT(f32, AS_IS, dst, buf, cw, first)                      \
         }                                                                    \
     }
 
@@ -180,7 +181,6 @@ WIDEN_LOOP(bf16, pygpu_bf16_to_float)
 SUM_CONTIG_WIDEN(f16)
 SUM_CONTIG_WIDEN(bf16)
 ROW_IN_WIDEN(f16)
-ROW_IN_WIDEN(bf16)
 
 /* ------------------------------------------------------ sum over rows */
 
@@ -197,7 +197,7 @@ ROW_IN_WIDEN(bf16)
  * buf[nbuf-1] is the block being filled.  A finished block merges with the
  * full levels below its place, like a carry, so that sums of equal size are
  * the ones added together.  The pointers are swapped, never the data. */
-#define SUM_ROWS(SFX, T, ACC, ROW)                                            \
+#define SUM_ROWS(SFX, T, ACC, ROW, LD)                                        \
     static ACC *sum_rows_##SFX(ACC **buf, int nbuf, const T *x, \
                                             int64_t n, int64_t inner,        \
                                             int64_t w)                       \
@@ -206,7 +206,7 @@ ROW_IN_WIDEN(bf16)
         for (int64_t j = 0; j < n; j++) {                                    \
             ACC *restrict acc = buf[nbuf - 1];                               \
             const T *restrict row = x + j * inner;                           \
-            ROW(SFX, acc, row, w, j % ROW_LEAF == 0)                         \
+            ROW(SFX, LD, acc, row, w, j % ROW_LEAF == 0)                     \
             if ((j + 1) % ROW_LEAF != 0 && j + 1 != n) {                     \
                 continue;                                                    \
             }                                                                \
@@ -288,10 +288,10 @@ ROW_IN_WIDEN(bf16)
         }                                                                    \
     }
 
-SUM_ROWS(f32, float, float, ROW_DIRECT)
-SUM_ROWS(f16, uint16_t, float, ROW_WIDEN)
-SUM_ROWS(bf16, uint16_t, float, ROW_WIDEN)
-SUM_ROWS(f64, double, double, ROW_DIRECT)
+SUM_ROWS(f32, float, float, ROW_DIRECT, AS_IS)
+SUM_ROWS(f16, uint16_t, float, ROW_WIDEN, AS_IS)
+SUM_ROWS(bf16, uint16_t, float, ROW_DIRECT, pygpu_bf16_to_float)
+SUM_ROWS(f64, double, double, ROW_DIRECT, AS_IS)
 REDUCE_SUM(f32, f32, float, float, float, AS_IS)
 REDUCE_SUM(f16, f16, uint16_t, float, uint16_t, pygpu_float_to_half)
 REDUCE_SUM(f16, f16_acc, uint16_t, float, float, AS_IS)
