@@ -27,6 +27,7 @@
 
 #include "cpu/cpu_reduce.h"
 #include "cpu/half.h"
+#include "cpu/simd.h"
 #include "kernels/kernels.h"
 
 /* Contiguous runs of up to SUM_LEAF elements are summed directly. */
@@ -117,6 +118,70 @@ void *pygpu_cpu_row_pool(size_t col_bytes, int64_t inner, void *stack,
                                                             n - half);       \
     }
 
+/* float16 and bfloat16 are widened to float WIDEN elements at a time (a
+ * loop of its own, which vectorizes where the lanes reading them did not)
+ * and then summed as float32: the splits depend on n alone, so the same
+ * values are added in the same order. */
+#define WIDEN 2048
+#define WIDEN_LOOP(SFX, LD)                                                  \
+    WIDE_VECTORS static void widen_##SFX(float *restrict y,                  \
+                                         const uint16_t *restrict x,         \
+                                         int64_t n)                          \
+    {                                                                        \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            y[i] = LD(x[i]);                                                 \
+        }                                                                    \
+    }
+#define SUM_CONTIG_WIDEN(SFX)                                                \
+    static float sum_contig_##SFX(const uint16_t *x, int64_t n)              \
+    {                                                                        \
+        if (n <= WIDEN) {                                                    \
+            float buf[WIDEN];                                                \
+            widen_##SFX(buf, x, n);                                          \
+            return sum_contig_f32(buf, n);                                   \
+        }                                                                    \
+        int64_t half = (n / SUM_LEAF + 1) / 2 * SUM_LEAF;                    \
+        return sum_contig_##SFX(x, half) + sum_contig_##SFX(x + half,        \
+                                                            n - half);       \
+    }
+
+/* A row into a row buffer, assigned (first) or added: in place, read by
+ * LD, except float16, which goes through WIDEN-element float buffers
+ * (row_in_<SFX>). */
+#define ROW_DIRECT(SFX, LD, acc, row, w, first)                              \
+    if (first) {                                                             \
+        for (int64_t c = 0; c < w; c++) {                                    \
+            acc[c] = LD(row[c]);                                             \
+        }                                                                    \
+    } else {                                                                 \
+        for (int64_t c = 0; c < w; c++) {                                    \
+            acc[c] += LD(row[c]);                                            \
+        }                                                                    \
+    }
+#define ROW_WIDEN(SFX, LD, acc, row, w, first)                               \
+    row_in_##SFX(acc, row, w, first);
+#define ROW_IN_WIDEN(SFX)                                                    \
+    static void row_in_##SFX(float *restrict acc,                            \
+                             const uint16_t *restrict row, int64_t w,        \
+                             int first)                                      \
+    {                                                                        \
+        float buf[WIDEN];                                                    \
+        for (int64_t c0 = 0; c0 < w; c0 += WIDEN) {                          \
+            int64_t cw = w - c0 < WIDEN ? w - c0 : WIDEN;                    \
+            float *restrict dst = acc + c0;                                  \
+            widen_##SFX(buf, row + c0, cw);                                  \
+            ROW_DIRECT(f32, AS_IS, dst, buf, cw, first)                      \
+        }                                                                    \
+    }
+
+SUM_CONTIG(f32, float, float, AS_IS)
+SUM_CONTIG(f64, double, double, AS_IS)
+WIDEN_LOOP(f16, pygpu_half_to_float)
+WIDEN_LOOP(bf16, pygpu_bf16_to_float)
+SUM_CONTIG_WIDEN(f16)
+SUM_CONTIG_WIDEN(bf16)
+ROW_IN_WIDEN(f16)
+
 /* ------------------------------------------------------ sum over rows */
 
 /* Sums n rows of w columns (row j at x + j * inner) pairwise and returns
@@ -132,23 +197,16 @@ void *pygpu_cpu_row_pool(size_t col_bytes, int64_t inner, void *stack,
  * buf[nbuf-1] is the block being filled.  A finished block merges with the
  * full levels below its place, like a carry, so that sums of equal size are
  * the ones added together.  The pointers are swapped, never the data. */
-#define SUM_ROWS(SFX, T, ACC, LD)                                            \
-    static ACC *sum_rows_##SFX(ACC **buf, int nbuf, const T *x, int64_t n,   \
-                               int64_t inner, int64_t w)                     \
+#define SUM_ROWS(SFX, T, ACC, ROW, LD)                                        \
+    static ACC *sum_rows_##SFX(ACC **buf, int nbuf, const T *x, \
+                                            int64_t n, int64_t inner,        \
+                                            int64_t w)                       \
     {                                                                        \
         uint64_t count = 0;                                                  \
         for (int64_t j = 0; j < n; j++) {                                    \
             ACC *restrict acc = buf[nbuf - 1];                               \
             const T *restrict row = x + j * inner;                           \
-            if (j % ROW_LEAF == 0) {                                         \
-                for (int64_t c = 0; c < w; c++) {                            \
-                    acc[c] = LD(row[c]);                                     \
-                }                                                            \
-            } else {                                                         \
-                for (int64_t c = 0; c < w; c++) {                            \
-                    acc[c] += LD(row[c]);                                    \
-                }                                                            \
-            }                                                                \
+            ROW(SFX, LD, acc, row, w, j % ROW_LEAF == 0)                     \
             if ((j + 1) % ROW_LEAF != 0 && j + 1 != n) {                     \
                 continue;                                                    \
             }                                                                \
@@ -181,10 +239,6 @@ void *pygpu_cpu_row_pool(size_t col_bytes, int64_t inner, void *stack,
 
 /* ------------------------------------------------------- sum and mean */
 
-/* The pairwise core of an input type, reading T and adding in ACC. */
-#define SUM_CORE(SFX, T, ACC, LD)                                            \
-    SUM_CONTIG(SFX, T, ACC, LD)                                              \
-    SUM_ROWS(SFX, T, ACC, LD)
 
 /* reduce_sum_<OSFX>: the sum (or mean) of the core SFX stored as OUT by
  * ST.  The mean of nothing is NaN, as in PyTorch. */
@@ -234,10 +288,10 @@ void *pygpu_cpu_row_pool(size_t col_bytes, int64_t inner, void *stack,
         }                                                                    \
     }
 
-SUM_CORE(f32, float, float, AS_IS)
-SUM_CORE(f16, uint16_t, float, pygpu_half_to_float)
-SUM_CORE(bf16, uint16_t, float, pygpu_bf16_to_float)
-SUM_CORE(f64, double, double, AS_IS)
+SUM_ROWS(f32, float, float, ROW_DIRECT, AS_IS)
+SUM_ROWS(f16, uint16_t, float, ROW_WIDEN, AS_IS)
+SUM_ROWS(bf16, uint16_t, float, ROW_DIRECT, pygpu_bf16_to_float)
+SUM_ROWS(f64, double, double, ROW_DIRECT, AS_IS)
 REDUCE_SUM(f32, f32, float, float, float, AS_IS)
 REDUCE_SUM(f16, f16, uint16_t, float, uint16_t, pygpu_float_to_half)
 REDUCE_SUM(f16, f16_acc, uint16_t, float, float, AS_IS)

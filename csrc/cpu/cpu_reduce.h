@@ -33,4 +33,11 @@ void pygpu_cpu_reduce_max(int op, int dtype, void *out, int64_t *indices,
                           const void *in, int64_t outer, int64_t n,
                           int64_t inner);
 
+/* The maximum of x[0 .. n), n >= 1, by > in vector lanes (which of
+ * equal values, +0.0 or -0.0, comes out is the lanes' choice); *nan is
+ * set nonzero when x holds a NaN, and the value is then meaningless: the
+ * caller reads the line again in order for the NaN it wants
+ * (cpu_reduce_max.c; softmax's row maximum). */
+float pygpu_cpu_max_f32(const float *x, int64_t n, int *nan);
+
 #endif /* PYGPU_CPU_REDUCE_H */

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu/cpu_reduce.h"
 #include "cpu/half.h"
 #include "cpu/simd.h"
 #include "kernels/kernels.h"
@@ -166,47 +167,15 @@ static float line_max_f32(const float *x, int64_t n)
     return m;
 }
 
-#if defined(PYGPU_HAVE_VEC8)
-/* The same maximum, 16 elements per step: two vectors of lanes that take
- * v where v > lane (compare and select; a NaN never enters), and a mask
- * of the NaNs seen.  A line holding a NaN is read again by line_max_f32,
- * for the NaN it returns. */
-WIDE_VECTORS static float row_max_f32(const float *restrict x, int64_t n)
+/* The same maximum in vector lanes (pygpu_cpu_max_f32, shared with max
+ * and min); a line holding a NaN is read again by line_max_f32, for the
+ * NaN it returns. */
+static float row_max_f32(const float *x, int64_t n)
 {
-    vec8f m0, m1, a, b;
-    vec8i ka, kb, nan;
-    int64_t j;
-    float m;
-    if (n < 16) {
-        return line_max_f32(x, n);
-    }
-    memcpy(&m0, x, sizeof m0);
-    memcpy(&m1, x + 8, sizeof m1);
-    nan = (m0 != m0) | (m1 != m1);
-    for (j = 16; j + 16 <= n; j += 16) {
-        memcpy(&a, x + j, sizeof a);
-        memcpy(&b, x + j + 8, sizeof b);
-        ka = a > m0;
-        kb = b > m1;
-        m0 = (vec8f)(((vec8i)a & ka) | ((vec8i)m0 & ~ka));
-        m1 = (vec8f)(((vec8i)b & kb) | ((vec8i)m1 & ~kb));
-        nan |= (a != a) | (b != b);
-    }
-    m = m0[0];
-    for (int k = 0; k < 8; k++) {
-        m = m0[k] > m ? m0[k] : m;
-        m = m1[k] > m ? m1[k] : m;
-        nan[0] |= nan[k];
-    }
-    for (; j < n; j++) {
-        m = x[j] > m ? x[j] : m;
-        nan[0] |= x[j] != x[j];
-    }
-    return nan[0] == 0 ? m : line_max_f32(x, n);
+    int nan;
+    float m = pygpu_cpu_max_f32(x, n, &nan);
+    return nan ? line_max_f32(x, n) : m;
 }
-#else
-#define row_max_f32 line_max_f32
-#endif
 
 /* sum over j of exp(x[j] - m), in double lanes; the exponentials also go
  * to y when y is not NULL. */

@@ -42,24 +42,26 @@ static inline uint64_t pygpu_f64_bits(double d)
     return u;
 }
 
-/* float16 -> float: exact (every float16 is a float). */
+/* float16 -> float: exact (every float16 is a float).  Branch-free (the
+ * cases are computed and selected, in 32-bit lanes), so that loops
+ * reading float16 vectorize.  With mag = the exponent and mantissa moved
+ * up to their float places:
+ *  - normal: rebias the exponent 15 -> 127;
+ *  - Inf or NaN: all-ones exponent, the mantissa (payload) as moved;
+ *  - zero or subnormal (exponent 0): the value is m * 2^-24, m the
+ *    mantissa, computed as 2^-14 * (1 + m / 2^10) - 2^-14; both are
+ *    normal floats and the difference is exact, so no denormal arithmetic
+ *    (which flush-to-zero flags could change) is involved. */
 static inline float pygpu_half_to_float(uint16_t h)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t em = h & 0x7fffu;      /* exponent and mantissa */
-    uint32_t bits;
-    if (em >= 0x7c00u) {
-        /* Inf or NaN: all-ones exponent, mantissa (payload) moved up. */
-        bits = 0x7f800000u | ((em & 0x3ffu) << 13);
-    } else if (em >= 0x0400u) {
-        /* Normal: move the fields up and rebias the exponent 15 -> 127. */
-        bits = (em << 13) + ((127u - 15u) << 23);
-    } else {
-        /* Zero or subnormal: the value is em * 2^-24.  em is an integer
-         * below 2^10, so the conversion and the scaling are both exact and
-         * the result is a normal float (no denormal arithmetic). */
-        bits = pygpu_f32_bits((float)(int32_t)em * 0x1p-24f);
-    }
+    uint32_t w = (uint32_t)h << 16;
+    uint32_t sign = w & 0x80000000u;
+    int32_t mag = (int32_t)((w ^ sign) >> 3);
+    uint32_t normal = (uint32_t)mag + ((127u - 15u) << 23);
+    uint32_t special = (uint32_t)mag | 0x7f800000u;
+    float tiny = pygpu_f32_from_bits((uint32_t)mag + (113u << 23)) - 0x1p-14f;
+    uint32_t bits = mag >= (0x7c00 << 13) ? special : normal;
+    bits = mag < (0x0400 << 13) ? pygpu_f32_bits(tiny) : bits;
     return pygpu_f32_from_bits(sign | bits);
 }
 

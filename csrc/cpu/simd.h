@@ -6,9 +6,10 @@
  * that version on CPUs that have it.  Both versions compute the same
  * values: C11 mode keeps a * b + c unfused, so FMA changes no result.
  *
- * vec8f / vec8i are eight floats / int32s as one value (gcc and clang
- * vector extensions): their operators compile to vector instructions
- * where plain loops do not vectorize (a maximum that must not lose NaN). */
+ * vec8f / vec8i are eight floats / int32s as one value, vec4d / vec4l
+ * four doubles / int64s (gcc and clang vector extensions): their
+ * operators compile to vector instructions where plain loops do not
+ * vectorize (a maximum that must not lose NaN). */
 #ifndef PYGPU_CPU_SIMD_H
 #define PYGPU_CPU_SIMD_H
 
@@ -24,6 +25,8 @@
 #define PYGPU_HAVE_VEC8 1
 typedef float vec8f __attribute__((vector_size(32)));
 typedef int32_t vec8i __attribute__((vector_size(32)));
+typedef double vec4d __attribute__((vector_size(32)));
+typedef int64_t vec4l __attribute__((vector_size(32)));
 #endif
 
 #endif /* PYGPU_CPU_SIMD_H */
