@@ -326,3 +326,25 @@ def test_mixed_dtypes_read_in_the_loop(device, rng, name, da, db):
         np.testing.assert_array_equal(
             got.cpu().numpy().view(np.uint8),
             fn(a.to(got.dtype), s).cpu().numpy().view(np.uint8))
+
+
+def test_large_copies_stream_exactly():
+    """Contiguous same-dtype copies of 16 MiB and more per part take
+    streaming stores: every byte arrives, at any alignment, on one and two
+    threads, and nothing around the destination is touched."""
+    n = (16 << 20) // 4 + 7
+    a = np.random.default_rng(1).standard_normal(n + 9).astype(np.float32)
+    a[5] = np.nan
+    src = pygpu.tensor(a)
+    old = pygpu.get_num_threads()
+    try:
+        for threads in (1, 2):
+            pygpu.set_num_threads(threads)
+            for off in (0, 1, 3):
+                d = pygpu.zeros(n + 9)
+                d[off:off + n].copy_(src[2:2 + n])
+                got = d.numpy()
+                assert got[off:off + n].tobytes() == a[2:2 + n].tobytes()
+                assert not got[:off].any() and not got[off + n:].any()
+    finally:
+        pygpu.set_num_threads(old)

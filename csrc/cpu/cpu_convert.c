@@ -12,6 +12,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "cpu/cpu_arith.h"
 #include "cpu/cpu_loops.h"
 #include "kernels/kernels.h"
@@ -72,7 +76,46 @@ static const inner_loop copy_loops[PYGPU_NDTYPES][PYGPU_NDTYPES] = {
     [PYGPU_INT32] = FROM_ALL(i32),   [PYGPU_BFLOAT16] = FROM_ALL(bf16),
 };
 
-/* Same dtype: the element's bytes, by size. */
+/* Contiguous runs of at least this many bytes (per thread's part) are
+ * copied with streaming stores: they do not fit the caches anyway, and
+ * writing around them (no read of the destination's lines first) took
+ * 3.6 ms instead of memmove's 6.2 for 64 MiB on one thread of the 2-core
+ * test machine (equal at 16 MiB; at 4 MiB, which the caches hold,
+ * streaming took twice memmove's time). */
+#define STREAM_BYTES ((size_t)16 << 20)
+
+/* n bytes from src to dst, not overlapping. */
+static void copy_bytes(char *dst, const char *src, size_t n)
+{
+#if defined(__SSE2__)
+    if (n >= STREAM_BYTES) {
+        size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+        memcpy(dst, src, head);
+        dst += head;
+        src += head;
+        n -= head;
+        size_t body = n & ~(size_t)63;
+        for (size_t i = 0; i < body; i += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
+            __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+            _mm_stream_si128((__m128i *)(dst + i), a);
+            _mm_stream_si128((__m128i *)(dst + i + 16), b);
+            _mm_stream_si128((__m128i *)(dst + i + 32), c);
+            _mm_stream_si128((__m128i *)(dst + i + 48), d);
+        }
+        _mm_sfence(); /* the stores ordered before anything after */
+        dst += body;
+        src += body;
+        n -= body;
+    }
+#endif
+    memcpy(dst, src, n);
+}
+
+/* Same dtype: the element's bytes, by size (memmove where the two
+ * overlap). */
 #define SAME_LOOP(NAME, T)                                                   \
     static void NAME(char *const *p, const int64_t *s, int64_t n,            \
                      const void *ctx)                                        \
@@ -81,7 +124,12 @@ static const inner_loop copy_loops[PYGPU_NDTYPES][PYGPU_NDTYPES] = {
         const T *a = (const T *)p[1];                                        \
         (void)ctx;                                                           \
         if (s[0] == 1 && s[1] == 1) {                                        \
-            memmove(o, a, (size_t)n * sizeof(T));                            \
+            if (o + n <= a || a + n <= o) {                                  \
+                copy_bytes((char *)o, (const char *)a,                  \
+                           (size_t)n * sizeof(T));                           \
+            } else {                                                         \
+                memmove(o, a, (size_t)n * sizeof(T));                        \
+            }                                                                \
         } else {                                                             \
             for (int64_t i = 0; i < n; i++) {                                \
                 o[i * s[0]] = a[i * s[1]];                                   \
