@@ -348,26 +348,3 @@ def test_large_copies_stream_exactly():
                 assert not got[:off].any() and not got[off + n:].any()
     finally:
         pygpu.set_num_threads(old)
-
-
-@pytest.mark.parametrize("n", [1, 15, 16, 17, 33, 4099])
-def test_relu_in_place_float32_bits(n):
-    """relu_ on float32 stores only blocks holding a negative: the bits
-    are relu's (NaN and -0.0 kept), contiguous or strided, applied once
-    or again."""
-    rng = np.random.default_rng(n)
-    a = rng.standard_normal(2 * n).astype(np.float32)
-    a[::7] = np.abs(a[::7])
-    if n > 3:
-        a[1], a[2] = np.nan, -0.0
-    want = np.where(a < 0, np.float32(0), a)
-    t = pygpu.tensor(a)
-    t.relu_()
-    assert t.numpy().tobytes() == want.tobytes()
-    t.relu_()
-    assert t.numpy().tobytes() == want.tobytes()
-    s = pygpu.tensor(a)
-    s[::2].relu_()
-    half = a.copy()
-    half[::2] = want[::2]
-    assert s.numpy().tobytes() == half.tobytes()

@@ -368,34 +368,6 @@ static const inner_loop unary_loops[PYGPU_NUNOPS][PYGPU_NDTYPES] = {
     PYGPU_UNARY_OPS(UNARY_ENTRY)
 };
 
-/* relu_ over float32 in place (else relu_f32): a block of 16 without a
- * negative is not stored, so memory that holds none stays clean and is
- * not written back (relu_ applied again, say, only reads). */
-WIDE_VECTORS static void relu_inplace_f32(char *const *p, const int64_t *s,
-                                          int64_t n, const void *ctx)
-{
-    float *o = (float *)p[0];
-    int64_t i = 0;
-    if (p[0] != p[1] || s[0] != 1 || s[1] != 1) {
-        relu_f32(p, s, n, ctx);
-        return;
-    }
-    for (; i + 16 <= n; i += 16) {
-        int neg = 0;
-        for (int k = 0; k < 16; k++) {
-            neg |= o[i + k] < 0;
-        }
-        if (neg) {
-            for (int k = 0; k < 16; k++) {
-                o[i + k] = pygpu_relu_f(o[i + k]);
-            }
-        }
-    }
-    for (; i < n; i++) {
-        o[i] = pygpu_relu_f(o[i]);
-    }
-}
-
 void pygpu_cpu_unary(int op, int dtype, void *out, const void *a,
                      const pygpu_geom *g)
 {
@@ -405,10 +377,7 @@ void pygpu_cpu_unary(int op, int dtype, void *out, const void *a,
     char *base[3] = {(char *)out, (char *)a, NULL};
     size_t es = dtype_size[dtype];
     size_t esize[3] = {es, es, 0};
-    inner_loop fn = op == PYGPU_RELU && dtype == PYGPU_FLOAT32 && out == a
-                        ? relu_inplace_f32
-                        : unary_loops[op][dtype];
-    pygpu_cpu_for_each_row(g, 2, base, esize, fn, NULL);
+    pygpu_cpu_for_each_row(g, 2, base, esize, unary_loops[op][dtype], NULL);
 }
 
 void pygpu_cpu_relu_contig(int dtype, void *out, const void *in, int64_t n)
