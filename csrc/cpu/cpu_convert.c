@@ -125,7 +125,7 @@ static void copy_bytes(char *dst, const char *src, size_t n)
         (void)ctx;                                                           \
         if (s[0] == 1 && s[1] == 1) {                                        \
             if (o + n <= a || a + n <= o) {                                  \
-                copy_bytes((char *)o, (const char *)a,                  \
+                copy_bytes((char *)o, (const char *)a,                       \
                            (size_t)n * sizeof(T));                           \
             } else {                                                         \
                 memmove(o, a, (size_t)n * sizeof(T));                        \

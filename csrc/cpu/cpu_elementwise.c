@@ -326,8 +326,8 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
 /* NAME(o, a): o = OP(a) over one row, computed in CT (float16 in float,
  * rounded once, as the binary ops).  ATTR: WIDE_VECTORS or nothing. */
 #define UNARY_LOOP(NAME, T, CT, LD, ST, OP, ATTR)                            \
-    ATTR static void NAME(char *const *p, const int64_t *s,           \
-                                 int64_t n, const void *ctx)                 \
+    ATTR static void NAME(char *const *p, const int64_t *s, int64_t n,       \
+                          const void *ctx)                                   \
     {                                                                        \
         T *o = (T *)p[0];                                                    \
         const T *a = (const T *)p[1];                                        \

@@ -197,10 +197,9 @@ ROW_IN_WIDEN(f16)
  * buf[nbuf-1] is the block being filled.  A finished block merges with the
  * full levels below its place, like a carry, so that sums of equal size are
  * the ones added together.  The pointers are swapped, never the data. */
-#define SUM_ROWS(SFX, T, ACC, ROW, LD)                                        \
-    static ACC *sum_rows_##SFX(ACC **buf, int nbuf, const T *x, \
-                                            int64_t n, int64_t inner,        \
-                                            int64_t w)                       \
+#define SUM_ROWS(SFX, T, ACC, ROW, LD)                                       \
+    static ACC *sum_rows_##SFX(ACC **buf, int nbuf, const T *x, int64_t n,   \
+                               int64_t inner, int64_t w)                     \
     {                                                                        \
         uint64_t count = 0;                                                  \
         for (int64_t j = 0; j < n; j++) {                                    \

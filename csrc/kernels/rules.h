@@ -26,6 +26,9 @@
 #include <stdint.h>
 
 #include "kernels.h"
+#if !defined(__CUDACC__)
+#include "cpu_math.h"
+#endif
 
 #if defined(__CUDACC__)
 #define PYGPU_RULE static inline __host__ __device__
@@ -259,117 +262,16 @@ PYGPU_RULE double pygpu_sign_d(double x)
 }
 PYGPU_RULE int64_t pygpu_sign_i(int64_t x) { return (x > 0) - (x < 0); }
 
-/* exp in float.  The CUDA kernels use CUDA's expf.  The CPU uses a
- * branch-free form that gcc vectorizes (the C library's expf is a call
- * per element): x = k ln2 + r with |r| <= ln2 / 2 (ln2 in two parts,
- * Cody and Waite, so k ln2 is exact), e^r by its Taylor polynomial to r^7
- * (truncation below 1e-8 relative), times 2^k built in the exponent bits
- * of two normal floats (2^k itself is not one for k = 128 or k < -126).
- * k is rounded by adding and subtracting 1.5 * 2^23.  Within 2 ulp of
- * exp, subnormal results included; below -104 it gives 0 and above 88.8
- * inf (as the products overflow from 88.73); NaN stays NaN. */
-PYGPU_RULE float pygpu_exp_f(float x)
-{
+/* exp, log and tanh in float: CUDA's in the kernels, the CPU's own
+ * vectorizable ones (cpu_math.h) in the CPU loops. */
 #if defined(__CUDACC__)
-    return expf(x);
+#define PYGPU_CUDA_OR_CPU(cuda_fn, cpu_fn) cuda_fn
 #else
-    float xc = x < -104.0f ? -104.0f : x;
-    xc = xc > 88.8f ? 88.8f : xc;
-    xc = x != x ? 0.0f : xc;
-    float k = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;
-    float r = xc - k * 0.693359375f;
-    r = r - k * -2.12194440e-4f;
-    float p = 1.0f / 5040;
-    p = p * r + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    int32_t ki = (int32_t)k;
-    int32_t k1 = ki < -126 ? ki + 64 : ki > 127 ? ki - 1 : ki;
-    float k2 = ki < -126 ? 0x1p-64f : ki > 127 ? 2.0f : 1.0f;
-    union {
-        int32_t i;
-        float f;
-    } scale = {.i = (k1 + 127) * (1 << 23)};
-    float e = p * scale.f * k2;
-    e = x < -104.0f ? 0.0f : e;
-    e = x > 88.8f ? INFINITY : e;
-    return x != x ? x : e;
+#define PYGPU_CUDA_OR_CPU(cuda_fn, cpu_fn) cpu_fn
 #endif
-}
-PYGPU_RULE double pygpu_exp_d(double x) { return exp(x); }
-
-/* log in float.  CUDA's logf in the kernels.  On the CPU, branch-free as
- * exp: x = 2^k m with m in [sqrt(1/2), sqrt(2)) taken from the bits
- * (subnormals scaled by 2^23 first), f = m - 1 exact, log(1 + f) =
- * f - f^2/2 + f^3 R(f) with R of degree 8 fitted on Chebyshev nodes (0.84
- * ulp over every m), plus k ln2 in two parts (Cody and Waite).  Within
- * 2 ulp of log; log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN
- * stays NaN, as the C library's. */
-PYGPU_RULE float pygpu_log_f(float x)
-{
-#if defined(__CUDACC__)
-    return logf(x);
-#else
-    int tiny = x < 0x1p-126f;
-    float xs = tiny ? x * 0x1p23f : x;
-    union {
-        uint32_t i;
-        float f;
-    } u = {.f = xs};
-    /* Unsigned, so that no input (negative ones included, whose result
-     * is replaced below) overflows a signed int; sqrt(1/2)'s bits. */
-    int32_t k = (int32_t)(u.i - 0x3f3504f3u) >> 23;
-    u.i -= (uint32_t)k << 23;
-    float kf = (float)(k - (tiny ? 23 : 0));
-    float f = u.f - 1.0f;
-    float p = 7.150298375261994e-2f;
-    p = p * f + -1.1570992493281138e-1f;
-    p = p * f + 1.1661184753973225e-1f;
-    p = p * f + -1.2411070160513821e-1f;
-    p = p * f + 1.4249979661213613e-1f;
-    p = p * f + -1.66684800768283e-1f;
-    p = p * f + 2.0000705583226286e-1f;
-    p = p * f + -2.4999989041302823e-1f;
-    p = p * f + 3.333333121267826e-1f;
-    float f2 = f * f;
-    float r = f2 * f * p + kf * -2.12194440e-4f;
-    r = r - 0.5f * f2;
-    r = (r + f) + kf * 0.693359375f;
-    r = x < 0.0f ? NAN : r;
-    r = x == 0.0f ? -INFINITY : r;
-    r = x == INFINITY ? INFINITY : r;
-    return x != x ? x : r;
-#endif
-}
-PYGPU_RULE double pygpu_log_d(double x) { return log(x); }
-
-/* tanh in float.  CUDA's tanhf in the kernels.  On the CPU, branch-free
- * as exp: for |x| < 0.625, x P(x^2) with P of degree 5 fitted to
- * tanh(x)/x on Chebyshev nodes; above, 1 - 2 / (e^2|x| + 1) with x's
- * sign.  Within 2 ulp of tanh (1.3 ulp measured for each part with an
- * exact e^x); +-inf give +-1, NaN stays NaN, -0.0 stays -0.0. */
-PYGPU_RULE float pygpu_tanh_f(float x)
-{
-#if defined(__CUDACC__)
-    return tanhf(x);
-#else
-    float a = fabsf(x);
-    float t = x * x;
-    float p = -5.664775373541223e-3f;
-    p = p * t + 2.0595679976395803e-2f;
-    p = p * t + -5.3722679349167524e-2f;
-    p = p * t + 1.333115016149651e-1f;
-    p = p * t + -3.33332616418121e-1f;
-    p = p * t + 9.999999961636131e-1f;
-    float big = 1.0f - 2.0f / (pygpu_exp_f(2.0f * a) + 1.0f);
-    return a < 0.625f ? x * p : copysignf(big, x);
-#endif
-}
-PYGPU_RULE double pygpu_tanh_d(double x) { return tanh(x); }
+PYGPU_LIBM_RULES(exp, PYGPU_CUDA_OR_CPU(expf, pygpu_cpu_expf), exp)
+PYGPU_LIBM_RULES(log, PYGPU_CUDA_OR_CPU(logf, pygpu_cpu_logf), log)
+PYGPU_LIBM_RULES(tanh, PYGPU_CUDA_OR_CPU(tanhf, pygpu_cpu_tanhf), tanh)
 
 /* The other floating functions: the C library's float and double
  * functions on the CPU, CUDA's (within 2 ulp) on the GPU.  Edge values are

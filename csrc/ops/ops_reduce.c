@@ -329,19 +329,6 @@ pygpu_as_dtype(TensorObject *t, int dtype)
 }
 
 TensorObject *
-pygpu_reduce_input(TensorObject *t, PyObject *dtype_obj, int int_to_long)
-{
-    int dtype = t->dtype;
-    if (int_to_long && !pygpu_dtype_table[dtype].is_floating_point) {
-        dtype = PYGPU_INT64;
-    }
-    if (pygpu_parse_dtype_opt(dtype_obj, dtype, &dtype) < 0) {
-        return NULL;
-    }
-    return pygpu_as_dtype(t, dtype);
-}
-
-TensorObject *
 pygpu_reduce_read_as(TensorObject *t, PyObject *dtype_obj, int natural,
                      int acc, int *to_acc)
 {

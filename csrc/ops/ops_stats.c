@@ -243,7 +243,10 @@ norm_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
             return NULL;
         }
     }
-    TensorObject *t = pygpu_reduce_input((TensorObject *)self, a[3], 0);
+    int to_acc; /* (no accumulator form: dtype= converts first) */
+    TensorObject *t = pygpu_reduce_read_as((TensorObject *)self, a[3],
+                                           ((TensorObject *)self)->dtype, -1,
+                                           &to_acc);
     if (t == NULL) {
         return NULL;
     }

@@ -29,11 +29,6 @@ int64_t pygpu_reduce_mark_dims(TensorObject *t, PyObject *dimobj,
                                int *all);
 /* t as `dtype` (a new reference to t itself when it already is). */
 TensorObject *pygpu_as_dtype(TensorObject *t, int dtype);
-/* The dtype= argument (may be NULL or None: def) applied to t, as torch
- * does before reducing; the dtype torch accumulates integers in (int64)
- * when there is none and `int_to_long` is set.  New reference or NULL. */
-TensorObject *pygpu_reduce_input(TensorObject *t, PyObject *dtype_obj,
-                                 int int_to_long);
 
 /* The input an op reading t in its own dtype takes for the dtype=
  * argument (NULL or None: the op's natural output dtype `natural`): t
