@@ -76,19 +76,19 @@ static const inner_loop copy_loops[PYGPU_NDTYPES][PYGPU_NDTYPES] = {
     [PYGPU_INT32] = FROM_ALL(i32),   [PYGPU_BFLOAT16] = FROM_ALL(bf16),
 };
 
-/* Contiguous runs of at least this many bytes (per thread's part) are
- * copied with streaming stores: they do not fit the caches anyway, and
+/* Copies of at least this many bytes in all (split over threads or not)
+ * are made with streaming stores: they do not fit the caches anyway, and
  * writing around them (no read of the destination's lines first) took
  * 3.6 ms instead of memmove's 6.2 for 64 MiB on one thread of the 2-core
  * test machine (equal at 16 MiB; at 4 MiB, which the caches hold,
  * streaming took twice memmove's time). */
 #define STREAM_BYTES ((size_t)16 << 20)
 
-/* n bytes from src to dst, not overlapping. */
-static void copy_bytes(char *dst, const char *src, size_t n)
+/* n bytes from src to dst, not overlapping; streamed or not. */
+static void copy_bytes(char *dst, const char *src, size_t n, int stream)
 {
 #if defined(__SSE2__)
-    if (n >= STREAM_BYTES) {
+    if (stream && n >= 64) {
         size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
         memcpy(dst, src, head);
         dst += head;
@@ -115,18 +115,18 @@ static void copy_bytes(char *dst, const char *src, size_t n)
 }
 
 /* Same dtype: the element's bytes, by size (memmove where the two
- * overlap). */
+ * overlap).  ctx: NULL, or an int that is nonzero to stream. */
 #define SAME_LOOP(NAME, T)                                                   \
     static void NAME(char *const *p, const int64_t *s, int64_t n,            \
                      const void *ctx)                                        \
     {                                                                        \
         T *o = (T *)p[0];                                                    \
         const T *a = (const T *)p[1];                                        \
-        (void)ctx;                                                           \
         if (s[0] == 1 && s[1] == 1) {                                        \
             if (o + n <= a || a + n <= o) {                                  \
                 copy_bytes((char *)o, (const char *)a,                       \
-                           (size_t)n * sizeof(T));                           \
+                           (size_t)n * sizeof(T),                            \
+                           ctx != NULL && *(const int *)ctx);                \
             } else {                                                         \
                 memmove(o, a, (size_t)n * sizeof(T));                        \
             }                                                                \
@@ -165,7 +165,7 @@ inner_loop pygpu_cpu_copy_loop(int out_dtype, int in_dtype)
 }
 
 void pygpu_cpu_copy(int out_dtype, void *out, int in_dtype, const void *a,
-                    const pygpu_geom *g)
+                    const pygpu_geom *g, int64_t whole)
 {
     if (!valid_dtype(out_dtype) || !valid_dtype(in_dtype)) {
         return;
@@ -173,8 +173,9 @@ void pygpu_cpu_copy(int out_dtype, void *out, int in_dtype, const void *a,
     char *base[3] = {(char *)out, (char *)a, NULL};
     size_t esize[3] = {pygpu_cpu_dtype_size[out_dtype],
                        pygpu_cpu_dtype_size[in_dtype], 0};
+    int stream = (size_t)whole * esize[0] >= STREAM_BYTES;
     pygpu_cpu_for_each_row(g, 2, base, esize,
-                           pygpu_cpu_copy_loop(out_dtype, in_dtype), NULL);
+                           pygpu_cpu_copy_loop(out_dtype, in_dtype), &stream);
 }
 
 /* ----------------------------------------------------------------- fill */

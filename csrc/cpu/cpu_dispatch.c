@@ -13,14 +13,16 @@
 /* Loops of this much work or more run without the GIL, and of the second
  * amount on the thread pool.  Work is counted in elements of a cheap loop
  * (an add or a relu: ~0.3 ns each); random numbers count as several.
- * Splitting costs a thread wake-up and a join (~10 us), and on a machine
- * whose other cores are busy it gains nothing and waits for a worker that
- * was preempted inside its task.  Measured on 2 cores with other work
- * running (load ~4), split against unsplit: 2^17 to 2^19 elements up to
- * 1.45x slower, 2^20 1.1x to 1.6x slower, 2^24 0.7x to 1.1x.  Hence a
- * threshold where a loop takes half a millisecond or more. */
+ * Splitting costs a hand-off to the workers and a join: a few
+ * microseconds while the workers still poll after their last job
+ * (cpu_parallel.c), a thread wake-up (~10 us or more) once they sleep.
+ * Measured on the quiet 2-core test machine, 2 threads against 1: copy_,
+ * sum, relu_ and add of 2^17 float32 elements 1.7-2.1x faster, of 2^16
+ * 1.0-2.0x.  On a machine whose other cores are busy a split gains
+ * nothing and can wait for a worker that was preempted inside its task;
+ * the threshold keeps that risk to loops of 40 us or more. */
 #define CPU_NOGIL_THRESHOLD (1 << 16)
-#define CPU_PARALLEL_THRESHOLD (1 << 21)
+#define CPU_PARALLEL_THRESHOLD (1 << 17)
 /* Elements' worth of work of one uniform / normal number. */
 #define CPU_UNIFORM_WORK 4
 #define CPU_NORMAL_WORK 16
@@ -93,7 +95,9 @@ index_rows(pygpu_kargs *k)
 static int
 copy(pygpu_kargs *k)
 {
-    pygpu_cpu_copy(k->dtype, k->out, k->in_dtypes[0], k->in[0], k->g);
+    /* numel is the whole copy's also in a task of a split one. */
+    pygpu_cpu_copy(k->dtype, k->out, k->in_dtypes[0], k->in[0], k->g,
+                   k->numel);
     return 0;
 }
 

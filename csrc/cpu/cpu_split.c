@@ -52,7 +52,7 @@ box_task(void *ctx, int64_t t)
     for (int op = 0; op < j->nops; op++) {
         off[op] += lo * g->stride[op][j->d];
     }
-    pygpu_kargs local = *j->k;
+    pygpu_kargs local = *j->k; /* numel stays the whole's */
     local.g = &sub;
     local.out = (char *)j->k->out + off[0] * (int64_t)j->esize[0];
     for (int op = 1; op < j->nops; op++) {

@@ -7,7 +7,8 @@
  * values: C11 mode keeps a * b + c unfused, so FMA changes no result.
  *
  * vec8f / vec8i are eight floats / int32s as one value, vec4d / vec4l
- * four doubles / int64s (gcc and clang vector extensions): their
+ * four doubles / int64s, vec4f / vec2d one SSE register of floats /
+ * doubles (gcc and clang vector extensions): their
  * operators compile to vector instructions where plain loops do not
  * vectorize (a maximum that must not lose NaN). */
 #ifndef PYGPU_CPU_SIMD_H
@@ -27,6 +28,8 @@ typedef float vec8f __attribute__((vector_size(32)));
 typedef int32_t vec8i __attribute__((vector_size(32)));
 typedef double vec4d __attribute__((vector_size(32)));
 typedef int64_t vec4l __attribute__((vector_size(32)));
+typedef float vec4f __attribute__((vector_size(16)));
+typedef double vec2d __attribute__((vector_size(16)));
 #endif
 
 #endif /* PYGPU_CPU_SIMD_H */

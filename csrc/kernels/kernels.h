@@ -236,9 +236,10 @@ void pygpu_cpu_unary(int op, int dtype, void *out, const void *a,
                      const pygpu_geom *g);
 /* out (dtype out_dtype) = a (dtype in_dtype) converted, following geom
  * (operands 0 and 1).  Conversion to float16 rounds to nearest even;
- * float to int64 truncates toward zero. */
+ * float to int64 truncates toward zero.  `whole` is the element count of
+ * the whole copy that g is (a part of): large ones bypass the caches. */
 void pygpu_cpu_copy(int out_dtype, void *out, int in_dtype, const void *a,
-                    const pygpu_geom *g);
+                    const pygpu_geom *g, int64_t whole);
 /* Contiguous out[0..n) = value. */
 void pygpu_cpu_fill(int dtype, void *out, pygpu_scalar_value value,
                     int64_t n);
