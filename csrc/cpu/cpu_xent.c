@@ -16,8 +16,8 @@
  * 0 for an ignored sample.  float16, bfloat16 and float32 compute in float,
  * float64 in double.
  *
- * inner == 1: each line is a contiguous run (float32 forward: the vector
- * row helpers of the softmax loops).  inner > 1: XENT_COLS columns of a
+ * inner == 1: each line is a contiguous run (float32: the vector row
+ * helpers of the softmax loops forward, grad_row_f32 backward).  inner > 1: XENT_COLS columns of a
  * slab at a time, rows read one after the other, with per-column buffers.
  */
 #include <math.h>
@@ -26,6 +26,7 @@
 
 #include "cpu/cpu_softmax.h"
 #include "cpu/half.h"
+#include "cpu/simd.h"
 #include "kernels/kernels.h"
 #include "kernels/rules.h"
 
@@ -60,6 +61,24 @@ forward_no_classes(const pygpu_xent_args *a, size_t acc_size, int64_t *bad)
     }
     memset(a->stats, 0, PYGPU_XENT_ROWS * (size_t)S * acc_size);
     return 0;
+}
+
+/* One contiguous float32 line of the backward (vectorized): y = cp p - b
+ * w[c], p = exp((x - m) - ls), w NULL meaning all 1. */
+WIDE_VECTORS static void
+grad_row_f32(float *restrict y, const float *restrict x,
+             const float *restrict w, int64_t n, float m, float ls,
+             float cp, float b)
+{
+    if (w == NULL) {
+        for (int64_t c = 0; c < n; c++) {
+            y[c] = cp * pygpu_exp_f((x[c] - m) - ls) - b;
+        }
+        return;
+    }
+    for (int64_t c = 0; c < n; c++) {
+        y[c] = cp * pygpu_exp_f((x[c] - m) - ls) - b * w[c];
+    }
 }
 
 #define XENT(SFX, T, ACC, LD, ST, EXP)                                       \
@@ -252,9 +271,21 @@ forward_no_classes(const pygpu_xent_args *a, size_t acc_size, int64_t *bad)
                     memset(y, 0, (size_t)n * sizeof(T));                     \
                     continue;                                                \
                 }                                                            \
-                for (int64_t c = 0; c < n; c++) {                            \
-                    ACC wc = w ? LD(w[c]) : (ACC)1;                          \
-                    y[c] = ST(cp * EXP((LD(x[c]) - m) - ls) - b * wc);       \
+                if (sizeof(T) == sizeof(float) &&                            \
+                    sizeof(ACC) == sizeof(float)) {                          \
+                    grad_row_f32((float *)y, (const float *)x,               \
+                                 (const float *)w, n, m, ls, cp, b);         \
+                }                                                            \
+                else if (w == NULL) {                                        \
+                    for (int64_t c = 0; c < n; c++) {                        \
+                        y[c] = ST(cp * EXP((LD(x[c]) - m) - ls) - b);        \
+                    }                                                        \
+                }                                                            \
+                else {                                                       \
+                    for (int64_t c = 0; c < n; c++) {                        \
+                        y[c] = ST(cp * EXP((LD(x[c]) - m) - ls) -            \
+                                  b * LD(w[c]));                             \
+                    }                                                        \
                 }                                                            \
                 int64_t t = a->target[o];                                    \
                 ACC wt = w ? LD(w[t]) : (ACC)1;                              \
