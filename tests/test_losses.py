@@ -340,6 +340,10 @@ def test_cross_entropy_fused_special_values(device):
     assert np.isnan(loss.item())
     loss.backward()
     assert not xg.grad.cpu().numpy().any()
+    # one sample of a 1-d input: a 0-d loss, its target 0-d or (1,)
+    for one in (t[2], t[2:3]):
+        got = F.cross_entropy(x[2], one, reduction="none")
+        assert got.shape == () and got.item() == pytest.approx(1000.0)
     # no classes: only ignored samples are allowed
     none = F.cross_entropy(pygpu.empty(2, 0, device=device),
                            pygpu.full((2,), -100, dtype=pygpu.int64,

@@ -144,7 +144,7 @@ check_args(TensorObject *x, TensorObject *t, TensorObject *w,
 /* ------------------------------------------------------------ forward */
 
 /* The reduced result from the stats of S samples: the losses in the
- * target's shape ('none'), or their sum over the SUM launch, divided by
+ * target's shape ('none'; 0-d for a 1-d x), or their sum over the SUM launch, divided by
  * the sum of w[t] for the mean; in x's dtype. */
 static PyObject *
 reduce_losses(TensorObject *x, TensorObject *target, TensorObject *stats,
@@ -152,10 +152,10 @@ reduce_losses(TensorObject *x, TensorObject *target, TensorObject *stats,
 {
     TensorObject *out = NULL, *v0 = NULL, *v1 = NULL, *q = NULL;
     int64_t strides[PYGPU_MAX_DIMS];
-    if (reduction == PYGPU_XENT_NONE) {
-        pygpu_contiguous_strides(target->ndim, target->shape, strides);
-        q = pygpu_tensor_view(stats, target->ndim, target->shape, strides,
-                              0);
+    if (reduction == PYGPU_XENT_NONE) { /* a 1-d x: 0-d, as torch */
+        int nd = x->ndim == 1 ? 0 : target->ndim;
+        pygpu_contiguous_strides(nd, target->shape, strides);
+        q = pygpu_tensor_view(stats, nd, target->shape, strides, 0);
     }
     else {
         int64_t at = PYGPU_XENT_ROWS * S;
