@@ -43,14 +43,14 @@ __device__ __forceinline__ A weight_total(const pygpu_xent_args &a)
     return summed ? *(const A *)a.wsum : A(a.n);
 }
 
-/* Sample s's loss, w[t], m and ls into the stats rows. */
+/* Sample s's loss, w[t], m and ls = log sum exp(x - m) into the stats
+ * rows. */
 template <typename T, typename A>
 __device__ void finish(const pygpu_xent_args &a, int64_t s, int64_t t, A xt,
-                       A m, A se, A sw, A W)
+                       A m, A ls, A sw, A W)
 {
     const int64_t S = a.outer * a.inner;
     A *st = (A *)a.stats;
-    A ls = log_of(se);
     A wt = a.weight ? convert<A>(((const T *)a.weight)[t]) : A(1);
     A loss = A(1 - a.smoothing) * wt * (ls - (xt - m));
     if (a.smoothing > 0) {
@@ -127,7 +127,7 @@ __global__ void xent_forward_rows(const pygpu_xent_args a,
             sw = block_all<false>(sw);
         }
         if (threadIdx.x == 0) {
-            finish<T, A>(a, row, t, convert<A>(x[t]), m, se, sw, W);
+            finish<T, A>(a, row, t, convert<A>(x[t]), m, log_of(se), sw, W);
         }
     }
 }
@@ -164,7 +164,9 @@ __global__ void xent_forward_cols(const pygpu_xent_args a,
             se += exp_of(d);
             sw += (w ? convert<A>(w[j]) : A(1)) * d;
         }
-        finish<T, A>(a, s, t, convert<A>(x[t * inner]), m, A(se), A(sw), W);
+        /* s >= 1: log1p keeps its digits past 1, as the CPU does */
+        finish<T, A>(a, s, t, convert<A>(x[t * inner]), m, A(log1p(se - 1)),
+                     A(sw), W);
     }
 }
 
