@@ -1,7 +1,7 @@
 /* cpu_dispatch.c - the CPU rows of the dispatch table: each row hands the
  * prepared arguments to a CPU loop (cpu_elementwise.c, cpu_reduce.c,
- * cpu_scan.c, cpu_softmax.c, cpu_random.c, cpu_linear.c) or, for
- * products, to NumPy's matmul.  Large loops run without the GIL, and
+ * cpu_scan.c, cpu_softmax.c, cpu_xent.c, cpu_random.c, cpu_linear.c) or,
+ * for products, to NumPy's matmul.  Large loops run without the GIL, and
  * larger ones split over the thread pool (cpu_split.c, cpu_split_reduce.c,
  * cpu_parallel.c). */
 #include "memory/memory.h"
@@ -151,6 +151,14 @@ gather(pygpu_kargs *k)
         pygpu_dtype_table[k->dtype].itemsize, dense, indexed, k->in[1],
         pygpu_dtype_table[k->in_dtypes[1]].itemsize, k->g, k->ix.stride,
         k->ix.size, k->flag, &k->ix.bad);
+    return 0;
+}
+
+/* A target out of range is left in k->ix for the front end to raise. */
+static int
+xent(pygpu_kargs *k)
+{
+    k->ix.failed = pygpu_cpu_xent(k->op, k->dtype, k->xent, &k->ix.bad);
     return 0;
 }
 

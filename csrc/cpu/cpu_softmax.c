@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cpu/cpu_reduce.h"
+#include "cpu/cpu_softmax.h"
 #include "cpu/half.h"
 #include "cpu/simd.h"
 #include "kernels/kernels.h"
@@ -169,8 +170,8 @@ static float line_max_f32(const float *x, int64_t n)
 
 /* The same maximum in vector lanes (pygpu_cpu_max_f32, shared with max
  * and min); a line holding a NaN is read again by line_max_f32, for the
- * NaN it returns. */
-static float row_max_f32(const float *x, int64_t n)
+ * NaN it returns (cpu_softmax.h). */
+float pygpu_cpu_row_max_f32(const float *x, int64_t n)
 {
     int nan;
     float m = pygpu_cpu_max_f32(x, n, &nan);
@@ -178,10 +179,10 @@ static float row_max_f32(const float *x, int64_t n)
 }
 
 /* sum over j of exp(x[j] - m), in double lanes; the exponentials also go
- * to y when y is not NULL. */
-WIDE_VECTORS static double row_sum_exp_f32(float *restrict y,
-                                               const float *restrict x,
-                                               int64_t n, float m)
+ * to y when y is not NULL (cpu_softmax.h). */
+WIDE_VECTORS double pygpu_cpu_row_sum_exp_f32(float *restrict y,
+                                              const float *restrict x,
+                                              int64_t n, float m)
 {
     float e[EXP_CHUNK];
     double lane[LANES] = {0}, s = 0;
@@ -214,11 +215,12 @@ WIDE_VECTORS static double row_sum_exp_f32(float *restrict y,
 static void row_f32(int op, float *restrict y, const float *restrict x,
                     int64_t n)
 {
-    float m = row_max_f32(x, n);
+    float m = pygpu_cpu_row_max_f32(x, n);
     if (op == PYGPU_LOGSUMEXP && isinf(m)) {
         m = 0;
     }
-    double s = row_sum_exp_f32(op == PYGPU_SOFTMAX ? y : NULL, x, n, m);
+    double s = pygpu_cpu_row_sum_exp_f32(op == PYGPU_SOFTMAX ? y : NULL, x,
+                                         n, m);
     if (op == PYGPU_LOGSUMEXP) {
         y[0] = m + logf((float)s);
     }

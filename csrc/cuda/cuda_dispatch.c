@@ -124,6 +124,30 @@ gather(pygpu_kargs *k)
                              (int64_t *)k->workspace, k->stream);
 }
 
+static int
+xent(pygpu_kargs *k)
+{
+    return pygpu_cuda_xent(k->op, k->dtype, k->xent, (int64_t *)k->workspace,
+                           k->stream);
+}
+
+/* The two int64 a kernel leaves in its workspace (a flag and an index out
+ * of range), read back: a small copy on the stream and a wait for it. */
+static int
+read_back_error(pygpu_kargs *k, const char *what, int64_t err[2])
+{
+    cudaError_t e;
+    cudaStream_t stream = (cudaStream_t)k->stream;
+    Py_BEGIN_ALLOW_THREADS
+    e = cudaMemcpyAsync(err, k->workspace, 2 * sizeof(int64_t),
+                        cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) {
+        e = cudaStreamSynchronize(stream);
+    }
+    Py_END_ALLOW_THREADS
+    return e == cudaSuccess ? 0 : pygpu_cuda_check_launch((int)e, what);
+}
+
 /* A gather's kernel records an index out of range in its workspace
  * instead of trapping (a device-side assert would leave the context
  * unusable), so every GATHER reads it back: a small copy on the stream
@@ -133,17 +157,8 @@ static int
 check_gather(pygpu_kargs *k, const char *what)
 {
     int64_t err[2] = {0, 0};
-    cudaError_t e;
-    cudaStream_t stream = (cudaStream_t)k->stream;
-    Py_BEGIN_ALLOW_THREADS
-    e = cudaMemcpyAsync(err, k->workspace, sizeof(err),
-                        cudaMemcpyDeviceToHost, stream);
-    if (e == cudaSuccess) {
-        e = cudaStreamSynchronize(stream);
-    }
-    Py_END_ALLOW_THREADS
-    if (e != cudaSuccess) {
-        return pygpu_cuda_check_launch((int)e, what);
+    if (read_back_error(k, what, err) < 0) {
+        return -1;
     }
     if (err[0] != 0) {
         return pygpu_raise_cuda_error(
@@ -289,8 +304,10 @@ linear(pygpu_kargs *k)
  * current stream, launched once more when the launch ran out of memory the
  * cache can give back, and checked.  A reduction's workspace is taken from
  * the caching allocator first and returned right after the launch: later
- * work on the same stream is ordered after the kernel; a gather's is two
- * int64 for an index out of range, read back after the kernel. */
+ * work on the same stream is ordered after the kernel; a gather's and a
+ * cross-entropy forward's is two int64 for an index out of range, read
+ * back after the kernel (the gather raises; cross-entropy leaves it in
+ * k->ix for its front end, as the CPU row does). */
 static int
 run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
 {
@@ -299,7 +316,9 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
     if (kind >= PYGPU_K_FIRST_CALL) {
         return fn(k);
     }
-    if (kind == PYGPU_K_GATHER) {
+    int flagged = kind == PYGPU_K_GATHER ||
+                  (kind == PYGPU_K_XENT && k->op == PYGPU_XENT_FORWARD);
+    if (flagged) {
         pygpu_device dev = {PYGPU_CUDA, k->device};
         ws = pygpu_storage_new(dev, 2 * sizeof(int64_t));
         if (ws == NULL) {
@@ -328,6 +347,12 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
     PYGPU_CUDA_LAUNCH(rc, k->device, what, fn(k));
     if (rc == 0 && kind == PYGPU_K_GATHER) {
         rc = check_gather(k, what);
+    }
+    else if (rc == 0 && flagged) {
+        int64_t err[2] = {0, 0};
+        rc = read_back_error(k, what, err);
+        k->ix.failed = rc == 0 && err[0] != 0;
+        k->ix.bad = err[1];
     }
     pygpu_cuda_device_restore(k->device, prev);
     Py_XDECREF(ws);

@@ -167,6 +167,45 @@ enum pygpu_softop {
     PYGPU_NSOFTOPS = 3
 };
 
+/* Cross-entropy over class indices (the XENT kind): logits x, a
+ * contiguous [outer, n, inner] with the n classes along the middle dim,
+ * and one sample per (o, i), s = o * inner + i, of S = outer * inner.
+ * Per sample, with t = target[s], w the class weights (all 1 without),
+ * W = sum_c w[c], eps the label smoothing and lse = log sum_c exp(x_c):
+ *   loss = (1 - eps) w[t] (lse - x_t) + eps / n sum_c w[c] (lse - x_c),
+ * and 0 with weight 0 when t == ignore_index.  lse is kept as m, the
+ * line's maximum, and ls = log sum_c exp(x_c - m), and lse - x_t computed
+ * as ls - (x_t - m), so that a small loss keeps its digits.  Sums are
+ * kept in float (float16, bfloat16, float32) or double (float64): "acc"
+ * below. */
+enum pygpu_xentop {
+    PYGPU_XENT_FORWARD = 0,  /* stats: loss[S], w[t][S], m[S], ls[S]
+                                (acc) */
+    PYGPU_XENT_BACKWARD = 1, /* grad_x = d loss / d x times the sample's
+                                incoming gradient */
+    PYGPU_NXENTOPS = 2
+};
+typedef struct pygpu_xent_args {
+    const void *x;          /* [outer, n, inner] of the dtype */
+    const int64_t *target;  /* [outer, inner] */
+    const void *weight;     /* n of the dtype, or NULL */
+    int64_t outer, n, inner;
+    int64_t ignore_index;
+    double smoothing;       /* eps in [0, 1] */
+    void *stats;            /* acc: PYGPU_XENT_ROWS rows of S (FORWARD
+                               writes them, BACKWARD reads m and ls) */
+    void *wsum;             /* acc, one: W (FORWARD writes it when there
+                               are weights and eps > 0; BACKWARD reads
+                               it then) */
+    void *grad_x;           /* BACKWARD: [outer, n, inner] of the dtype */
+    const void *grad;       /* BACKWARD: the dtype, sample s at
+                               s * grad_stride (0 or 1) */
+    int64_t grad_stride;
+    const void *denom;      /* BACKWARD: acc, one, that grad is divided by
+                               (the mean's sum of w[t]), or NULL */
+} pygpu_xent_args;
+#define PYGPU_XENT_ROWS 4
+
 /* Geometry of an elementwise op over up to three operands: index 0 is the
  * output, 1 and 2 the inputs.  `shape` is the output shape; stride[k][d] is
  * operand k's stride along dim d (0 where it is broadcast).  Element i of the
@@ -301,6 +340,11 @@ int pygpu_cpu_gather(int esize, void *dense, void *indexed,
                      const void *index, int index_esize,
                      const pygpu_geom *g, int64_t dim_stride,
                      int64_t dim_size, int mode, int64_t *bad);
+/* op (enum pygpu_xentop) of cross-entropy over a (cpu_xent.c).
+ * FORWARD stops at the first target outside [0, n) that is not
+ * ignore_index: returns 1 with *bad set to it, else 0. */
+int pygpu_cpu_xent(int op, int dtype, const pygpu_xent_args *a,
+                   int64_t *bad);
 /* Contiguous relu, the fast path: out may equal in. */
 void pygpu_cpu_relu_contig(int dtype, void *out, const void *in, int64_t n);
 /* out[i] += bias[i % cols] over rows * cols contiguous elements, then relu
@@ -375,6 +419,12 @@ cudaError_t pygpu_cuda_gather(int esize, void *dense, void *indexed,
                               const pygpu_geom *g, int64_t dim_stride,
                               int64_t dim_size, int mode, int64_t *err,
                               cudaStream_t stream);
+/* pygpu_cpu_xent on the GPU (kernels/xent.cu).  FORWARD zeroes err
+ * (two int64 of device memory) on the stream first; a target out of range
+ * sets err[0] to 1 and err[1] to such a target, for the caller to read
+ * back after the kernel. */
+cudaError_t pygpu_cuda_xent(int op, int dtype, const pygpu_xent_args *a,
+                            int64_t *err, cudaStream_t stream);
 /* Contiguous relu with 128-bit loads/stores and a scalar head and tail, for
  * any alignment of out and in (out may equal in). */
 cudaError_t pygpu_cuda_relu_contig(int dtype, void *out, const void *in,

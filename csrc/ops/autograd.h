@@ -18,7 +18,7 @@
 
 #include "ops/ops.h"
 
-#define PYGPU_NODE_MAX_SAVED 3
+#define PYGPU_NODE_MAX_SAVED 4
 
 typedef struct pygpu_node pygpu_node;
 

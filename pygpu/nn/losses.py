@@ -1,9 +1,11 @@
 """Loss functions with torch's names, reductions and checks: their
-functional forms (re-exported by nn.functional) and modules.  They are
-compositions of recorded ops, so autograd differentiates them."""
+functional forms (re-exported by nn.functional) and modules.  Most are
+compositions of recorded ops, so autograd differentiates them;
+cross-entropy over class indices is one op of its own (_C._cross_entropy:
+log-softmax and the pick fused, forward and backward)."""
 import warnings
 
-from .._C import Tensor, bool as bool_, log_softmax, where
+from .._C import Tensor, _cross_entropy, bool as bool_, log_softmax, where
 from .module import Module
 
 __all__ = ["mse_loss", "l1_loss", "nll_loss", "cross_entropy",
@@ -94,32 +96,24 @@ def nll_loss(input, target, weight=None, ignore_index=-100,
 
 def cross_entropy(input, target, weight=None, ignore_index=-100,
                   reduction="mean", label_smoothing=0.0):
-    """nll_loss(log_softmax(input, 1), target) for class indices; for
-    class probabilities (a float target of input's shape),
-    -sum(weight * target * log_softmax(input)); label_smoothing mixes the
-    target with the uniform distribution, as torch's."""
+    """nll_loss(log_softmax(input, 1), target) for class indices, as one
+    fused op (forward and backward); for class probabilities (a float
+    target of input's shape), -sum(weight * target * log_softmax(input));
+    label_smoothing mixes the target with the uniform distribution, as
+    torch's."""
     _tensors("cross_entropy", input=input, target=target)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError("label_smoothing must be between 0.0 and 1.0. Got: "
                          f"{label_smoothing}")
-    dim = 1 if input.ndim > 1 else 0
-    logp = _classes_last(log_softmax(input, dim))
-    ncls = logp.shape[-1]
+    if not target.dtype.is_floating_point:  # class indices
+        return _cross_entropy(input, target, weight, ignore_index, reduction,
+                              label_smoothing)
+    logp = _classes_last(log_softmax(input, 1 if input.ndim > 1 else 0))
     w = 1.0 if weight is None else weight.to(input.dtype)
-    if target.dtype.is_floating_point:  # probabilities
-        p = _classes_last(target)
-        if label_smoothing:
-            p = p * (1 - label_smoothing) + label_smoothing / ncls
-        return _reduce(-(logp * p * w).sum(-1), reduction)
-    loss, wt = _picked(logp, target, weight, ignore_index)
+    p = _classes_last(target)
     if label_smoothing:
-        keep = (target != ignore_index).to(logp.dtype)
-        smooth = -(logp * w).sum(-1) * keep
-        loss = loss * (1 - label_smoothing) + \
-            smooth * (label_smoothing / ncls)
-    if reduction == "mean":
-        return loss.sum() / wt.sum()
-    return _reduce(loss, reduction)
+        p = p * (1 - label_smoothing) + label_smoothing / logp.shape[-1]
+    return _reduce(-(logp * p * w).sum(-1), reduction)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None,
