@@ -228,8 +228,9 @@ def test_fork_keeps_setting_and_parent_pool(restore_threads):
 
 def test_large_rows_of_every_kind(restore_threads):
     """Loops past the split size whose kinds do not split over one
-    geometry (softmax, scans, comparisons, masks, gathers, index rows)
-    run whole, on any thread count, with NumPy's results."""
+    geometry (softmax by ranges of lines; scans, comparisons, masks,
+    gathers, index rows whole) give the same bits on any thread count,
+    and NumPy's results."""
     a = rnd((1500, 1400))  # 2.1M elements: past the split size
     t = pygpu.from_numpy(a)
     m = pygpu.from_numpy(a > 0)
@@ -238,7 +239,7 @@ def test_large_rows_of_every_kind(restore_threads):
         t.softmax(1), t.log_softmax(0), t.cumsum(1), t > 0,
         t.masked_fill(m, 0.0), pygpu.where(m, t, -t),
         t.index_select(1, idx), t.gather(1, idx.expand(1500, 1400)),
-        t[m]))
+        t[m], t.logsumexp(1), t.reshape(30, 50, 1400).log_softmax(1)))
     assert_same_bits(res)
     got = res[-1]
     x = a.astype(np.float64)
@@ -251,3 +252,11 @@ def test_large_rows_of_every_kind(restore_threads):
     np.testing.assert_array_equal(got[4], np.where(a > 0, 0, a))
     np.testing.assert_array_equal(got[6], a[:, ::-1])
     np.testing.assert_array_equal(got[8], a[a > 0])
+    mx = x.max(1)
+    np.testing.assert_allclose(
+        got[9], mx + np.log(np.exp(x - mx[:, None]).sum(1)), rtol=1e-5)
+    y = x.reshape(30, 50, 1400)
+    ym = y.max(1, keepdims=True)
+    np.testing.assert_allclose(
+        got[10], y - ym - np.log(np.exp(y - ym).sum(1, keepdims=True)),
+        rtol=1e-5, atol=1e-5)

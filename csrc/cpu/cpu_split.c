@@ -1,5 +1,5 @@
-/* cpu_split.c - elementwise, fill and random rows split into tasks for the
- * thread pool.
+/* cpu_split.c - elementwise, fill, random and softmax rows split into
+ * tasks for the thread pool.
  *
  * An elementwise geometry is cut into boxes: the leading dims 0 .. d-1 are
  * taken one index at a time and dim d is cut into `cuts` ranges, d being
@@ -74,8 +74,8 @@ split_geom(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, int64_t parts)
     const pygpu_geom *g = k->g;
     box_job j = {.fn = fn, .k = k, .esize = {esize(k->dtype)}};
     /* Only the kinds over one geometry split here; the others (scans,
-     * softmax, gathers, masks: no g, or rows that must stay whole) run
-     * unsplit, as the caller does on -1. */
+     * gathers, masks: no g, or rows that must stay whole) run unsplit, as
+     * the caller does on -1. */
     switch (kind) {
     case PYGPU_K_BINARY:
         j.nops = 3;
@@ -141,10 +141,43 @@ range_task(void *ctx, int64_t t)
     }
 }
 
+/* SOFTMAX: ranges of the outer index, each line computed as before. */
+typedef struct {
+    pygpu_kernel_fn fn;
+    const pygpu_kargs *k;
+    int64_t parts;
+} outer_job;
+
+static void
+outer_task(void *ctx, int64_t t)
+{
+    const outer_job *j = ctx;
+    const pygpu_kargs *k = j->k;
+    int64_t lo = k->outer * t / j->parts, hi = k->outer * (t + 1) / j->parts;
+    int64_t es = (int64_t)esize(k->dtype);
+    int64_t out_line = k->op == PYGPU_LOGSUMEXP ? k->inner : k->n * k->inner;
+    pygpu_kargs local = *k;
+    local.in[0] = (const char *)k->in[0] + lo * k->n * k->inner * es;
+    local.out = (char *)k->out + lo * out_line * es;
+    local.outer = hi - lo;
+    if (local.outer > 0) {
+        j->fn(&local);
+    }
+}
+
 int
 pygpu_cpu_split_elementwise(int kind, pygpu_kernel_fn fn, pygpu_kargs *k,
                             int64_t parts)
 {
+    if (kind == PYGPU_K_SOFTMAX) {
+        if (k->outer < 2) {
+            return -1;
+        }
+        outer_job j = {.fn = fn, .k = k,
+                       .parts = parts < k->outer ? parts : k->outer};
+        pygpu_parallel_run(j.parts, outer_task, &j);
+        return 0;
+    }
     if (kind == PYGPU_K_FILL || kind == PYGPU_K_RANDOM) {
         range_job j = {.fn = fn, .k = k, .kind = kind, .parts = parts};
         pygpu_parallel_run(parts, range_task, &j);
