@@ -49,6 +49,9 @@ enum pygpu_kind {
                               written to out (indexed) there; OFFSETS:
                               out (int64) = i * ix.stride.  Moves bytes:
                               one row serves every dtype. */
+    PYGPU_K_OPTIM,         /* one optimizer step (op: enum pygpu_optim_op)
+                              over the lists of `optim`, all of the row's
+                              dtype (kernels/optim.h) */
     /* Kinds past here take tensors and raise themselves (0 or -1). */
     PYGPU_K_MATMUL,        /* t[0] = t[1] @ t[2]; t[3], t[4]: them as
                               batches of matrices over mm.bshape */
@@ -77,6 +80,7 @@ typedef struct pygpu_kargs {
     int64_t outer, n, inner;   /* REDUCE, SCAN, SOFTMAX */
     pygpu_philox_state philox; /* RANDOM */
     TensorObject *t[5];        /* MATMUL, LINEAR */
+    const struct pygpu_optim_step *optim; /* OPTIM */
     struct {
         int nb;                /* batch dims */
         const int64_t *bshape; /* batch shape */
@@ -135,6 +139,7 @@ typedef struct pygpu_backend {
         [PYGPU_K_SCAN] = PYGPU_ALL_DTYPES(scan),                             \
         [PYGPU_K_SOFTMAX] = PYGPU_FLOAT_DTYPES(softmax),                     \
         [PYGPU_K_GATHER] = PYGPU_ALL_DTYPES(gather),                         \
+        [PYGPU_K_OPTIM] = PYGPU_FLOAT_DTYPES(optim),                         \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
     }

@@ -1,7 +1,7 @@
 /* cpu_dispatch.c - the CPU rows of the dispatch table: each row hands the
  * prepared arguments to a CPU loop (cpu_elementwise.c, cpu_reduce.c,
- * cpu_scan.c, cpu_softmax.c, cpu_random.c, cpu_linear.c) or, for
- * products, to NumPy's matmul.  Large loops run without the GIL, and
+ * cpu_scan.c, cpu_softmax.c, cpu_random.c, cpu_linear.c, cpu_optim.c) or,
+ * for products, to NumPy's matmul.  Large loops run without the GIL, and
  * larger ones split over the thread pool (cpu_split.c, cpu_split_reduce.c,
  * cpu_parallel.c). */
 #include "memory/memory.h"
@@ -9,6 +9,7 @@
 #include "cpu/cpu_matmul_small.h"
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_split.h"
+#include "kernels/optim.h"
 
 /* Loops of this much work or more run without the GIL, and of the second
  * amount on the thread pool.  Work is counted in elements of a cheap loop
@@ -147,6 +148,14 @@ gather(pygpu_kargs *k)
         pygpu_dtype_table[k->dtype].itemsize, dense, indexed, k->in[1],
         pygpu_dtype_table[k->in_dtypes[1]].itemsize, k->g, k->ix.stride,
         k->ix.size, k->flag, &k->ix.bad);
+    return 0;
+}
+
+/* One optimizer step over a group of tensors (cpu_optim.c). */
+static int
+optim(pygpu_kargs *k)
+{
+    pygpu_cpu_optim(k->op, k->dtype, k->optim);
     return 0;
 }
 

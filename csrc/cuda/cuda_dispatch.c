@@ -4,6 +4,7 @@
 #include "memory/memory.h"
 #include "core/dispatch.h"
 #include "cuda/blas.h"
+#include "kernels/optim.h"
 
 #include <string.h>
 
@@ -122,6 +123,15 @@ gather(pygpu_kargs *k)
                              pygpu_dtype_table[k->in_dtypes[1]].itemsize,
                              k->g, k->ix.stride, k->ix.size, k->flag,
                              (int64_t *)k->workspace, k->stream);
+}
+
+/* One launch for the whole group; its chunk table goes to the workspace
+ * run allocated. */
+static int
+optim(pygpu_kargs *k)
+{
+    return pygpu_cuda_optim(k->op, k->dtype, k->optim, k->workspace,
+                            k->stream);
 }
 
 /* A gather's kernel records an index out of range in its workspace
@@ -289,7 +299,8 @@ linear(pygpu_kargs *k)
  * current stream, launched once more when the launch ran out of memory the
  * cache can give back, and checked.  A reduction's workspace is taken from
  * the caching allocator first and returned right after the launch: later
- * work on the same stream is ordered after the kernel; a gather's is two
+ * work on the same stream is ordered after the kernel (an optimizer step's
+ * holds its chunk table); a gather's is two
  * int64 for an index out of range, read back after the kernel. */
 static int
 run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
@@ -307,9 +318,13 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
         }
         k->workspace = ws->ptr;
     }
-    if (kind == PYGPU_K_REDUCE) {
-        size_t wsize = pygpu_cuda_reduce_workspace(k->op, k->dtype, k->outer,
-                                                   k->n, k->inner);
+    if (kind == PYGPU_K_REDUCE || kind == PYGPU_K_OPTIM) {
+        size_t wsize =
+            kind == PYGPU_K_OPTIM
+                ? (size_t)pygpu_optim_chunks(k->optim) *
+                      sizeof(pygpu_optim_chunk)
+                : pygpu_cuda_reduce_workspace(k->op, k->dtype, k->outer,
+                                              k->n, k->inner);
         if (wsize > 0) {
             pygpu_device dev = {PYGPU_CUDA, k->device};
             ws = pygpu_storage_new(dev, wsize);
