@@ -450,3 +450,16 @@ def test_fused_device_mismatch():
                        "same device, but found at least two devices"):
         pygpu._C._foreach_sgd_([p], [pygpu.zeros(3)], None, 0.1, 0, 0, 0,
                                False, False, False)
+
+
+def test_fused_many_chunks(device):
+    """A parameter past one CUDA chunk (64K elements) next to small ones,
+    enough in all for the CPU to run without the GIL."""
+    dtype, rtol = FLOATS["float32"]
+    ps, tp, gs, tg = fused_setup(device, dtype, 16, steps=2,
+                                 shapes=[(300, 250), (7,), (1 << 16,)])
+    opt = optim.AdamW(tp, lr=0.01, amsgrad=True)
+    run_steps(opt, tp, tg)
+    ref = adam_ref(ps, gs, 0.01, 0.9, 0.999, 1e-8, 1e-2, True, True)
+    for p, r in zip(tp, ref):
+        assert_close(p, r, rtol)

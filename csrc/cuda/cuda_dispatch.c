@@ -297,11 +297,11 @@ linear(pygpu_kargs *k)
 
 /* Launch rows run with their device current (restored afterwards), on its
  * current stream, launched once more when the launch ran out of memory the
- * cache can give back, and checked.  A reduction's workspace is taken from
- * the caching allocator first and returned right after the launch: later
- * work on the same stream is ordered after the kernel (an optimizer step's
- * holds its chunk table); a gather's is two
- * int64 for an index out of range, read back after the kernel. */
+ * cache can give back, and checked.  A reduction's workspace (and an
+ * optimizer step's, which holds its chunk table) is taken from the caching
+ * allocator first and returned right after the launch: later work on the
+ * same stream is ordered after the kernel; a gather's is two int64 for an
+ * index out of range, read back after the kernel. */
 static int
 run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
 {
