@@ -419,6 +419,13 @@ def test_fused_errors(device):
     with pytest.raises(RuntimeError, match=r"exp_avg_sqs\[0\] is not "
                        "contiguous"):
         call(v=[t(3, 2).T, t(4)])
+    with pytest.raises(RuntimeError, match=r"exp_avgs\[1\] and "
+                       r"exp_avg_sqs\[1\] share memory"):
+        shared = t(4)
+        call(m=[t(2, 3), shared], v=[t(2, 3), shared])
+    with pytest.raises(RuntimeError, match=r"params\[0\] and grads\[0\] "
+                       "share memory"):
+        call(grads=[ps[0], t(4)])
     with pytest.raises(RuntimeError, match="expected floating point "
                        r"parameters, but params\[0\] has dtype Long"):
         call(params=[t(2, dtype=pygpu.int64)])

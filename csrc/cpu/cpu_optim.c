@@ -21,7 +21,8 @@
  * (VM: amsgrad's maximum, SGD's buffer).  The hyper-parameters are copied
  * to a local first, so the compiler sees them unchanged by the stores
  * (the build has -fno-strict-aliasing) and the loop vectorizes where the
- * conversions allow; the tensors of one step never overlap. */
+ * conversions allow; the tensors of one parameter never overlap (the
+ * front end checks). */
 #define ADAM_LOOP(name, ST, T, S, LD, STORE, VM)                             \
     static void name(const pygpu_optim_hyper *hp, ST *restrict p,            \
                      const ST *restrict g, ST *restrict m, ST *restrict v,   \
@@ -90,7 +91,7 @@ OPTIM_LOOPS(bf16, uint16_t, float, f, pygpu_bf16_to_float,
 typedef void (*optim_loop)(const pygpu_optim_step *s, int64_t i);
 
 /* The loops by optimizer and dtype (NULL: not a floating dtype). */
-static const optim_loop loops[2][PYGPU_NDTYPES] = {
+static const optim_loop loops[PYGPU_NOPTIM_OPS][PYGPU_NDTYPES] = {
     [PYGPU_OPTIM_ADAM] = {[PYGPU_FLOAT32] = adam_f32,
                           [PYGPU_FLOAT64] = adam_f64,
                           [PYGPU_FLOAT16] = adam_f16,
@@ -104,7 +105,7 @@ static const optim_loop loops[2][PYGPU_NDTYPES] = {
 void
 pygpu_cpu_optim(int op, int dtype, const pygpu_optim_step *s)
 {
-    if (op < 0 || op > PYGPU_OPTIM_SGD || dtype < 0 ||
+    if (op < 0 || op >= PYGPU_NOPTIM_OPS || dtype < 0 ||
         dtype >= PYGPU_NDTYPES || loops[op][dtype] == NULL) {
         return; /* the front end refuses these */
     }

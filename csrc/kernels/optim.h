@@ -20,7 +20,11 @@ extern "C" {
 #endif
 
 /* The optimizers: pygpu_kargs.op of an OPTIM row. */
-enum pygpu_optim_op { PYGPU_OPTIM_ADAM = 0, PYGPU_OPTIM_SGD = 1 };
+enum pygpu_optim_op {
+    PYGPU_OPTIM_ADAM = 0,
+    PYGPU_OPTIM_SGD = 1,
+    PYGPU_NOPTIM_OPS = 2
+};
 
 /* The lists of one step, by index into pygpu_optim_step.lists. */
 enum pygpu_optim_list {

@@ -114,6 +114,28 @@ check_item(const optim_call *c, int j, Py_ssize_t i)
     return 0;
 }
 
+/* The tensors of parameter i share no memory (the loops take them as
+ * restrict pointers). */
+static int
+check_apart(const optim_call *c, Py_ssize_t i)
+{
+    for (int j = 0; j < PYGPU_OPT_NLISTS; j++) {
+        for (int l = j + 1; l < PYGPU_OPT_NLISTS; l++) {
+            if (c->lists[j] == NULL || c->lists[l] == NULL ||
+                pygpu_get_overlap(item(c, j, i), item(c, l, i)) ==
+                    PYGPU_ALIAS_NONE) {
+                continue;
+            }
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s: %s[%zd] and %s[%zd] share memory; each tensor "
+                         "of a parameter needs its own", c->fname,
+                         c->names[j], i, c->names[l], i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Checks every list, then bumps the written tensors' versions. */
 static int
 check_all(const optim_call *c)
@@ -123,6 +145,9 @@ check_all(const optim_call *c)
             if (c->lists[j] != NULL && check_item(c, j, i) < 0) {
                 return -1;
             }
+        }
+        if (check_apart(c, i) < 0) {
+            return -1;
         }
     }
     for (Py_ssize_t i = 0; i < c->n; i++) {
