@@ -518,6 +518,20 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor: 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
               alpha: _Number = 1) -> Tensor: ...
 
+# fused optimizer steps (pygpu.optim)
+def _foreach_adam_(params: Sequence[Tensor], grads: Sequence[Tensor],
+                   exp_avgs: Sequence[Tensor], exp_avg_sqs: Sequence[Tensor],
+                   max_exp_avg_sqs: Optional[Sequence[Tensor]], step: int,
+                   lr: float, beta1: float, beta2: float, eps: float,
+                   weight_decay: float, amsgrad: builtins.bool,
+                   decoupled: builtins.bool,
+                   maximize: builtins.bool) -> None: ...
+def _foreach_sgd_(params: Sequence[Tensor], grads: Sequence[Tensor],
+                  momentum_buffers: Optional[Sequence[Tensor]], lr: float,
+                  momentum: float, dampening: float, weight_decay: float,
+                  nesterov: builtins.bool, maximize: builtins.bool,
+                  first_step: builtins.bool) -> None: ...
+
 # random numbers
 def manual_seed(seed: int, /) -> None: ...
 def initial_seed() -> int: ...

@@ -52,6 +52,9 @@ enum pygpu_kind {
     PYGPU_K_XENT,          /* cross-entropy over class indices: op a
                               pygpu_xentop over *xent (kernels.h); a
                               target out of range in ix.failed / ix.bad */
+    PYGPU_K_OPTIM,         /* one optimizer step (op: enum pygpu_optim_op)
+                              over the lists of `optim`, all of the row's
+                              dtype (kernels/optim.h) */
     /* Kinds past here take tensors and raise themselves (0 or -1). */
     PYGPU_K_MATMUL,        /* t[0] = t[1] @ t[2]; t[3], t[4]: them as
                               batches of matrices over mm.bshape */
@@ -81,6 +84,7 @@ typedef struct pygpu_kargs {
     pygpu_philox_state philox; /* RANDOM */
     TensorObject *t[5];        /* MATMUL, LINEAR */
     const pygpu_xent_args *xent; /* XENT */
+    const struct pygpu_optim_step *optim; /* OPTIM */
     struct {
         int nb;                /* batch dims */
         const int64_t *bshape; /* batch shape */
@@ -140,6 +144,7 @@ typedef struct pygpu_backend {
         [PYGPU_K_SOFTMAX] = PYGPU_FLOAT_DTYPES(softmax),                     \
         [PYGPU_K_GATHER] = PYGPU_ALL_DTYPES(gather),                         \
         [PYGPU_K_XENT] = PYGPU_FLOAT_DTYPES(xent),                           \
+        [PYGPU_K_OPTIM] = PYGPU_FLOAT_DTYPES(optim),                         \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
     }

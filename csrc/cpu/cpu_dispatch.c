@@ -1,6 +1,7 @@
 /* cpu_dispatch.c - the CPU rows of the dispatch table: each row hands the
  * prepared arguments to a CPU loop (cpu_elementwise.c, cpu_reduce.c,
- * cpu_scan.c, cpu_softmax.c, cpu_xent.c, cpu_random.c, cpu_linear.c) or,
+ * cpu_scan.c, cpu_softmax.c, cpu_xent.c, cpu_random.c, cpu_linear.c,
+ * cpu_optim.c) or,
  * for products, to NumPy's matmul.  Large loops run without the GIL, and
  * larger ones split over the thread pool (cpu_split.c, cpu_split_reduce.c,
  * cpu_parallel.c). */
@@ -9,6 +10,7 @@
 #include "cpu/cpu_matmul_small.h"
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_split.h"
+#include "kernels/optim.h"
 
 /* Loops of this much work or more run without the GIL, and of the second
  * amount on the thread pool.  Work is counted in elements of a cheap loop
@@ -159,6 +161,14 @@ static int
 xent(pygpu_kargs *k)
 {
     k->ix.failed = pygpu_cpu_xent(k->op, k->dtype, k->xent, &k->ix.bad);
+    return 0;
+}
+
+/* One optimizer step over a group of tensors (cpu_optim.c). */
+static int
+optim(pygpu_kargs *k)
+{
+    pygpu_cpu_optim(k->op, k->dtype, k->optim);
     return 0;
 }
 

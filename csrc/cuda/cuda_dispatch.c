@@ -4,6 +4,7 @@
 #include "memory/memory.h"
 #include "core/dispatch.h"
 #include "cuda/blas.h"
+#include "kernels/optim.h"
 
 #include <string.h>
 
@@ -146,6 +147,15 @@ read_back_error(pygpu_kargs *k, const char *what, int64_t err[2])
     }
     Py_END_ALLOW_THREADS
     return e == cudaSuccess ? 0 : pygpu_cuda_check_launch((int)e, what);
+}
+
+/* One launch for the whole group; its chunk table goes to the workspace
+ * run allocated. */
+static int
+optim(pygpu_kargs *k)
+{
+    return pygpu_cuda_optim(k->op, k->dtype, k->optim, k->workspace,
+                            k->stream);
 }
 
 /* A gather's kernel records an index out of range in its workspace
@@ -302,12 +312,13 @@ linear(pygpu_kargs *k)
 
 /* Launch rows run with their device current (restored afterwards), on its
  * current stream, launched once more when the launch ran out of memory the
- * cache can give back, and checked.  A reduction's workspace is taken from
- * the caching allocator first and returned right after the launch: later
- * work on the same stream is ordered after the kernel; a gather's and a
- * cross-entropy forward's is two int64 for an index out of range, read
- * back after the kernel (the gather raises; cross-entropy leaves it in
- * k->ix for its front end, as the CPU row does). */
+ * cache can give back, and checked.  A reduction's workspace (and an
+ * optimizer step's, which holds its chunk table) is taken from the caching
+ * allocator first and returned right after the launch: later work on the
+ * same stream is ordered after the kernel; a gather's and a cross-entropy
+ * forward's is two int64 for an index out of range, read back after the
+ * kernel (the gather raises; cross-entropy leaves it in k->ix for its
+ * front end, as the CPU row does). */
 static int
 run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
 {
@@ -326,9 +337,13 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
         }
         k->workspace = ws->ptr;
     }
-    if (kind == PYGPU_K_REDUCE) {
-        size_t wsize = pygpu_cuda_reduce_workspace(k->op, k->dtype, k->outer,
-                                                   k->n, k->inner);
+    if (kind == PYGPU_K_REDUCE || kind == PYGPU_K_OPTIM) {
+        size_t wsize =
+            kind == PYGPU_K_OPTIM
+                ? (size_t)pygpu_optim_chunks(k->optim) *
+                      sizeof(pygpu_optim_chunk)
+                : pygpu_cuda_reduce_workspace(k->op, k->dtype, k->outer,
+                                              k->n, k->inner);
         if (wsize > 0) {
             pygpu_device dev = {PYGPU_CUDA, k->device};
             ws = pygpu_storage_new(dev, wsize);
