@@ -260,3 +260,36 @@ def test_large_rows_of_every_kind(restore_threads):
     np.testing.assert_allclose(
         got[10], y - ym - np.log(np.exp(y - ym).sum(1, keepdims=True)),
         rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(3000, 70), (40, 60, 90)],
+                         ids=["rows", "columns"])
+def test_cross_entropy_split_by_lines(shape, restore_threads):
+    """Cross-entropy over class indices splits into ranges of lines: the
+    loss and the gradient are the same bits on any thread count, and the
+    target out of range that is raised is the first in sample order."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(shape).astype(np.float32)
+    tshape = (shape[0],) + shape[2:]
+    tgt = rng.integers(0, shape[1], tshape)
+    tgt.flat[::7] = -100  # ignored
+    w = rng.random(shape[1]).astype(np.float32) + 0.5
+
+    def run():
+        x = pygpu.from_numpy(a).requires_grad_()
+        loss = pygpu.nn.functional.cross_entropy(
+            x, pygpu.from_numpy(tgt), weight=pygpu.from_numpy(w),
+            label_smoothing=0.1)
+        loss.backward()
+        return loss.detach(), x.grad
+
+    res = by_threads(run)
+    assert_same_bits(res)
+    bad = tgt.copy()
+    bad.flat[-5] = shape[1] + 4
+    bad.flat[10] = -3  # the first one out of range
+    for n in (1, 2):
+        pygpu.set_num_threads(n)
+        with pytest.raises(IndexError, match="Target -3 is out of bounds"):
+            pygpu.nn.functional.cross_entropy(pygpu.from_numpy(a),
+                                              pygpu.from_numpy(bad))

@@ -1,5 +1,5 @@
-/* cpu_split.c - elementwise, fill, random and softmax rows split into
- * tasks for the thread pool.
+/* cpu_split.c - elementwise, fill, random, softmax and cross-entropy rows
+ * split into tasks for the thread pool.
  *
  * An elementwise geometry is cut into boxes: the leading dims 0 .. d-1 are
  * taken one index at a time and dim d is cut into `cuts` ranges, d being
@@ -11,6 +11,8 @@
  * starting its Philox counter where the whole would be (cpu_random.c), so
  * they are the same numbers as well.
  */
+#include <stdlib.h>
+
 #include "memory/memory.h"
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_split.h"
@@ -165,10 +167,63 @@ outer_task(void *ctx, int64_t t)
     }
 }
 
+/* XENT: ranges of the outer index through pygpu_cpu_xent_lines; a part
+ * that meets a target out of range leaves it in its slot, and the first
+ * such part's (in sample order) is the row's answer. */
+typedef struct {
+    const pygpu_kargs *k;
+    int64_t parts;
+    int *failed;
+    int64_t *bad;
+} xent_job;
+
+static void
+xent_task(void *ctx, int64_t t)
+{
+    const xent_job *j = ctx;
+    const pygpu_xent_args *a = j->k->xent;
+    int64_t lo = a->outer * t / j->parts, hi = a->outer * (t + 1) / j->parts;
+    j->failed[t] = pygpu_cpu_xent_lines(j->k->op, j->k->dtype, a, lo, hi,
+                                        &j->bad[t]);
+}
+
+static int
+split_xent(pygpu_kargs *k, int64_t parts)
+{
+    const pygpu_xent_args *a = k->xent;
+    if (a->outer < 2 || a->n <= 0 || a->inner <= 0) {
+        return -1;
+    }
+    xent_job j = {.k = k, .parts = parts < a->outer ? parts : a->outer};
+    int rc = -1;
+    j.failed = calloc((size_t)j.parts, sizeof(int));
+    j.bad = calloc((size_t)j.parts, sizeof(int64_t));
+    if (j.failed == NULL || j.bad == NULL) {
+        goto fail;
+    }
+    pygpu_parallel_run(j.parts, xent_task, &j);
+    k->ix.failed = 0;
+    for (int64_t t = 0; t < j.parts; t++) {
+        if (j.failed[t]) {
+            k->ix.failed = 1;
+            k->ix.bad = j.bad[t];
+            break;
+        }
+    }
+    rc = 0;
+fail:
+    free(j.failed);
+    free(j.bad);
+    return rc;
+}
+
 int
 pygpu_cpu_split_elementwise(int kind, pygpu_kernel_fn fn, pygpu_kargs *k,
                             int64_t parts)
 {
+    if (kind == PYGPU_K_XENT) {
+        return split_xent(k, parts);
+    }
     if (kind == PYGPU_K_SOFTMAX) {
         if (k->outer < 2) {
             return -1;

@@ -11,8 +11,8 @@
 #define PYGPU_TASK_MIN (1 << 15)
 
 /* Runs fn(k) for a row of kind BINARY, BINARY_SCALAR, UNARY, COPY, FILL,
- * RANDOM or SOFTMAX (outer >= 2) split over the pool into at most `parts`
- * tasks.  Returns 0,
+ * RANDOM, SOFTMAX or XENT (those two with outer >= 2) split over the pool
+ * into at most `parts` tasks.  Returns 0,
  * or -1 (nothing run) for a kind or geometry it does not split. */
 int pygpu_cpu_split_elementwise(int kind, pygpu_kernel_fn fn,
                                 pygpu_kargs *k, int64_t parts);

@@ -131,11 +131,11 @@ grad_row_f32(float *restrict y, const float *restrict x,
     }                                                                        \
     /* inner == 1: line o is the contiguous run x + o n. */                  \
     static int forward_rows_##SFX(const pygpu_xent_args *a, ACC W,           \
-                                  int64_t *bad)                              \
+                                  int64_t lo, int64_t hi, int64_t *bad)      \
     {                                                                        \
         ACC *st = a->stats;                                                  \
         int64_t n = a->n;                                                    \
-        for (int64_t o = 0; o < a->outer; o++) {                             \
+        for (int64_t o = lo; o < hi; o++) {                                  \
             const T *x = (const T *)a->x + o * n;                            \
             int64_t t = a->target[o];                                        \
             int kind = target_kind(a, t);                                    \
@@ -214,19 +214,21 @@ grad_row_f32(float *restrict y, const float *restrict x,
         }                                                                    \
         return 0;                                                            \
     }                                                                        \
-    static int forward_##SFX(const pygpu_xent_args *a, int64_t *bad)         \
+    static int forward_##SFX(const pygpu_xent_args *a, int64_t lo,           \
+                             int64_t hi, int64_t *bad)                       \
     {                                                                        \
         ACC W = weight_sum_##SFX(a);                                         \
         if (a->n == 0) {                                                     \
             return forward_no_classes(a, sizeof(ACC), bad);                  \
         }                                                                    \
-        if (a->weight != NULL && a->smoothing > 0 && a->wsum != NULL) {      \
+        if (lo == 0 && a->weight != NULL && a->smoothing > 0 &&              \
+            a->wsum != NULL) {                                               \
             *(ACC *)a->wsum = W;                                             \
         }                                                                    \
         if (a->inner == 1) {                                                 \
-            return forward_rows_##SFX(a, W, bad);                            \
+            return forward_rows_##SFX(a, W, lo, hi, bad);                    \
         }                                                                    \
-        for (int64_t o = 0; o < a->outer; o++) {                             \
+        for (int64_t o = lo; o < hi; o++) {                                  \
             for (int64_t c0 = 0; c0 < a->inner; c0 += XENT_COLS) {           \
                 int64_t wd = a->inner - c0 < XENT_COLS ? a->inner - c0       \
                                                        : XENT_COLS;          \
@@ -256,13 +258,14 @@ grad_row_f32(float *restrict y, const float *restrict x,
         *ls = ((const ACC *)a->stats)[3 * S + s];                            \
         return 1;                                                            \
     }                                                                        \
-    static void backward_##SFX(const pygpu_xent_args *a)                     \
+    static void backward_##SFX(const pygpu_xent_args *a, int64_t lo,         \
+                               int64_t hi)                                   \
     {                                                                        \
         const T *w = a->smoothing > 0 ? a->weight : NULL;                    \
         ACC W = w ? *(const ACC *)a->wsum : (ACC)a->n;                       \
         ACC den = a->denom ? *(const ACC *)a->denom : (ACC)1;                \
         int64_t n = a->n, inner = a->inner;                                  \
-        for (int64_t o = 0; o < a->outer; o++) {                             \
+        for (int64_t o = lo; o < hi; o++) {                                  \
             const T *x = (const T *)a->x + o * n * inner;                    \
             T *y = (T *)a->grad_x + o * n * inner;                           \
             if (inner == 1) {                                                \
@@ -327,7 +330,8 @@ XENT(bf16, uint16_t, float, pygpu_bf16_to_float, pygpu_float_to_bf16,
 XENT(f64, double, double, AS_IS, AS_IS, exp)
 
 int
-pygpu_cpu_xent(int op, int dtype, const pygpu_xent_args *a, int64_t *bad)
+pygpu_cpu_xent_lines(int op, int dtype, const pygpu_xent_args *a,
+                     int64_t lo, int64_t hi, int64_t *bad)
 {
     if (a->outer <= 0 || a->inner <= 0 || a->n < 0) {
         return 0;
@@ -338,14 +342,21 @@ pygpu_cpu_xent(int op, int dtype, const pygpu_xent_args *a, int64_t *bad)
     }
     switch (dtype) {
     case PYGPU_FLOAT32:
-        return fwd ? forward_f32(a, bad) : (backward_f32(a), 0);
+        return fwd ? forward_f32(a, lo, hi, bad) : (backward_f32(a, lo, hi), 0);
     case PYGPU_FLOAT16:
-        return fwd ? forward_f16(a, bad) : (backward_f16(a), 0);
+        return fwd ? forward_f16(a, lo, hi, bad) : (backward_f16(a, lo, hi), 0);
     case PYGPU_BFLOAT16:
-        return fwd ? forward_bf16(a, bad) : (backward_bf16(a), 0);
+        return fwd ? forward_bf16(a, lo, hi, bad)
+                   : (backward_bf16(a, lo, hi), 0);
     case PYGPU_FLOAT64:
-        return fwd ? forward_f64(a, bad) : (backward_f64(a), 0);
+        return fwd ? forward_f64(a, lo, hi, bad) : (backward_f64(a, lo, hi), 0);
     default:
         return 0; /* the front end takes floating inputs only */
     }
+}
+
+int
+pygpu_cpu_xent(int op, int dtype, const pygpu_xent_args *a, int64_t *bad)
+{
+    return pygpu_cpu_xent_lines(op, dtype, a, 0, a->outer, bad);
 }

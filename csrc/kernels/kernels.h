@@ -345,6 +345,11 @@ int pygpu_cpu_gather(int esize, void *dense, void *indexed,
  * ignore_index: returns 1 with *bad set to it, else 0. */
 int pygpu_cpu_xent(int op, int dtype, const pygpu_xent_args *a,
                    int64_t *bad);
+/* The same over the lines o in [lo, hi) of [outer, n, inner] only (the
+ * samples o * inner .. (o + 1) * inner - 1 of each); the line-0 part also
+ * writes wsum.  Parts over disjoint ranges may run at once. */
+int pygpu_cpu_xent_lines(int op, int dtype, const pygpu_xent_args *a,
+                         int64_t lo, int64_t hi, int64_t *bad);
 /* Contiguous relu, the fast path: out may equal in. */
 void pygpu_cpu_relu_contig(int dtype, void *out, const void *in, int64_t n);
 /* out[i] += bias[i % cols] over rows * cols contiguous elements, then relu
