@@ -17,7 +17,8 @@
  * (an add or a relu: ~0.3 ns each); random numbers count as several.
  * Splitting costs a hand-off to the workers and a join: a few
  * microseconds while the workers still poll after their last job
- * (cpu_parallel.c), a thread wake-up (~10 us or more) once they sleep.
+ * (cpu_parallel.c), a thread wake-up (tens to hundreds of microseconds)
+ * once they sleep.
  * Measured on the quiet 2-core test machine, 2 threads against 1: copy_,
  * sum, relu_ and add of 2^17 float32 elements 1.7-2.1x faster, of 2^16
  * 1.0-2.0x.  On a machine whose other cores are busy a split gains

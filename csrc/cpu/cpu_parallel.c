@@ -14,11 +14,11 @@
  * for the workers that joined: a worker that wakes after the close skips
  * the job, so a slow wake-up never delays the caller past its own work.
  *
- * After a job a worker polls for the next one for WORKER_SPIN_NS before
- * it sleeps on `wake`: loops that come one after another (an optimizer
- * step, a training step's ops) then start on every thread at once instead
- * of waiting for a wake-up each (tens of microseconds, more on a busy
- * machine).  The poll reads `generation` only, without the lock.
+ * After a job a worker polls for the next one for WORKER_SPIN_NS (10 ms)
+ * before it sleeps on `wake`: loops that come one after another then
+ * start on every thread at once instead of waiting for a wake-up each
+ * (hundreds of microseconds on a virtual machine).  The poll reads
+ * `generation` only, without the lock.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -37,13 +37,18 @@
 
 #include "cpu/cpu_parallel.h"
 
-/* Rounds the caller polls the workers' exit before it sleeps: a job's
+/* How long the caller polls the workers' exit before it sleeps: a job's
  * tasks end together, so the wait is usually short. */
-#define SPIN_ROUNDS 2000
+#define CALLER_SPIN_NS 50000
 /* Workers started at most, whatever the thread count asked for. */
 #define MAX_WORKERS 1023
-/* How long an idle worker polls for the next job before it sleeps. */
-#define WORKER_SPIN_NS 200000
+/* How long an idle worker polls for the next job before it sleeps (as
+ * OpenMP runtimes do by default, for a few milliseconds).  Waking a
+ * sleeping thread is slow on virtual machines: on the 2-core test
+ * machine, 16 back-to-back relu_ of 2^20 floats after 5 ms idle took 42 us
+ * each on two threads with a 6 ms poll, 105-160 us with a 0.2 or 2 ms one
+ * (the workers had gone to sleep), 65 us on one thread. */
+#define WORKER_SPIN_NS 10000000
 
 static struct {
     pthread_mutex_t lock;  /* guards every field but next and active */
@@ -91,16 +96,16 @@ now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Polls, without the lock, until a job newer than `seen` is published or
- * the pool stops, for WORKER_SPIN_NS at most. */
+/* Polls, without the lock, until a job newer than generation `last` is
+ * published or the pool stops, for WORKER_SPIN_NS at most. */
 static void
-spin_for_job(uint64_t seen)
+spin_for_job(uint64_t last)
 {
     int64_t until = now_ns() + WORKER_SPIN_NS;
     for (;;) {
         for (int i = 0; i < 64; i++) {
             if (atomic_load_explicit(&pool.generation, memory_order_relaxed) !=
-                    seen ||
+                    last ||
                 atomic_load_explicit(&pool.stop, memory_order_relaxed)) {
                 return;
             }
@@ -120,8 +125,12 @@ worker_main(void *arg)
     pthread_mutex_lock(&pool.lock);
     for (;;) {
         if (!pool.stop && !(pool.open && pool.generation != seen)) {
+            /* Polls for a job newer than the last one published, joined
+             * or not (one closed before this worker came is no reason to
+             * sleep). */
+            uint64_t last = pool.generation;
             pthread_mutex_unlock(&pool.lock);
-            spin_for_job(seen);
+            spin_for_job(last);
             pthread_mutex_lock(&pool.lock);
         }
         while (!pool.stop && !(pool.open && pool.generation != seen)) {
@@ -253,13 +262,21 @@ register_atfork(void)
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
-/* Waits until no worker is inside the job: a short poll, then sleep. */
+/* Waits until no worker is inside the job: a poll of CALLER_SPIN_NS at
+ * most, then sleep. */
 static void
 wait_workers(void)
 {
-    for (int i = 0; i < SPIN_ROUNDS; i++) {
-        if (atomic_load(&pool.active) == 0) {
-            return;
+    int64_t until = now_ns() + CALLER_SPIN_NS;
+    for (;;) {
+        for (int i = 0; i < 64; i++) {
+            if (atomic_load(&pool.active) == 0) {
+                return;
+            }
+            CPU_RELAX();
+        }
+        if (now_ns() > until) {
+            break;
         }
     }
     pthread_mutex_lock(&pool.lock);
