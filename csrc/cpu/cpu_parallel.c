@@ -49,6 +49,7 @@
  * each on two threads with a 6 ms poll, 105-160 us with a 0.2 or 2 ms one
  * (the workers had gone to sleep), 65 us on one thread. */
 #define WORKER_SPIN_NS 10000000
+#define WORKER_HOT_NS 100000
 
 static struct {
     pthread_mutex_t lock;  /* guards every field but next and active */
@@ -97,11 +98,13 @@ now_ns(void)
 }
 
 /* Polls, without the lock, until a job newer than generation `last` is
- * published or the pool stops, for WORKER_SPIN_NS at most. */
+ * published or the pool stops, for WORKER_SPIN_NS at most; past the first
+ * WORKER_HOT_NS it yields the CPU between rounds, so that other threads
+ * that want it (NumPy's BLAS threads, other processes) get it. */
 static void
 spin_for_job(uint64_t last)
 {
-    int64_t until = now_ns() + WORKER_SPIN_NS;
+    int64_t start = now_ns(), t = start;
     for (;;) {
         for (int i = 0; i < 64; i++) {
             if (atomic_load_explicit(&pool.generation, memory_order_relaxed) !=
@@ -111,8 +114,12 @@ spin_for_job(uint64_t last)
             }
             CPU_RELAX();
         }
-        if (now_ns() > until) {
+        t = now_ns();
+        if (t - start > WORKER_SPIN_NS) {
             return;
+        }
+        if (t - start > WORKER_HOT_NS) {
+            sched_yield();
         }
     }
 }

@@ -13,16 +13,18 @@
 
 /* exp in float: x = k ln2 + r with |r| <= ln2 / 2 (ln2 in two parts,
  * Cody and Waite, so k ln2 is exact), e^r by its Taylor polynomial to r^7
- * (truncation below 1e-8 relative), times 2^k built in the exponent bits
- * of two normal floats (2^k itself is not one for k = 128 or k < -126).
- * k is rounded by adding and subtracting 1.5 * 2^23.  Within 2 ulp of
- * exp, subnormal results included; below -104 it gives 0 and above 88.8
- * inf (as the products overflow from 88.73); NaN stays NaN. */
+ * (truncation below 1e-8 relative), times 2^k as 2^h 2^(k - h), h = k / 2
+ * rounded down, two normal floats built in the exponent bits for every k
+ * from -150 to 128 (2^k itself is not one for k = 128 or k < -126): the
+ * first product is exact, the second rounds once (subnormal results).
+ * k is rounded by adding and subtracting 1.5 * 2^23.  x is clamped to
+ * [-104, 88.8] first, where exp rounds to 0 and overflows to inf, and a
+ * NaN (which the clamps turn into -104) is given back at the end.  Within
+ * 2 ulp of exp, subnormal results included. */
 static inline float pygpu_cpu_expf(float x)
 {
-    float xc = x < -104.0f ? -104.0f : x;
-    xc = xc > 88.8f ? 88.8f : xc;
-    xc = x != x ? 0.0f : xc;
+    float xc = x > -104.0f ? x : -104.0f;
+    xc = xc < 88.8f ? xc : 88.8f;
     float k = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;
     float r = xc - k * 0.693359375f;
     r = r - k * -2.12194440e-4f;
@@ -35,15 +37,12 @@ static inline float pygpu_cpu_expf(float x)
     p = p * r + 1.0f;
     p = p * r + 1.0f;
     int32_t ki = (int32_t)k;
-    int32_t k1 = ki < -126 ? ki + 64 : ki > 127 ? ki - 1 : ki;
-    float k2 = ki < -126 ? 0x1p-64f : ki > 127 ? 2.0f : 1.0f;
+    int32_t h = ki >> 1;
     union {
         int32_t i;
         float f;
-    } scale = {.i = (k1 + 127) * (1 << 23)};
-    float e = p * scale.f * k2;
-    e = x < -104.0f ? 0.0f : e;
-    e = x > 88.8f ? INFINITY : e;
+    } s1 = {.i = (h + 127) * (1 << 23)}, s2 = {.i = (ki - h + 127) * (1 << 23)};
+    float e = p * s1.f * s2.f;
     return x != x ? x : e;
 }
 
