@@ -293,3 +293,29 @@ def test_cross_entropy_split_by_lines(shape, restore_threads):
         with pytest.raises(IndexError, match="Target -3 is out of bounds"):
             pygpu.nn.functional.cross_entropy(pygpu.from_numpy(a),
                                               pygpu.from_numpy(bad))
+
+
+@pytest.mark.parametrize("opt", ["adam", "sgd"])
+def test_fused_optimizer_split_by_chunks(opt, restore_threads):
+    """A fused optimizer step over more than one chunk of 64K elements
+    splits over the pool by chunks: the same bits on any thread count."""
+    rng = np.random.default_rng(4)
+    shapes = [(300, 700), (70001,), (3,)]
+    ps = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    gs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+    def run():
+        params = [pygpu.from_numpy(p.copy()).requires_grad_() for p in ps]
+        for p, g in zip(params, gs):
+            p.grad = pygpu.from_numpy(g)
+        if opt == "adam":
+            o = pygpu.optim.Adam(params, lr=1e-2, weight_decay=0.1,
+                                 amsgrad=True)
+        else:
+            o = pygpu.optim.SGD(params, lr=1e-2, momentum=0.9,
+                                nesterov=True)
+        for _ in range(2):
+            o.step()
+        return tuple(p.detach() for p in params)
+
+    assert_same_bits(by_threads(run))

@@ -1,5 +1,5 @@
-/* cpu_split.c - elementwise, fill, random, softmax and cross-entropy rows
- * split into tasks for the thread pool.
+/* cpu_split.c - elementwise, fill, random, softmax, cross-entropy and
+ * optimizer-step rows split into tasks for the thread pool.
  *
  * An elementwise geometry is cut into boxes: the leading dims 0 .. d-1 are
  * taken one index at a time and dim d is cut into `cuts` ranges, d being
@@ -16,6 +16,7 @@
 #include "memory/memory.h"
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_split.h"
+#include "kernels/optim.h"
 
 typedef struct {
     pygpu_kernel_fn fn;
@@ -217,10 +218,75 @@ fail:
     return rc;
 }
 
+/* OPTIM: the chunks of PYGPU_OPTIM_CHUNK elements the CUDA launch uses,
+ * one task each, through a one-tensor step whose pointers start at the
+ * chunk (every element is updated on its own, so the bits are the same). */
+typedef struct {
+    pygpu_kernel_fn fn;
+    const pygpu_kargs *k;
+    int64_t *tensor, *start; /* chunk c: tensor[c] from element start[c] */
+} optim_job;
+
+static void
+optim_task(void *ctx, int64_t c)
+{
+    const optim_job *j = ctx;
+    const pygpu_optim_step *s = j->k->optim;
+    int64_t i = j->tensor[c], lo = j->start[c];
+    int64_t len = s->numel[i] - lo < PYGPU_OPTIM_CHUNK ? s->numel[i] - lo
+                                                      : PYGPU_OPTIM_CHUNK;
+    int64_t es = (int64_t)esize(j->k->dtype);
+    void *ptr[PYGPU_OPT_NLISTS];
+    pygpu_optim_step sub = *s;
+    sub.n = 1;
+    sub.numel = &len;
+    for (int l = 0; l < PYGPU_OPT_NLISTS; l++) {
+        if (s->lists[l] != NULL) {
+            ptr[l] = s->lists[l][i] == NULL
+                         ? NULL
+                         : (char *)s->lists[l][i] + lo * es;
+            sub.lists[l] = &ptr[l];
+        }
+    }
+    pygpu_kargs local = *j->k;
+    local.optim = &sub;
+    j->fn(&local);
+}
+
+static int
+split_optim(pygpu_kernel_fn fn, pygpu_kargs *k)
+{
+    const pygpu_optim_step *s = k->optim;
+    int64_t count = pygpu_optim_chunks(s);
+    optim_job j = {.fn = fn, .k = k};
+    int rc = -1;
+    j.tensor = malloc((size_t)(count > 0 ? count : 1) * sizeof(int64_t));
+    j.start = malloc((size_t)(count > 0 ? count : 1) * sizeof(int64_t));
+    if (j.tensor == NULL || j.start == NULL) {
+        goto fail;
+    }
+    int64_t c = 0;
+    for (int64_t i = 0; i < s->n; i++) {
+        for (int64_t lo = 0; lo < s->numel[i]; lo += PYGPU_OPTIM_CHUNK) {
+            j.tensor[c] = i;
+            j.start[c++] = lo;
+        }
+    }
+    pygpu_parallel_run(count, optim_task, &j);
+    rc = 0;
+fail:
+    free(j.tensor);
+    free(j.start);
+    return rc;
+}
+
 int
 pygpu_cpu_split_elementwise(int kind, pygpu_kernel_fn fn, pygpu_kargs *k,
                             int64_t parts)
 {
+    if (kind == PYGPU_K_OPTIM) {
+        return split_optim(fn, k);
+    }
     if (kind == PYGPU_K_XENT) {
         return split_xent(k, parts);
     }

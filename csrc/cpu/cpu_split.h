@@ -12,7 +12,8 @@
 
 /* Runs fn(k) for a row of kind BINARY, BINARY_SCALAR, UNARY, COPY, FILL,
  * RANDOM, SOFTMAX or XENT (those two with outer >= 2) split over the pool
- * into at most `parts` tasks.  Returns 0,
+ * into at most `parts` tasks, or OPTIM into its chunks of
+ * PYGPU_OPTIM_CHUNK elements.  Returns 0,
  * or -1 (nothing run) for a kind or geometry it does not split. */
 int pygpu_cpu_split_elementwise(int kind, pygpu_kernel_fn fn,
                                 pygpu_kargs *k, int64_t parts);
