@@ -470,3 +470,27 @@ def test_fused_many_chunks(device):
     ref = adam_ref(ps, gs, 0.01, 0.9, 0.999, 1e-8, 1e-2, True, True)
     for p, r in zip(tp, ref):
         assert_close(p, r, rtol)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam"])
+def test_fused_parameter_listed_twice(name):
+    """A parameter listed twice in a group is updated twice, one update
+    after the other (never two at once over the same memory), as the
+    per-op path does."""
+    import warnings
+    rng = np.random.default_rng(7)
+    p0 = rng.standard_normal((300, 500)).astype(np.float32)
+    g0 = rng.standard_normal((300, 500)).astype(np.float32)
+    out = []
+    for foreach in (None, False):
+        p = pygpu.from_numpy(p0.copy()).requires_grad_()
+        p.grad = pygpu.from_numpy(g0)
+        kw = dict(momentum=0.9) if name == "SGD" else {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            opt = getattr(pygpu.optim, name)([p, p], lr=0.1,
+                                             foreach=foreach, **kw)
+        for _ in range(3):
+            opt.step()
+        out.append(p.detach().numpy())
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-5, atol=1e-6)

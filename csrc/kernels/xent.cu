@@ -10,9 +10,12 @@
  *            neighbouring columns (coalesced).
  *   backward: one thread per element, whatever inner: p =
  *            exp((x - m) - ls) from the forward's m and ls.
- * A target out of range does not trap: the first thread to meet one
- * records it in err (the caller reads it back after the kernel) and its
- * sample is written as if ignored.  Simple and correct, not tuned.
+ * A target out of range does not trap: err[0] is set and err[1] keeps the
+ * smallest such sample index (atomicMin), which a one-thread kernel then
+ * replaces by that sample's target, so the caller reads back (after the
+ * kernels) the first target out of range in sample order, as the CPU
+ * reports it; the sample is written as if ignored.  Simple and correct,
+ * not tuned.
  */
 #include "rows.cuh"
 
@@ -26,11 +29,20 @@ __device__ __forceinline__ int target_kind(const pygpu_xent_args &a,
     return t >= 0 && t < a.n ? 1 : -1;
 }
 
+/* Sample s has a target out of range (err[1] starts at all ones). */
 __device__ __forceinline__ void report_bad(unsigned long long *err,
-                                           int64_t t)
+                                           int64_t s)
 {
-    if (atomicCAS(err, 0ull, 1ull) == 0ull) {
-        err[1] = (unsigned long long)t;
+    err[0] = 1ull;
+    atomicMin(&err[1], (unsigned long long)s);
+}
+
+/* After the forward kernel: the first bad sample's target, in err[1]. */
+__global__ void bad_target_kernel(const int64_t *target,
+                                  unsigned long long *err)
+{
+    if (err[0] != 0ull) {
+        err[1] = (unsigned long long)target[err[1]];
     }
 }
 
@@ -77,13 +89,13 @@ template <typename T>
 __global__ void weight_sum_kernel(const T *w, int64_t n, acc_t<T> *out)
 {
     using A = acc_t<T>;
-    A s = A(0);
+    double s = 0; /* as the CPU: in double, rounded once */
     for (int64_t j = threadIdx.x; j < n; j += BLOCK) {
-        s += convert<A>(w[j]);
+        s += (double)convert<A>(w[j]);
     }
     s = block_all<false>(s);
     if (threadIdx.x == 0) {
-        *out = s;
+        *out = A(s);
     }
 }
 
@@ -104,7 +116,7 @@ __global__ void xent_forward_rows(const pygpu_xent_args a,
         if (kind <= 0) {
             if (threadIdx.x == 0) {
                 if (kind < 0) {
-                    report_bad(err, t);
+                    report_bad(err, row);
                 }
                 skip<A>(a, row);
             }
@@ -116,18 +128,20 @@ __global__ void xent_forward_rows(const pygpu_xent_args a,
             m = max_nan(m, convert<A>(x[j]));
         }
         m = block_all<true>(m);
-        A se = A(0), sw = A(0);
+        double se = 0, sw = 0; /* in double, as the CPU */
         for (int64_t j = threadIdx.x; j < a.n; j += BLOCK) {
             A d = convert<A>(x[j]) - m;
-            se += exp_of(d);
-            sw += (w ? convert<A>(w[j]) : A(1)) * d;
+            se += (double)exp_of(d);
+            sw += (double)((w ? convert<A>(w[j]) : A(1)) * d);
         }
         se = block_all<false>(se);
         if (smooth) {
             sw = block_all<false>(sw);
         }
         if (threadIdx.x == 0) {
-            finish<T, A>(a, row, t, convert<A>(x[t]), m, log_of(se), sw, W);
+            /* s >= 1: log1p keeps its digits past 1, as the CPU does */
+            finish<T, A>(a, row, t, convert<A>(x[t]), m, A(log1p(se - 1)),
+                         A(sw), W);
         }
     }
 }
@@ -147,7 +161,7 @@ __global__ void xent_forward_cols(const pygpu_xent_args a,
         const int kind = target_kind(a, t);
         if (kind <= 0) {
             if (kind < 0) {
-                report_bad(err, t);
+                report_bad(err, s);
             }
             skip<A>(a, s);
             continue;
@@ -218,7 +232,11 @@ static cudaError_t xent_launch(int op, const pygpu_xent_args *a,
         kernel<<<grid_for<kernel>(N), BLOCK, 0, stream>>>(*a);
         return cudaGetLastError();
     }
-    cudaError_t e = cudaMemsetAsync(err, 0, 2 * sizeof(int64_t), stream);
+    /* err[0] = 0 (no target out of range), err[1] = all ones (no sample) */
+    cudaError_t e = cudaMemsetAsync(err, 0, sizeof(int64_t), stream);
+    if (e == cudaSuccess) {
+        e = cudaMemsetAsync(err + 1, 0xff, sizeof(int64_t), stream);
+    }
     if (e != cudaSuccess || S == 0) {
         return e;
     }
@@ -237,6 +255,11 @@ static cudaError_t xent_launch(int op, const pygpu_xent_args *a,
         constexpr auto kernel = xent_forward_cols<T>;
         kernel<<<grid_for<kernel>(S), BLOCK, 0, stream>>>(*a, err);
     }
+    e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        return e;
+    }
+    bad_target_kernel<<<1, 1, 0, stream>>>(a->target, err);
     return cudaGetLastError();
 }
 

@@ -203,10 +203,7 @@ run_groups(const optim_call *c)
         for (int j = 0; j < PYGPU_OPT_NLISTS; j++) {
             s.lists[j] = c->lists[j] != NULL ? ptrs + j * n : NULL;
         }
-        pygpu_kargs k;
-        k.op = c->op;
-        k.optim = &s;
-        k.numel = total;
+        pygpu_kargs k = {.op = c->op, .optim = &s, .numel = total};
         if (pygpu_dispatch(PYGPU_K_OPTIM, p0->device, p0->dtype, &k,
                            c->fname) < 0) {
             goto fail;

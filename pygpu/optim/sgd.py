@@ -43,9 +43,14 @@ class SGD(Optimizer):
             fused = use_fused(g)
             mom = g["momentum"]
             batches = ([], []), ([], [])  # (params, grads): old, new buffers
+            seen, again = set(), []
             for p in g["params"]:
                 if p.grad is None:
                     continue
+                if id(p) in seen:  # listed twice: updated again after
+                    again.append(p)  # the fused batches, not within one
+                    continue
+                seen.add(id(p))
                 grad = p.grad
                 buf = None
                 if mom != 0:
@@ -62,6 +67,8 @@ class SGD(Optimizer):
             for first, (ps, grads) in enumerate(batches):
                 if ps:
                     self._fused(ps, grads, g, first)
+            for p in again:
+                self._single(p, p.grad, g)
         return loss
 
     def _fused(self, ps, grads, g, first):
