@@ -218,3 +218,47 @@ def test_type_as(device):
         assert pygpu.zeros(2).type("pygpu.FloatTensor").device.type == "cpu"
     with pytest.raises(TypeError):
         x.type_as(3)
+
+
+# -- CPU memory alignment ---------------------------------------------------
+
+BIG = 1 << 16  # elements: float32 tensors of 256 KiB, over the threshold
+
+
+@pytest.mark.parametrize("make", [
+    lambda: pygpu.empty(BIG),
+    lambda: pygpu.zeros(3, BIG, dtype=pygpu.float64),
+    lambda: pygpu.tensor(np.random.rand(BIG).astype(np.float32)),
+    lambda: pygpu.tensor(np.random.rand(7, BIG)[:, ::2]),
+    lambda: pygpu.randn(BIG) + 1,
+    lambda: pygpu.tensor(np.arange(BIG, dtype=np.int16)).float(),
+])
+def test_large_cpu_tensors_start_on_a_64_byte_line(make):
+    t = make()
+    assert t.data_ptr() % 64 == 0
+
+
+def test_aligned_cpu_tensor_shares_memory_with_its_array():
+    src = np.random.rand(5, BIG).astype(np.float32)
+    t = pygpu.tensor(src)
+    a = t.numpy()
+    np.testing.assert_array_equal(a, src)
+    assert a.ctypes.data == t.data_ptr()
+    a[2, 3] = -7.0
+    assert t[2, 3].item() == -7.0
+    t[4, 1] = 9.0
+    assert a[4, 1] == 9.0
+    del t
+    np.testing.assert_array_equal(a[0], src[0])  # the array keeps it alive
+    # a copy of the data, not a view of src
+    src[0, 0] = 123.0
+    assert a[0, 0] != 123.0
+
+
+def test_tensor_from_array_casts_like_numpy():
+    big = np.random.randn(3, BIG) * 100
+    t = pygpu.tensor(big, dtype=pygpu.int32)
+    np.testing.assert_array_equal(t.numpy(), big.astype(np.int32))
+    b = pygpu.tensor(np.random.rand(BIG) > 0.5)
+    assert b.dtype == pygpu.bool
+    assert b.data_ptr() % 64 == 0

@@ -93,6 +93,47 @@ check_shape(int ndim, const int64_t *shape, int dtype, size_t *nbytes)
     return 0;
 }
 
+/* CPU tensors of CPU_ALIGN_MIN bytes and more start on a 64-byte line, as
+ * torch's do (NumPy's own arrays start 16 bytes into a page when they are
+ * large): the array is a view into a NumPy byte array CPU_ALIGN - 1 bytes
+ * longer, which owns the memory (so NumPy's allocator, with its huge
+ * pages for large arrays, still provides it).  A sum of 2^24 float32 on
+ * two threads of the test machine: 1.07-1.13 ms from 64-byte aligned
+ * memory, 1.15-1.39 from NumPy's.  Smaller tensors keep one plain array,
+ * which costs one object less per op. */
+#define CPU_ALIGN 64
+#define CPU_ALIGN_MIN ((size_t)1 << 16)
+
+static PyObject *
+cpu_array(int ndim, npy_intp *dims, int dtype, size_t nbytes)
+{
+    int npy_type = pygpu_dtype_table[dtype].npy_type;
+    if (nbytes < CPU_ALIGN_MIN) {
+        return PyArray_SimpleNew(ndim, dims, npy_type);
+    }
+    npy_intp raw_len = (npy_intp)(nbytes + CPU_ALIGN - 1);
+    PyObject *raw = PyArray_SimpleNew(1, &raw_len, NPY_UINT8);
+    if (raw == NULL) {
+        return NULL;
+    }
+    char *p = PyArray_BYTES((PyArrayObject *)raw);
+    p += (CPU_ALIGN - (uintptr_t)p % CPU_ALIGN) % CPU_ALIGN;
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type,
+                                         PyArray_DescrFromType(npy_type),
+                                         ndim, dims, NULL, p,
+                                         NPY_ARRAY_CARRAY, NULL);
+    if (arr == NULL) {
+        Py_DECREF(raw);
+        return NULL;
+    }
+    /* takes the reference to raw, also when it fails */
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, raw) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+}
+
 /* A new base-class tensor object with a contiguous geometry and no memory
  * yet (base and data NULL). */
 static TensorObject *
@@ -149,8 +190,7 @@ pygpu_tensor_empty(int ndim, const int64_t *shape, int dtype,
             dims[d] = (npy_intp)shape[d];
         }
         t->device.index = -1;
-        t->base = PyArray_SimpleNew(ndim, dims,
-                                    pygpu_dtype_table[dtype].npy_type);
+        t->base = cpu_array(ndim, dims, dtype, nbytes);
         if (t->base == NULL) {
             if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
                 /* torch's CPU allocator raises a RuntimeError */

@@ -97,7 +97,7 @@ check_uint64_fits(PyArrayObject *arr)
 TensorObject *
 pygpu_tensor_from_data(PyObject *data, int dtype, pygpu_device dev)
 {
-    PyArrayObject *arr = NULL, *conv = NULL;
+    PyArrayObject *arr = NULL;
     TensorObject *host = NULL, *result = NULL;
     if (Tensor_Check(data)) {
         TensorObject *t = (TensorObject *)data;
@@ -166,18 +166,16 @@ pygpu_tensor_from_data(PyObject *data, int dtype, pygpu_device dev)
     if (natural == PYGPU_INT64 && check_uint64_fits(arr) < 0) {
         goto fail;
     }
-    PyArray_Descr *descr =
-        PyArray_DescrFromType(pygpu_dtype_table[natural].npy_type);
-    conv = (PyArrayObject *)PyArray_FromAny(
-        (PyObject *)arr, descr, 0, 0,
-        NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_ENSURECOPY |
-            NPY_ARRAY_FORCECAST,
-        NULL);
-    if (conv == NULL) {
-        goto fail;
+    /* copied (and cast) into a new CPU tensor, so that the memory is
+     * pygpu's (aligned as every CPU tensor's) */
+    int64_t shape[PYGPU_MAX_DIMS];
+    pygpu_device cpu = {PYGPU_CPU, -1};
+    for (int d = 0; d < PyArray_NDIM(arr); d++) {
+        shape[d] = (int64_t)PyArray_DIM(arr, d);
     }
-    host = pygpu_tensor_from_ndarray(conv);
-    if (host == NULL) {
+    host = pygpu_tensor_empty(PyArray_NDIM(arr), shape, natural, cpu);
+    if (host == NULL ||
+        PyArray_CopyInto((PyArrayObject *)host->base, arr) < 0) {
         goto fail;
     }
     if (dev.type == PYGPU_CPU && dtype == natural) {
@@ -189,7 +187,6 @@ pygpu_tensor_from_data(PyObject *data, int dtype, pygpu_device dev)
     }
 fail:
     Py_XDECREF(arr);
-    Py_XDECREF(conv);
     Py_XDECREF(host);
     return result;
 }
