@@ -10,6 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The float sums of a contiguous run are pairwise: a run of n elements
+ * longer than PYGPU_SUM_LEAF is halved at
+ * (n / PYGPU_SUM_LEAF + 1) / 2 * PYGPU_SUM_LEAF and the halves' sums
+ * added (cpu_reduce.c; the split over threads, cpu_split_reduce.c,
+ * follows the same tree). */
+#define PYGPU_SUM_LEAF 512
+
 /* Bytes of row buffers a loop keeps on its stack (see
  * pygpu_cpu_row_pool). */
 #define PYGPU_ROW_STACK 16384

@@ -9,7 +9,7 @@
  *    results are combined here so as to give the loop's own answer:
  *      sums with a float / double accumulator (every floating input)
  *      follow the pairwise tree of cpu_reduce.c (sum_contig halves a run
- *      at a multiple of SUM_LEAF elements) down to pieces of at most PIECE
+ *      at a multiple of TREE_LEAF elements) down to pieces of at most PIECE
  *      elements, which are that tree's subtrees; the pieces leave their
  *      sums unrounded, in the accumulator's dtype (PYGPU_REDUCE_TO_ACC),
  *      and they are added here up the same tree in the same type, then
@@ -27,12 +27,13 @@
 
 #include "memory/memory.h"
 #include "cpu/cpu_parallel.h"
+#include "cpu/cpu_reduce.h"
 #include "cpu/cpu_split.h"
 #include "cpu/half.h"
 
-/* cpu_reduce.c's SUM_LEAF: the pairwise sum halves a run of n elements at
- * (n / SUM_LEAF + 1) / 2 * SUM_LEAF. */
-#define TREE_LEAF 128
+/* cpu_reduce.c's pairwise sum halves a run of n elements at
+ * (n / TREE_LEAF + 1) / 2 * TREE_LEAF. */
+#define TREE_LEAF PYGPU_SUM_LEAF
 /* Pieces of a full reduction: at most this many elements (by size alone,
  * so the pieces never depend on the thread count). */
 #define PIECE (1 << 16)

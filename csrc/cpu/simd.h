@@ -22,6 +22,17 @@
 #define WIDE_VECTORS
 #endif
 
+/* A function compiled for AVX2 alone, to be called only where
+ * PYGPU_CPU_HAS_AVX2() (a load and a test): for loops whose narrow and
+ * wide versions are written apart. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define PYGPU_HAVE_AVX2_FN 1
+#define PYGPU_AVX2_FN __attribute__((target("avx2")))
+#define PYGPU_CPU_HAS_AVX2() __builtin_cpu_supports("avx2")
+#else
+#define PYGPU_HAVE_AVX2_FN 0
+#endif
+
 #if defined(__GNUC__)
 #define PYGPU_HAVE_VEC8 1
 typedef float vec8f __attribute__((vector_size(32)));
