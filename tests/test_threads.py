@@ -319,3 +319,24 @@ def test_fused_optimizer_split_by_chunks(opt, restore_threads):
         return tuple(p.detach() for p in params)
 
     assert_same_bits(by_threads(run))
+
+
+@pytest.mark.parametrize("threads", [2, 5, 7, 16])
+@pytest.mark.parametrize("n", [(1 << 17) + 3, (1 << 18) + 77, 1 << 21])
+def test_each_task_runs_once(threads, n, restore_threads):
+    # more threads than cores and, at the smaller sizes, fewer tasks than
+    # threads: a range may be empty, and a thread that comes late finds
+    # its range taken by the others.  add_ is not idempotent, so a task
+    # run twice or skipped shows.
+    pygpu.set_num_threads(threads)
+    base = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    t = pygpu.tensor(base)
+    want = base.copy()
+    for _ in range(3):
+        t.add_(1.0)
+        want += np.float32(1.0)
+    np.testing.assert_array_equal(t.numpy(), want)
+    pygpu.set_num_threads(1)
+    one = pygpu.tensor(base).sum().numpy().tobytes()
+    pygpu.set_num_threads(threads)
+    assert pygpu.tensor(base).sum().numpy().tobytes() == one

@@ -8,11 +8,20 @@
  *
  * One job at a time: a second thread that asks while a job runs does its
  * tasks alone.  A job is published under `lock` with a new generation
- * number; each worker that sees it open joins (active++), claims task
- * numbers from the atomic counter `next` until none are left, and leaves
- * (active--).  The caller claims tasks too, then closes the job and waits
- * for the workers that joined: a worker that wakes after the close skips
- * the job, so a slow wake-up never delays the caller past its own work.
+ * number; each worker that sees it open joins (active++), claims tasks
+ * until none are left, and leaves (active--).  The caller claims tasks
+ * too, then closes the job and waits for the workers that joined: a
+ * worker that wakes after the close skips the job, so a slow wake-up
+ * never delays the caller past its own work.
+ *
+ * The tasks are cut into one range per thread (the caller is thread 0,
+ * worker i thread i + 1), each with an atomic counter: a thread claims
+ * the tasks of its own range first, in order, then those left in the
+ * others'.  So the same thread takes the same part of a loop from one
+ * call to the next, and may find it in its own cache, where one shared
+ * counter handed each task to whichever thread came first.  relu_ of
+ * 2^19 float32 on the 2-core test machine, medians of five runs of each
+ * in turn: 14-17 us against 17-19 (one run of the five the other way).
  *
  * After a job a worker polls for the next one for WORKER_SPIN_NS (10 ms)
  * before it sleeps on `wake`: loops that come one after another then
@@ -51,6 +60,14 @@
 #define WORKER_SPIN_NS 10000000
 #define WORKER_HOT_NS 100000
 
+/* Tasks next .. end - 1 of one thread's range (next may pass end); a
+ * cache line each, so that threads claiming in their own ranges do not
+ * share one. */
+typedef struct {
+    _Alignas(64) atomic_llong next;
+    int64_t end;
+} task_range;
+
 static struct {
     pthread_mutex_t lock;  /* guards every field but next and active */
     pthread_cond_t wake;   /* workers: a job was published, or stop */
@@ -64,8 +81,8 @@ static struct {
     int open;
     pygpu_task_fn fn;
     void *ctx;
-    int64_t ntasks;
-    atomic_llong next;
+    task_range *ranges;    /* room for nworkers + 1, made with the workers */
+    int nranges;           /* the job's: nworkers + 1 when published */
     atomic_int active;
 } pool = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -77,15 +94,21 @@ static struct {
 static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
+/* Runs the tasks of range `self` of the job's nranges ranges, then
+ * those left in the others. */
 static void
-claim_tasks(pygpu_task_fn fn, void *ctx, int64_t ntasks)
+claim_tasks(pygpu_task_fn fn, void *ctx, task_range *ranges, int nranges,
+            int self)
 {
-    for (;;) {
-        int64_t t = atomic_fetch_add(&pool.next, 1);
-        if (t >= ntasks) {
-            return;
+    for (int k = 0; k < nranges; k++) {
+        task_range *r = &ranges[(self + k) % nranges];
+        for (;;) {
+            int64_t t = atomic_fetch_add(&r->next, 1);
+            if (t >= r->end) {
+                break;
+            }
+            fn(ctx, t);
         }
-        fn(ctx, t);
     }
 }
 
@@ -127,7 +150,7 @@ spin_for_job(uint64_t last)
 static void *
 worker_main(void *arg)
 {
-    (void)arg;
+    int self = (int)(intptr_t)arg; /* the worker's range */
     uint64_t seen = 0;
     pthread_mutex_lock(&pool.lock);
     for (;;) {
@@ -149,10 +172,11 @@ worker_main(void *arg)
         seen = pool.generation;
         pygpu_task_fn fn = pool.fn;
         void *ctx = pool.ctx;
-        int64_t ntasks = pool.ntasks;
+        task_range *ranges = pool.ranges;
+        int nranges = pool.nranges;
         atomic_fetch_add(&pool.active, 1);
         pthread_mutex_unlock(&pool.lock);
-        claim_tasks(fn, ctx, ntasks);
+        claim_tasks(fn, ctx, ranges, nranges, self);
         pthread_mutex_lock(&pool.lock);
         if (atomic_fetch_sub(&pool.active, 1) == 1) {
             pthread_cond_signal(&pool.done);
@@ -197,7 +221,13 @@ start_workers_locked(void)
         return;
     }
     pool.workers = malloc((size_t)want * sizeof(pthread_t));
-    if (pool.workers == NULL) {
+    pool.ranges = aligned_alloc(_Alignof(task_range),
+                                (size_t)(want + 1) * sizeof(task_range));
+    if (pool.workers == NULL || pool.ranges == NULL) {
+        free(pool.workers);
+        free(pool.ranges);
+        pool.workers = NULL;
+        pool.ranges = NULL;
         return;
     }
     sigset_t all, old;
@@ -205,7 +235,7 @@ start_workers_locked(void)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     while (pool.nworkers < want &&
            pthread_create(&pool.workers[pool.nworkers], NULL, worker_main,
-                          NULL) == 0) {
+                          (void *)(intptr_t)(pool.nworkers + 1)) == 0) {
         pool.nworkers++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -225,7 +255,9 @@ stop_workers(void)
     }
     pthread_mutex_lock(&pool.lock);
     free(pool.workers);
+    free(pool.ranges);
     pool.workers = NULL;
+    pool.ranges = NULL;
     pool.nworkers = 0;
     pool.stop = 0;
     pthread_mutex_unlock(&pool.lock);
@@ -256,7 +288,9 @@ after_fork_child(void)
     pthread_cond_init(&pool.wake, NULL);
     pthread_cond_init(&pool.done, NULL);
     free(pool.workers);
+    free(pool.ranges);
     pool.workers = NULL;
+    pool.ranges = NULL;
     pool.nworkers = 0;
     pool.stop = 0;
     pool.open = 0;
@@ -312,15 +346,18 @@ pygpu_parallel_run(int64_t ntasks, pygpu_task_fn fn, void *ctx)
     if (parallel) {
         pool.fn = fn;
         pool.ctx = ctx;
-        pool.ntasks = ntasks;
-        atomic_store(&pool.next, 0);
+        pool.nranges = pool.nworkers + 1;
+        for (int i = 0; i < pool.nranges; i++) {
+            atomic_store(&pool.ranges[i].next, ntasks * i / pool.nranges);
+            pool.ranges[i].end = ntasks * (i + 1) / pool.nranges;
+        }
         pool.generation++;
         pool.open = 1;
         pthread_cond_broadcast(&pool.wake);
     }
     pthread_mutex_unlock(&pool.lock);
     if (parallel) {
-        claim_tasks(fn, ctx, ntasks);
+        claim_tasks(fn, ctx, pool.ranges, pool.nranges, 0);
         pthread_mutex_lock(&pool.lock);
         pool.open = 0;
         pthread_mutex_unlock(&pool.lock);
