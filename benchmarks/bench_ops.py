@@ -43,14 +43,16 @@ def per_call_us(fn, inner=200, reps=31, sync=None):
     return compare({"x": (fn, sync)}, inner, reps)["x"]
 
 
-def compare(impls, inner=200, reps=31, settle=0.0):
+def compare(impls, inner=200, reps=31, settle=0.0, warm=0):
     """Median microseconds per call of each {name: (fn, sync)}, timed in
     interleaved rounds so that drifts of the machine hit all alike, each
-    round starting one place further along.  On the CPU, whichever
-    implementation follows torch runs while torch's OpenMP threads still
-    spin on the cores (measured 1.5x slower on 2 cores in a fixed order),
-    hence the rotation; settle: seconds to sleep (untimed) after each
-    batch, to let such threads go idle."""
+    round starting one place further along.  On the CPU each library's
+    idle threads poll for work for about 10 ms after a call (torch's
+    OpenMP threads without yielding the core): whichever implementation
+    ran next shared the cores with them, hence settle, seconds to sleep
+    (untimed) after each batch, longer than that, and warm, untimed calls
+    at the start of each batch (they wake the library's threads), so that
+    each batch is timed as the library runs alone."""
     for fn, sync in impls.values():
         for _ in range(inner):
             fn()
@@ -59,10 +61,12 @@ def compare(impls, inner=200, reps=31, settle=0.0):
     times = {name: [] for name in impls}
     names = list(impls)
     for rep in range(reps):
-        # each implementation takes each place in the round in turn: the
-        # one right after a library whose threads spin runs slower
         for name in names[rep % len(names):] + names[:rep % len(names)]:
             fn, sync = impls[name]
+            for _ in range(warm):
+                fn()
+            if sync:
+                sync()
             t0 = time.perf_counter()
             for _ in range(inner):
                 fn()
@@ -144,7 +148,11 @@ def cpu_case(case, inputs, make, ref, rtol, inner, reps=41, flop=None,
         impls[name] = (fn, None)
     for name, fn in (peers or {}).items():
         impls[name] = (fn, None)
-    for impl, us in compare(impls, inner, reps, settle=0.005).items():
+    # settle past every pool's polling (10 ms); warm: the first call of
+    # a batch wakes the threads, later ones run as in a loop
+    warm = 2 if inner < 1000 else 0
+    for impl, us in compare(impls, inner, reps, settle=0.015,
+                            warm=warm).items():
         if flop is None:
             report("cpu", case, impl, us, "us")
         else:
