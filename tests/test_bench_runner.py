@@ -77,3 +77,21 @@ def test_list_and_bad_sizes(capsys):
         assert name in out
     with pytest.raises(SystemExit):
         main(["--sizes", "ten"])
+
+
+def test_bench_alone_quick(tmp_path):
+    """benchmarks/bench_alone.py times each library in a child process of
+    its own and writes rows with ratios."""
+    import subprocess
+    out = tmp_path / "alone.json"
+    r = subprocess.run([sys.executable,
+                        os.path.join(ROOT, "benchmarks", "bench_alone.py"),
+                        "--quick", "--rounds", "1", "--json", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["meta"]["rounds"] == 1 and "pygpu" in data["meta"]["libraries"]
+    times = [row for row in data["rows"] if row["impl"] == "pygpu"]
+    assert len(times) == 10 and all(row["value"] > 0 for row in times)
+    ratios = [row for row in data["rows"] if row["impl"] == "ratio"]
+    assert ratios and all(row["value"] > 0 for row in ratios)
