@@ -16,7 +16,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 try:
     import pygpu
@@ -26,6 +25,7 @@ except ImportError:  # run from a checkout that was built but not installed
     import pygpu
 from pygpu import _C  # noqa: E402
 from provenance import provenance  # noqa: E402
+from timing import median_call_ns  # noqa: E402
 
 MiB = 1 << 20
 SIZES = [1, 1024, 256 * 1024, MiB, 16 * MiB]  # float32 elements
@@ -35,19 +35,6 @@ def core_pair_ns(allocator, nbytes, iters, repeats):
     """Median over `repeats` runs of the C-timed malloc+free pair."""
     return statistics.median(
         _C._bench_allocator(allocator, nbytes, iters) for _ in range(repeats))
-
-
-def median_call_ns(fn, calls, repeats):
-    """Median over `repeats` batches of the mean host time of one fn()."""
-    for _ in range(min(calls, 100)):  # warm up: caches, lazy init
-        fn()
-    batches = []
-    for _ in range(repeats):
-        t0 = time.perf_counter_ns()
-        for _ in range(calls):
-            fn()
-        batches.append((time.perf_counter_ns() - t0) / calls)
-    return statistics.median(batches)
 
 
 def empty_contenders(n):

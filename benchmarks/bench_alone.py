@@ -21,7 +21,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -54,19 +53,13 @@ def child(lib, n, threads):
         fns = {"relu": lambda: m.relu(x), "relu_": lambda: m.relu_(x),
                "add": lambda: x + y, "sum": lambda: m.sum(x),
                "copy_": lambda: d.copy_(x)}
-    inner = max(1, (1 << 16) // n)          # calls per timed batch
+    from timing import median_call_ns
+    inner = max(1, (1 << 16) // n)            # calls per timed batch
     reps = max(31, min(301, (1 << 26) // n))  # batches
     out = {}
     for case, fn in fns.items():
-        for _ in range(max(3, reps // 10) * inner):
-            fn()
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            ts.append((time.perf_counter() - t0) / inner)
-        out[case] = statistics.median(ts) * 1e6
+        out[case] = median_call_ns(fn, inner, reps,
+                                   warm=max(3, reps // 10) * inner) / 1e3
     print(json.dumps(out))
 
 

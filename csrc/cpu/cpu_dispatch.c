@@ -291,7 +291,7 @@ run_large(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, int64_t work)
         }
         int rc = kind == PYGPU_K_REDUCE
                      ? pygpu_cpu_split_reduce(fn, k, parts)
-                     : pygpu_cpu_split_elementwise(kind, fn, k, parts);
+                     : pygpu_cpu_split_rows(kind, fn, k, parts);
         if (rc == 0) {
             return;
         }

@@ -106,122 +106,71 @@ void *pygpu_cpu_row_pool(size_t col_bytes, int64_t inner, void *stack,
  * run on the 2-core test machine: 2^20 float32 on two threads 49 us
  * against 81, 2^24 (from memory) 1.49 ms against 1.58. */
 
-/* The sum of the 8 lanes of lo (lanes 0-3) and hi (4-7) in the fixed
- * tree ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)); TREE4 the
- * same for 2 + 2 lanes. */
-#define TREE8(lo, hi) ((((lo)[0] + (lo)[1]) + ((lo)[2] + (lo)[3])) + \
-                       (((hi)[0] + (hi)[1]) + ((hi)[2] + (hi)[3])))
-#define TREE4(lo, hi) (((lo)[0] + (lo)[1]) + ((hi)[0] + (hi)[1]))
-
-static float
-nan_positive_f32(float s)
-{
-    return s == s ? s : NAN;
-}
-
-static double
-nan_positive_f64(double s)
-{
-    return s == s ? s : (double)NAN;
-}
-
-/* float32 lanes 4k .. 4k + 3 in a[k]; the lane tree adds lane j, j + 8,
- * j + 16, j + 24 as ((a + b) + (c + d)) into 8 lanes, then TREE8. */
-static float
-leaf_f32(const float *x, int64_t m)
-{
-    vec4f a[8] = {{0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}};
-    int64_t i = 0;
-#pragma GCC unroll 1
-    for (; i + 32 <= m; i += 32) {
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; k++) {
-            vec4f v;
-            memcpy(&v, x + i + 4 * k, sizeof(v));
-            a[k] += v;
-        }
+/* One leaf loop: NACC accumulators of vector type V, W lanes each, over
+ * the whole blocks of NACC * W elements; then COMBINE(a, s) adds the
+ * lanes into s in the fixed tree, and the elements left are added one by
+ * one.  The four loops below differ in these only. */
+#define LEAF_LOOP(NAME, ATTR, T, V, NACC, W, COMBINE)                        \
+    ATTR static T NAME(const T *x, int64_t m)                                \
+    {                                                                        \
+        V a[NACC];                                                           \
+        T s;                                                                 \
+        int64_t i = 0;                                                       \
+        memset(a, 0, sizeof(a));                                             \
+        _Pragma("GCC unroll 1")                                              \
+        for (; i + NACC * W <= m; i += NACC * W) {                           \
+            _Pragma("GCC unroll 8")                                          \
+            for (int k = 0; k < NACC; k++) {                                 \
+                V v;                                                         \
+                memcpy(&v, x + i + W * k, sizeof(v));                        \
+                a[k] += v;                                                   \
+            }                                                                \
+        }                                                                    \
+        COMBINE(a, s);                                                       \
+        for (; i < m; i++) {                                                 \
+            s += x[i];                                                       \
+        }                                                                    \
+        return s == s ? s : (T)NAN;                                          \
     }
-    vec4f lo = (a[0] + a[2]) + (a[4] + a[6]);
-    vec4f hi = (a[1] + a[3]) + (a[5] + a[7]);
-    float s = TREE8(lo, hi);
-    for (; i < m; i++) {
-        s += x[i];
-    }
-    return nan_positive_f32(s);
-}
 
-/* float64 lanes 2k, 2k + 1 in a[k]; lanes j, j + 4, j + 8, j + 12 as
- * ((a + b) + (c + d)) into 4 lanes, then TREE4. */
-static double
-leaf_f64(const double *x, int64_t m)
-{
-    vec2d a[8] = {{0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}};
-    int64_t i = 0;
-#pragma GCC unroll 1
-    for (; i + 16 <= m; i += 16) {
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; k++) {
-            vec2d v;
-            memcpy(&v, x + i + 2 * k, sizeof(v));
-            a[k] += v;
-        }
-    }
-    vec2d lo = (a[0] + a[2]) + (a[4] + a[6]);
-    vec2d hi = (a[1] + a[3]) + (a[5] + a[7]);
-    double s = TREE4(lo, hi);
-    for (; i < m; i++) {
-        s += x[i];
-    }
-    return nan_positive_f64(s);
-}
+/* The lane trees.  float32, narrow: lane 4k + j in a[k][j]; lanes j,
+ * j + 8, j + 16, j + 24 are added as ((a + b) + (c + d)) into 8 lanes,
+ * which are added as ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)).  Wide:
+ * b[k] holds what a[2k] and a[2k + 1] hold, so the first step is
+ * (b0 + b1) + (b2 + b3) on whole vectors.  float64 the same with 16
+ * lanes: 2 per narrow vector, 4 per wide one, 4 after the first step. */
+#define TREE8(lo, hi)                                                        \
+    ((((lo)[0] + (lo)[1]) + ((lo)[2] + (lo)[3])) +                           \
+     (((hi)[0] + (hi)[1]) + ((hi)[2] + (hi)[3])))
+#define COMBINE_F32(a, s)                                                    \
+    do {                                                                     \
+        vec4f lo = (a[0] + a[2]) + (a[4] + a[6]);                            \
+        vec4f hi = (a[1] + a[3]) + (a[5] + a[7]);                            \
+        s = TREE8(lo, hi);                                                   \
+    } while (0)
+#define COMBINE_F64(a, s)                                                    \
+    do {                                                                     \
+        vec2d lo = (a[0] + a[2]) + (a[4] + a[6]);                            \
+        vec2d hi = (a[1] + a[3]) + (a[5] + a[7]);                            \
+        s = (lo[0] + lo[1]) + (hi[0] + hi[1]);                               \
+    } while (0)
+#define COMBINE_F32_WIDE(b, s)                                               \
+    do {                                                                     \
+        vec8f t = (b[0] + b[1]) + (b[2] + b[3]);                             \
+        s = ((t[0] + t[1]) + (t[2] + t[3])) +                                \
+            ((t[4] + t[5]) + (t[6] + t[7]));                                 \
+    } while (0)
+#define COMBINE_F64_WIDE(b, s)                                               \
+    do {                                                                     \
+        vec4d t = (b[0] + b[1]) + (b[2] + b[3]);                             \
+        s = (t[0] + t[1]) + (t[2] + t[3]);                                   \
+    } while (0)
 
+LEAF_LOOP(leaf_f32, , float, vec4f, 8, 4, COMBINE_F32)
+LEAF_LOOP(leaf_f64, , double, vec2d, 8, 2, COMBINE_F64)
 #if PYGPU_HAVE_AVX2_FN
-/* The same lanes, 8 floats (4 doubles) per vector: b[k] holds what a[2k]
- * and a[2k + 1] hold above. */
-PYGPU_AVX2_FN static float
-leaf_f32_wide(const float *x, int64_t m)
-{
-    vec8f b[4] = {{0}, {0}, {0}, {0}};
-    int64_t i = 0;
-#pragma GCC unroll 1
-    for (; i + 32 <= m; i += 32) {
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            vec8f v;
-            memcpy(&v, x + i + 8 * k, sizeof(v));
-            b[k] += v;
-        }
-    }
-    vec8f t = (b[0] + b[1]) + (b[2] + b[3]);
-    float s = ((t[0] + t[1]) + (t[2] + t[3])) +
-              ((t[4] + t[5]) + (t[6] + t[7]));
-    for (; i < m; i++) {
-        s += x[i];
-    }
-    return nan_positive_f32(s);
-}
-
-PYGPU_AVX2_FN static double
-leaf_f64_wide(const double *x, int64_t m)
-{
-    vec4d b[4] = {{0}, {0}, {0}, {0}};
-    int64_t i = 0;
-#pragma GCC unroll 1
-    for (; i + 16 <= m; i += 16) {
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            vec4d v;
-            memcpy(&v, x + i + 4 * k, sizeof(v));
-            b[k] += v;
-        }
-    }
-    vec4d t = (b[0] + b[1]) + (b[2] + b[3]);
-    double s = (t[0] + t[1]) + (t[2] + t[3]);
-    for (; i < m; i++) {
-        s += x[i];
-    }
-    return nan_positive_f64(s);
-}
+LEAF_LOOP(leaf_f32_wide, PYGPU_AVX2_FN, float, vec8f, 4, 8, COMBINE_F32_WIDE)
+LEAF_LOOP(leaf_f64_wide, PYGPU_AVX2_FN, double, vec4d, 4, 4, COMBINE_F64_WIDE)
 #define LEAF(SFX, x, m)                                                      \
     (PYGPU_CPU_HAS_AVX2() ? leaf_##SFX##_wide(x, m) : leaf_##SFX(x, m))
 #else

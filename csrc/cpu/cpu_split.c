@@ -281,8 +281,8 @@ fail:
 }
 
 int
-pygpu_cpu_split_elementwise(int kind, pygpu_kernel_fn fn, pygpu_kargs *k,
-                            int64_t parts)
+pygpu_cpu_split_rows(int kind, pygpu_kernel_fn fn, pygpu_kargs *k,
+                     int64_t parts)
 {
     if (kind == PYGPU_K_OPTIM) {
         return split_optim(fn, k);

@@ -15,8 +15,8 @@
  * into at most `parts` tasks, or OPTIM into its chunks of
  * PYGPU_OPTIM_CHUNK elements.  Returns 0,
  * or -1 (nothing run) for a kind or geometry it does not split. */
-int pygpu_cpu_split_elementwise(int kind, pygpu_kernel_fn fn,
-                                pygpu_kargs *k, int64_t parts);
+int pygpu_cpu_split_rows(int kind, pygpu_kernel_fn fn,
+                         pygpu_kargs *k, int64_t parts);
 /* The same for REDUCE.  Results are bit for bit those of fn(k) itself. */
 int pygpu_cpu_split_reduce(pygpu_kernel_fn fn, pygpu_kargs *k,
                            int64_t parts);
