@@ -9,17 +9,14 @@ NumPy float64 before timing; figures are medians of interleaved rounds
 
 torch rows appear only when torch imports; without it pygpu and NumPy run.
 """
-import argparse
-import json
 import sys
 
 import numpy as np
 
 import pygpu
 from pygpu import nn
-from bench_ops import HAS_CUDA, TORCH_CUDA, check, compare, ratios, \
-    report, rows, torch
-from provenance import provenance
+from bench_ops import TORCH_CUDA, check, compare, each_device, ratios, \
+    report, save, script_args, torch
 
 BATCHES = (32, 1024, 8192)
 
@@ -86,29 +83,13 @@ def bench(device, quick):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--json", help="write the rows here")
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--cpu-only", action="store_true")
-    args = ap.parse_args()
+    args = script_args()
     # Inference in both libraries: no graph is recorded.
     pygpu.set_grad_enabled(False)
     if torch is not None:
         torch.set_grad_enabled(False)
-    print(f"pygpu {pygpu.__version__}, numpy {np.__version__}, torch "
-          f"{getattr(torch, '__version__', 'absent')}")
-    bench("cpu", args.quick)
-    if HAS_CUDA and not args.cpu_only:
-        print("device:", pygpu.cuda.get_device_name())
-        bench("cuda", args.quick)
-    if args.json:
-        meta = provenance()
-        meta.update({"pygpu": pygpu.__version__, "numpy": np.__version__,
-                     "torch": getattr(torch, "__version__", None),
-                     "device": pygpu.cuda.get_device_name() if HAS_CUDA
-                     else "cpu", "model": "784-256-relu-10 float32"})
-        with open(args.json, "w") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    each_device(bench, args)
+    save(args.json, model="784-256-relu-10 float32")
     return 0
 
 

@@ -83,7 +83,8 @@ def check(name, got, ref, rtol):
     ref = np.asarray(ref, dtype=np.float64)
     err = np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30)
     if not err <= rtol:
-        raise SystemExit(f"{name}: result differs from NumPy (rel err {err:.2e})")
+        raise SystemExit(f"{name}: result differs from NumPy "
+                         f"(rel err {err:.2e})")
 
 
 rows = []
@@ -112,6 +113,59 @@ def ratios(group, case, higher_is_better, base):
         rows.append({"group": group, "case": case, "impl": "ratio",
                      "vs": impl, "value": r,
                      "meaning": "throughput" if higher_is_better else "time"})
+
+
+# ------------------------------------------------------ the scripts' CLI
+def script_args(quick_help="fewer repetitions", cpu_only=True,
+                before=False):
+    """The benchmark scripts' shared command line, parsed: --json PATH,
+    --quick, and --cpu-only and --before DIR where the script has them.
+    Prints the versions being compared."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    if cpu_only:
+        ap.add_argument("--cpu-only", action="store_true")
+    if before:
+        ap.add_argument("--before", metavar="PATH",
+                        help="also time the pygpu package copied to "
+                        "PATH/pygpu (an earlier build), as impl 'before'")
+    args = ap.parse_args()
+    print(f"pygpu {pygpu.__version__}, numpy {np.__version__}, torch "
+          f"{getattr(torch, '__version__', 'absent')}, cupy "
+          f"{getattr(cupy, '__version__', 'absent')}")
+    return args
+
+
+def each_device(bench, args):
+    """bench(device, quick) on the CPU, then on CUDA when pygpu sees a GPU
+    and --cpu-only was not given."""
+    bench("cpu", args.quick)
+    if HAS_CUDA and not getattr(args, "cpu_only", False):
+        print("device:", pygpu.cuda.get_device_name())
+        bench("cuda", args.quick)
+
+
+def save(path, **meta):
+    """Writes {"meta": ..., "rows": rows} to path (nothing when None):
+    provenance, versions and device, then the script's own meta."""
+    if not path:
+        return
+    full = provenance()
+    full.update({"pygpu": pygpu.__version__, "numpy": np.__version__,
+                 "torch": getattr(torch, "__version__", None),
+                 "cupy": getattr(cupy, "__version__", None),
+                 "device": pygpu.cuda.get_device_name() if HAS_CUDA
+                 else "cpu"})
+    full.update(meta)
+    with open(path, "w") as f:
+        json.dump({"meta": full, "rows": rows}, f, indent=1)
+
+
+def before_name(path):
+    """How the JSON names an earlier build (its folder's name)."""
+    return path and "pygpu build at " + os.path.basename(
+        os.path.normpath(path))
 
 
 # ------------------------------------------------------------------ CPU
@@ -351,36 +405,14 @@ def bench_cuda(quick):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--json", help="write the rows here")
-    ap.add_argument("--quick", action="store_true", help="fewer sizes")
-    ap.add_argument("--cpu-only", action="store_true")
-    ap.add_argument("--before", metavar="PATH",
-                    help="also time the pygpu package copied to PATH/pygpu "
-                    "(an earlier build), as impl 'before'")
-    args = ap.parse_args()
+    args = script_args(quick_help="fewer sizes", before=True)
     before = load_before(args.before) if args.before else None
-    print(f"pygpu {pygpu.__version__}, numpy {np.__version__}, torch "
-          f"{getattr(torch, '__version__', 'absent')}, cupy "
-          f"{getattr(cupy, '__version__', 'absent')}")
     if torch is not None:
         torch.set_grad_enabled(False)
-    bench_cpu(args.quick, before)
-    if HAS_CUDA and not args.cpu_only:
-        print("device:", pygpu.cuda.get_device_name())
-        bench_cuda(args.quick)
-    if args.json:
-        meta = provenance()
-        meta.update({"pygpu": pygpu.__version__, "numpy": np.__version__,
-                     "before": args.before and "pygpu build at " +
-                     os.path.basename(os.path.normpath(args.before)),
-                     "threads": pygpu.get_num_threads(),
-                     "torch": getattr(torch, "__version__", None),
-                     "cupy": getattr(cupy, "__version__", None),
-                     "device": pygpu.cuda.get_device_name() if HAS_CUDA
-                     else "cpu"})
-        with open(args.json, "w") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    each_device(lambda device, quick: bench_cpu(quick, before)
+                if device == "cpu" else bench_cuda(quick), args)
+    save(args.json, before=before_name(args.before),
+         threads=pygpu.get_num_threads())
     return 0
 
 

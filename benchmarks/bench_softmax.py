@@ -13,15 +13,13 @@ its figure shows what the extra passes cost.
 CPU rows always run; CUDA rows run when pygpu sees a GPU (torch rows when
 torch imports and sees it too).
 """
-import argparse
-import json
 import sys
 
 import numpy as np
 
 import pygpu
-from bench_ops import check, compare, ratios, report, rows
-from provenance import provenance
+from bench_ops import check, compare, each_device, ratios, report, save, \
+    script_args
 
 try:
     import torch
@@ -97,29 +95,12 @@ def bench(device, quick):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--json", help="write the rows here")
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--cpu-only", action="store_true")
-    args = ap.parse_args()
-    print(f"pygpu {pygpu.__version__}, numpy {np.__version__}, torch "
-          f"{getattr(torch, '__version__', 'absent')}")
+    args = script_args()
     if torch is not None:
         print("torch threads:", torch.get_num_threads())
-    bench("cpu", args.quick)
-    if HAS_CUDA and not args.cpu_only:
-        print("device:", pygpu.cuda.get_device_name())
-        bench("cuda", args.quick)
-    if args.json:
-        meta = provenance()
-        meta.update({"pygpu": pygpu.__version__, "numpy": np.__version__,
-                     "torch": getattr(torch, "__version__", None),
-                     "torch_threads": torch.get_num_threads() if torch
-                     else None,
-                     "device": pygpu.cuda.get_device_name() if HAS_CUDA
-                     else "cpu"})
-        with open(args.json, "w") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    each_device(bench, args)
+    save(args.json,
+         torch_threads=torch.get_num_threads() if torch else None)
     return 0
 
 

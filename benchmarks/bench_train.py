@@ -10,16 +10,13 @@ interleaved rounds (bench_ops.compare), so the ratios come from one run.
 
   python benchmarks/bench_train.py [--json PATH] [--quick] [--cpu-only]
 """
-import argparse
-import json
 
 import numpy as np
 
 import pygpu
 from pygpu import nn
-from bench_ops import HAS_CUDA, TORCH_CUDA, compare, ratios, report, rows, \
-    torch
-from provenance import provenance
+from bench_ops import TORCH_CUDA, compare, each_device, ratios, report, \
+    save, script_args, torch
 
 BATCHES = (32, 4096)
 
@@ -88,27 +85,10 @@ def bench(device, quick):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--json", help="write the rows here")
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--cpu-only", action="store_true")
-    args = ap.parse_args()
-    print(f"pygpu {pygpu.__version__}, numpy {np.__version__}, torch "
-          f"{getattr(torch, '__version__', 'absent')}")
-    bench("cpu", args.quick)
-    if HAS_CUDA and not args.cpu_only:
-        print("device:", pygpu.cuda.get_device_name())
-        bench("cuda", args.quick)
-    if args.json:
-        meta = provenance()
-        meta.update({"pygpu": pygpu.__version__, "numpy": np.__version__,
-                     "torch": getattr(torch, "__version__", None),
-                     "device": pygpu.cuda.get_device_name() if HAS_CUDA
-                     else "cpu",
-                     "model": "784-256-relu-10 float32, CrossEntropyLoss, "
-                              "Adam(lr=1e-3)"})
-        with open(args.json, "w") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    args = script_args()
+    each_device(bench, args)
+    save(args.json, model="784-256-relu-10 float32, CrossEntropyLoss, "
+         "Adam(lr=1e-3)")
 
 
 if __name__ == "__main__":

@@ -7,15 +7,13 @@ medians of interleaved repetitions (bench_ops.compare).
 
   python benchmarks/bench_xent.py [--json PATH] [--quick] [--before DIR]
 """
-import argparse
-import json
 import sys
 
 import numpy as np
 
 import pygpu
-from bench_ops import check, compare, load_before, ratios, report, rows
-from provenance import provenance
+from bench_ops import before_name, check, compare, load_before, ratios, \
+    report, save, script_args
 
 try:
     import torch
@@ -86,25 +84,14 @@ def bench(quick, before):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--json", help="write the rows here")
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--before", help="an earlier build's folder (DIR/pygpu)")
-    args = ap.parse_args()
-    print(f"pygpu {pygpu.__version__}, numpy {np.__version__}, torch "
-          f"{getattr(torch, '__version__', 'absent')}")
+    args = script_args(cpu_only=False, before=True)
     if torch is not None:
         print("torch threads:", torch.get_num_threads())
     before = load_before(args.before) if args.before else None
     bench(args.quick, before)
-    if args.json:
-        meta = provenance()
-        meta.update({"pygpu": pygpu.__version__, "numpy": np.__version__,
-                     "torch": getattr(torch, "__version__", None),
-                     "torch_threads": torch.get_num_threads() if torch
-                     else None, "device": "cpu"})
-        with open(args.json, "w") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    save(args.json, before=before_name(args.before),
+         torch_threads=torch.get_num_threads() if torch else None,
+         device="cpu")
     return 0
 
 

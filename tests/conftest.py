@@ -84,3 +84,29 @@ def rel_err(got, ref):
     diff = np.where(np.isinf(ref) & (got == ref), 0.0, diff)
     scale = np.max(np.abs(np.where(np.isfinite(ref), ref, 0.0)))
     return float(np.max(diff) / (scale if scale > 0 else 1.0))
+
+
+# NumPy's dtype for each pygpu dtype NumPy has (bfloat16 is read as
+# float32 by host()).
+NP = {pygpu.bool: np.bool_, pygpu.uint8: np.uint8, pygpu.int32: np.int32,
+      pygpu.int64: np.int64, pygpu.float16: np.float16,
+      pygpu.float32: np.float32, pygpu.float64: np.float64}
+
+
+def host(t):
+    """A tensor's values as a NumPy array (bfloat16 as float32)."""
+    return (t.float() if t.dtype is pygpu.bfloat16 else t).cpu().numpy()
+
+
+def make(rng, shape, dtype=pygpu.float32, device="cpu"):
+    """(a, t): random values of shape (times 10) as a NumPy array of
+    dtype's type, and the same as a tensor on device."""
+    a = (rng.standard_normal(shape) * 10).astype(NP[dtype])
+    return a, pygpu.tensor(a, device=device)
+
+
+def exact(t, ref):
+    """t holds ref's shape and values exactly (NaN where ref has NaN)."""
+    got = host(t)
+    assert got.shape == ref.shape, (got.shape, ref.shape)
+    assert np.array_equal(got, ref, equal_nan=True), rel_err(got, ref)

@@ -6,26 +6,10 @@ import pytest
 
 import pygpu
 
+from conftest import NP, exact, host, make
 from test_leaks import assert_no_leak, raising
 
-NP = {pygpu.float32: np.float32, pygpu.float16: np.float16,
-      pygpu.float64: np.float64, pygpu.int64: np.int64}
 DTYPES = [pygpu.float32, pygpu.float16, pygpu.float64, pygpu.int64]
-
-
-def host(t):
-    return t.cpu().numpy()
-
-
-def make(rng, shape, dtype=pygpu.float32, device="cpu"):
-    a = (rng.standard_normal(shape) * 10).astype(NP[dtype])
-    return a, pygpu.tensor(a, device=device)
-
-
-def exact(t, ref):
-    got = host(t)
-    assert got.shape == ref.shape, (got.shape, ref.shape)
-    assert np.array_equal(got, ref, equal_nan=True)
 
 
 def index_of(rng, n, shape, device, negative=True):

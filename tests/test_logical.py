@@ -8,21 +8,17 @@ import pytest
 
 import pygpu
 
+from conftest import NP, host
+
 B, U8, I32, I64 = pygpu.bool, pygpu.uint8, pygpu.int32, pygpu.int64
 F16, BF16, F32, F64 = (pygpu.float16, pygpu.bfloat16, pygpu.float32,
                        pygpu.float64)
 ALL = [B, U8, I32, I64, F16, BF16, F32, F64]
 INTS = [B, U8, I32, I64]
-NP = {B: np.bool_, U8: np.uint8, I32: np.int32, I64: np.int64,
-      F16: np.float16, F32: np.float32, F64: np.float64}
 
 
 def _name(d):
     return repr(d).split(".")[-1]
-
-
-def host(t):
-    return (t.float() if t.dtype is BF16 else t).cpu().numpy()
 
 
 def values(dtype, shape, rng, lo=0, hi=4):

@@ -241,6 +241,19 @@ start_workers_locked(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* Frees what start_workers_locked made, after the workers have ended (or
+ * in a forked child, which has none). */
+static void
+forget_workers(void)
+{
+    free(pool.workers);
+    free(pool.ranges);
+    pool.workers = NULL;
+    pool.ranges = NULL;
+    pool.nworkers = 0;
+    pool.stop = 0;
+}
+
 /* Ends the workers and forgets them; the job lock held, not pool.lock. */
 static void
 stop_workers(void)
@@ -254,12 +267,7 @@ stop_workers(void)
         pthread_join(pool.workers[i], NULL);
     }
     pthread_mutex_lock(&pool.lock);
-    free(pool.workers);
-    free(pool.ranges);
-    pool.workers = NULL;
-    pool.ranges = NULL;
-    pool.nworkers = 0;
-    pool.stop = 0;
+    forget_workers();
     pthread_mutex_unlock(&pool.lock);
 }
 
@@ -287,12 +295,7 @@ after_fork_child(void)
     pthread_mutex_init(&pool.lock, NULL);
     pthread_cond_init(&pool.wake, NULL);
     pthread_cond_init(&pool.done, NULL);
-    free(pool.workers);
-    free(pool.ranges);
-    pool.workers = NULL;
-    pool.ranges = NULL;
-    pool.nworkers = 0;
-    pool.stop = 0;
+    forget_workers();
     pool.open = 0;
     atomic_store(&pool.active, 0);
 }

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from .._C import Tensor, device as _device, dtype as _dtype
 from .parameter import Parameter
+from ..autograd._grads import zero_grads
 from ..autograd.grad_mode import no_grad
 
 __all__ = ["Module"]
@@ -314,13 +315,7 @@ class Module:
     def zero_grad(self, set_to_none=True):
         """Reset the parameters' gradients: to None (set_to_none=True, the
         default), else to zeros in place."""
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                p.grad.zero_()
+        zero_grads(self.parameters(), set_to_none)
 
     # ---------------------------------------------------------- state dict
 

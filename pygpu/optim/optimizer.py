@@ -2,6 +2,7 @@
 from copy import deepcopy
 
 from .._C import Tensor
+from ..autograd._grads import zero_grads
 from ..autograd.grad_mode import enable_grad
 
 __all__ = ["Optimizer"]
@@ -55,14 +56,8 @@ class Optimizer:
             return closure()
 
     def zero_grad(self, set_to_none=True):
-        for g in self.param_groups:
-            for p in g["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    p.grad.zero_()
+        zero_grads((p for g in self.param_groups for p in g["params"]),
+                   set_to_none)
 
     def state_dict(self):
         """{"state": {index: state}, "param_groups": [...]} with parameters
