@@ -86,11 +86,20 @@ def rel_err(got, ref):
     return float(np.max(diff) / (scale if scale > 0 else 1.0))
 
 
+# Short names of the dtypes, and all of them.
+B, U8, I32, I64 = pygpu.bool, pygpu.uint8, pygpu.int32, pygpu.int64
+F16, BF16, F32, F64 = (pygpu.float16, pygpu.bfloat16, pygpu.float32,
+                       pygpu.float64)
+ALL_DTYPES = [B, U8, I32, I64, F16, BF16, F32, F64]
 # NumPy's dtype for each pygpu dtype NumPy has (bfloat16 is read as
 # float32 by host()).
-NP = {pygpu.bool: np.bool_, pygpu.uint8: np.uint8, pygpu.int32: np.int32,
-      pygpu.int64: np.int64, pygpu.float16: np.float16,
-      pygpu.float32: np.float32, pygpu.float64: np.float64}
+NP = {B: np.bool_, U8: np.uint8, I32: np.int32, I64: np.int64,
+      F16: np.float16, F32: np.float32, F64: np.float64}
+
+
+def dtype_name(d):
+    """"float32" for pygpu.float32: test ids and dtype names."""
+    return repr(d).split(".")[-1]
 
 
 def host(t):

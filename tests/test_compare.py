@@ -12,7 +12,8 @@ import pytest
 
 import pygpu
 
-from conftest import NP, host
+from conftest import ALL_DTYPES, B, BF16, F16, I32, NP, U8, dtype_name, \
+    host
 
 COMPARISONS = [operator.eq, operator.ne, operator.lt, operator.le,
                operator.gt, operator.ge]
@@ -20,14 +21,7 @@ NAMES = {operator.eq: "eq", operator.ne: "ne", operator.lt: "lt",
          operator.le: "le", operator.gt: "gt", operator.ge: "ge"}
 ARITHMETIC = [operator.add, operator.sub, operator.mul, operator.truediv,
               operator.matmul]
-B, U8, I32, I64 = pygpu.bool, pygpu.uint8, pygpu.int32, pygpu.int64
-F16, BF16, F32, F64 = (pygpu.float16, pygpu.bfloat16, pygpu.float32,
-                       pygpu.float64)
-ALL = [B, U8, I32, I64, F16, BF16, F32, F64]
-
-
-def _name(d):
-    return repr(d).split(".")[-1]
+ALL = ALL_DTYPES
 
 
 def values(dtype, shape, rng):
@@ -56,7 +50,7 @@ def ref(op, x, y, dtype):
 
 
 @pytest.mark.parametrize("da,db", list(itertools.product(ALL, ALL)),
-                         ids=lambda d: _name(d))
+                         ids=lambda d: dtype_name(d))
 def test_every_dtype_pair(da, db, device, rng):
     a = values(da, (3, 1, 4), rng).to(device)
     b = values(db, (2, 1), rng).to(device)
@@ -73,7 +67,7 @@ def test_every_dtype_pair(da, db, device, rng):
 
 
 @pytest.mark.parametrize("op", COMPARISONS, ids=lambda o: NAMES[o])
-@pytest.mark.parametrize("dtype", ALL, ids=_name)
+@pytest.mark.parametrize("dtype", ALL, ids=dtype_name)
 def test_numbers_both_orders(op, dtype, device, rng):
     t = values(dtype, (5, 3), rng).to(device).T  # strided
     x = host(t)
@@ -139,7 +133,7 @@ def test_device_mismatch():
     assert r.device.type == "cuda" and r.tolist() == [True, True]
 
 
-@pytest.mark.parametrize("dtype", ALL, ids=_name)
+@pytest.mark.parametrize("dtype", ALL, ids=dtype_name)
 def test_isnan_isinf_isfinite(dtype, device, rng):
     t = values(dtype, (4, 6), rng).to(device).T
     x = host(t).astype(np.float64)

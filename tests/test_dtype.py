@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pygpu
-from conftest import rel_err
+from conftest import dtype_name, rel_err
 
 F32, F16, F64, I64 = pygpu.float32, pygpu.float16, pygpu.float64, pygpu.int64
 B, U8, I32, BF16 = pygpu.bool, pygpu.uint8, pygpu.int32, pygpu.bfloat16
@@ -18,10 +18,6 @@ FLOATS = [F32, F16, F64, BF16]
 NP = {F32: np.float32, F16: np.float16, F64: np.float64, I64: np.int64,
       B: np.bool_, U8: np.uint8, I32: np.int32}
 TOL = {F32: 1e-6, F16: 1e-3, F64: 1e-15, BF16: 8e-3}
-
-
-def _name(d):
-    return repr(d).split(".")[-1]
 
 
 def host(t):
@@ -168,7 +164,7 @@ def test_inference_from_data():
         False, False, True, True]
 
 
-@pytest.mark.parametrize("dtype", [B, U8, I32], ids=_name)
+@pytest.mark.parametrize("dtype", [B, U8, I32], ids=dtype_name)
 def test_from_numpy_shares_memory(dtype, rng):
     a = np.asarray(rng.integers(0, 2, (3, 4)), dtype=NP[dtype])
     t = pygpu.from_numpy(a)
@@ -202,7 +198,7 @@ def test_bfloat16_meets_numpy_as_float32(device):
     assert host(t).dtype == np.float32
 
 
-@pytest.mark.parametrize("dtype", NEW, ids=_name)
+@pytest.mark.parametrize("dtype", NEW, ids=dtype_name)
 def test_repr_and_pickle(dtype, device):
     t = pygpu.tensor([1, 0, 1], dtype=dtype, device=device)
     text = repr(t)
@@ -210,17 +206,17 @@ def test_repr_and_pickle(dtype, device):
         assert text.startswith("tensor([ True, False,  True]")
         assert "dtype" not in text
     else:
-        assert f"dtype=pygpu.{_name(dtype)}" in text
+        assert f"dtype=pygpu.{dtype_name(dtype)}" in text
     back = pickle.loads(pickle.dumps(t))
     assert back.dtype is dtype and back.tolist() == t.tolist()
     assert repr(pygpu.tensor([], dtype=dtype)).endswith(
-        f"dtype=pygpu.{_name(dtype)})")
+        f"dtype=pygpu.{dtype_name(dtype)})")
 
 
 # -- conversions --------------------------------------------------------------
 
 @pytest.mark.parametrize("src,dst", list(itertools.product(ALL, ALL)),
-                         ids=lambda d: _name(d))
+                         ids=lambda d: dtype_name(d))
 def test_conversion_between_every_pair(src, dst, device, rng):
     t, v = values_of(src, rng)
     got = t.to(device).to(dst)
@@ -288,7 +284,7 @@ def ref_binary(op, x, y, dtype):
 
 
 @pytest.mark.parametrize("da,db", list(itertools.product(ALL, ALL)),
-                         ids=lambda d: _name(d))
+                         ids=lambda d: dtype_name(d))
 def test_binary_ops_every_pair(da, db, device, rng):
     a = small_values(da, rng, (3, 1)).to(device)
     b = small_values(db, rng, (1, 4)).to(device)
@@ -319,7 +315,7 @@ def test_binary_ops_every_pair(da, db, device, rng):
                                           ref_binary(op, x, y, dtype))
 
 
-@pytest.mark.parametrize("dtype", ALL, ids=_name)
+@pytest.mark.parametrize("dtype", ALL, ids=dtype_name)
 def test_scalar_categories(dtype, device):
     t = pygpu.ones(3, dtype=dtype, device=device)
     floating = dtype.is_floating_point
@@ -361,7 +357,7 @@ def test_integer_wrap_and_true_division(device):
     assert u.tolist() == [2, 201, 0]
 
 
-@pytest.mark.parametrize("dtype", [U8, I32, BF16], ids=_name)
+@pytest.mark.parametrize("dtype", [U8, I32, BF16], ids=dtype_name)
 def test_unary_ops(dtype, device, rng):
     t = small_values(dtype, rng, (5, 4)).to(device).T
     x = host(t).astype(np.float64)
@@ -400,7 +396,7 @@ def test_bool_unary_errors(device):
     assert b.exp().dtype is F32
 
 
-@pytest.mark.parametrize("dtype", NEW, ids=_name)
+@pytest.mark.parametrize("dtype", NEW, ids=dtype_name)
 def test_reductions(dtype, device, rng):
     t = small_values(dtype, rng, (4, 5)).to(device)
     x = host(t).astype(np.float64)

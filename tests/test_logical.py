@@ -8,17 +8,11 @@ import pytest
 
 import pygpu
 
-from conftest import NP, host
+from conftest import ALL_DTYPES, B, BF16, F16, F32, F64, I32, I64, NP, \
+    U8, dtype_name, host
 
-B, U8, I32, I64 = pygpu.bool, pygpu.uint8, pygpu.int32, pygpu.int64
-F16, BF16, F32, F64 = (pygpu.float16, pygpu.bfloat16, pygpu.float32,
-                       pygpu.float64)
-ALL = [B, U8, I32, I64, F16, BF16, F32, F64]
+ALL = ALL_DTYPES
 INTS = [B, U8, I32, I64]
-
-
-def _name(d):
-    return repr(d).split(".")[-1]
 
 
 def values(dtype, shape, rng, lo=0, hi=4):
@@ -31,7 +25,7 @@ def values(dtype, shape, rng, lo=0, hi=4):
 
 
 @pytest.mark.parametrize("da,db", list(itertools.product(ALL, ALL)),
-                         ids=lambda d: _name(d))
+                         ids=lambda d: dtype_name(d))
 def test_logical_ops(da, db, device, rng):
     a = values(da, (4, 1), rng).to(device)
     b = values(db, (3,), rng).to(device).expand(2, 3)[1]  # a stride-0 view
@@ -51,7 +45,7 @@ def test_logical_ops(da, db, device, rng):
 
 
 @pytest.mark.parametrize("da,db", list(itertools.product(INTS, INTS)),
-                         ids=lambda d: _name(d))
+                         ids=lambda d: dtype_name(d))
 def test_bitwise_ops(da, db, device, rng):
     a = values(da, (3, 4), rng, -50, 200).to(device).T
     b = values(db, (4, 1), rng, -50, 200).to(device)
@@ -114,7 +108,7 @@ def test_bitwise_errors(device):
 
 @pytest.mark.parametrize("dx,dy", [(F32, F32), (F16, F64), (I32, U8),
                                    (B, B), (BF16, I64), (B, F16)],
-                         ids=lambda d: _name(d))
+                         ids=lambda d: dtype_name(d))
 def test_where_tensors(dx, dy, device, rng):
     cond = pygpu.from_numpy(rng.integers(0, 2, (2, 1, 4)).astype(bool))
     x = values(dx, (3, 1), rng).to(device)
@@ -156,7 +150,7 @@ def test_where_scalars_and_special_values(device):
         pygpu.where(cond, x, "a")
 
 
-@pytest.mark.parametrize("dtype", ALL, ids=_name)
+@pytest.mark.parametrize("dtype", ALL, ids=dtype_name)
 def test_masked_fill(dtype, device, rng):
     t = values(dtype, (3, 4), rng).to(device)
     mask = pygpu.from_numpy(rng.integers(0, 2, 4).astype(bool)).to(device)
@@ -198,7 +192,7 @@ def test_masked_fill_values_and_errors(device):
         ro.masked_fill_(pygpu.ones(2, 3, dtype=B), 1.0)
 
 
-@pytest.mark.parametrize("dtype", ALL, ids=_name)
+@pytest.mark.parametrize("dtype", ALL, ids=dtype_name)
 def test_any_all(dtype, device, rng):
     t = values(dtype, (3, 4, 2), rng, 0, 2).to(device)
     x = host(t) != 0

@@ -6,18 +6,9 @@ import pytest
 
 import pygpu
 
-B, U8, I32, I64 = pygpu.bool, pygpu.uint8, pygpu.int32, pygpu.int64
-F16, BF16, F32, F64 = (pygpu.float16, pygpu.bfloat16, pygpu.float32,
-                       pygpu.float64)
-ALL = [B, U8, I32, I64, F16, BF16, F32, F64]
+from conftest import ALL_DTYPES, B, F64, dtype_name, host
 
-
-def _name(d):
-    return repr(d).split(".")[-1]
-
-
-def host(t):
-    return (t.float() if t.dtype is BF16 else t).cpu().numpy()
+ALL = ALL_DTYPES
 
 
 def make(dtype, shape, rng):
@@ -27,7 +18,7 @@ def make(dtype, shape, rng):
     return pygpu.from_numpy(v.astype(np.float32)).to(dtype)
 
 
-@pytest.mark.parametrize("dtype", ALL, ids=_name)
+@pytest.mark.parametrize("dtype", ALL, ids=dtype_name)
 @pytest.mark.parametrize("mask_ndim", [0, 1, 2, 3])
 def test_getitem(dtype, mask_ndim, device, rng):
     x = make(dtype, (4, 3, 5), rng).to(device)
@@ -72,7 +63,7 @@ def test_mask_shape_errors(device):
         x[pygpu.ones(3, 3, 3, dtype=B, device=device)]
 
 
-@pytest.mark.parametrize("dtype", ALL, ids=_name)
+@pytest.mark.parametrize("dtype", ALL, ids=dtype_name)
 def test_setitem(dtype, device, rng):
     x = make(dtype, (4, 3), rng).to(device)
     ref = host(x).copy()

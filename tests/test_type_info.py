@@ -7,6 +7,8 @@ import pytest
 
 import pygpu
 
+from conftest import dtype_name
+
 F16, F32, F64, I64 = pygpu.float16, pygpu.float32, pygpu.float64, pygpu.int64
 B, U8, I32, BF16 = pygpu.bool, pygpu.uint8, pygpu.int32, pygpu.bfloat16
 DTYPES = [B, U8, I32, I64, F16, BF16, F32, F64]
@@ -32,13 +34,9 @@ PROMOTE = {
 }
 
 
-def _name(d):
-    return repr(d).split(".")[-1]
-
-
 # -- finfo / iinfo ------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", FLOATS, ids=_name)
+@pytest.mark.parametrize("dtype", FLOATS, ids=dtype_name)
 def test_finfo_matches_numpy(dtype):
     got, want = pygpu.finfo(dtype), np.finfo(dtype.numpy_dtype)
     assert got.bits == want.bits
@@ -50,7 +48,7 @@ def test_finfo_matches_numpy(dtype):
     assert type(got.resolution) is float
     assert got.resolution == 10.0 ** -want.precision
     assert want.dtype.type(got.resolution) == want.resolution
-    assert got.dtype == _name(dtype) == str(want.dtype)
+    assert got.dtype == dtype_name(dtype) == str(want.dtype)
 
 
 def test_finfo_defaults_to_the_default_dtype():
@@ -73,12 +71,12 @@ def test_finfo_bfloat16():
         "dtype=bfloat16)")
 
 
-@pytest.mark.parametrize("dtype", INTS, ids=_name)
+@pytest.mark.parametrize("dtype", INTS, ids=dtype_name)
 def test_iinfo_matches_numpy(dtype):
     got, want = pygpu.iinfo(dtype), np.iinfo(dtype.numpy_dtype)
     assert (got.bits, got.max, got.min) == (want.bits, want.max, want.min)
     assert type(got.max) is int and type(got.min) is int
-    assert got.dtype == _name(dtype)
+    assert got.dtype == dtype_name(dtype)
 
 
 def test_iinfo_int64():
@@ -119,7 +117,7 @@ def test_default_dtype_is_what_factories_make():
     assert pygpu.rand(2).dtype is pygpu.get_default_dtype()
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=_name)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
 def test_is_floating_point(dtype):
     assert pygpu.is_floating_point(pygpu.zeros(2, dtype=dtype)) is (
         dtype in (F16, BF16, F32, F64))
@@ -133,7 +131,7 @@ def test_is_floating_point_wants_a_tensor():
 # -- promote_types, can_cast --------------------------------------------------
 
 @pytest.mark.parametrize("a,b", list(itertools.product(DTYPES, DTYPES)),
-                         ids=lambda d: _name(d))
+                         ids=lambda d: dtype_name(d))
 def test_promote_types_table_and_symmetry(a, b):
     want = PROMOTE.get((a, b)) or PROMOTE[(b, a)]
     assert pygpu.promote_types(a, b) is want
@@ -152,7 +150,7 @@ CAN_CAST_FALSE |= {(i, B) for i in (U8, I32, I64)}
 
 
 @pytest.mark.parametrize("a,b", list(itertools.product(DTYPES, DTYPES)),
-                         ids=lambda d: _name(d))
+                         ids=lambda d: dtype_name(d))
 def test_can_cast_table(a, b):
     assert pygpu.can_cast(a, b) is ((a, b) not in CAN_CAST_FALSE)
 
@@ -169,8 +167,8 @@ def _operands(device="cpu"):
     and a 0-d tensor, and Python bool, int and float."""
     ops = {}
     for d in DTYPES:
-        ops[f"{_name(d)}[2]"] = pygpu.ones(2, dtype=d, device=device)
-        ops[f"{_name(d)}[]"] = pygpu.ones((), dtype=d, device=device)
+        ops[f"{dtype_name(d)}[2]"] = pygpu.ones(2, dtype=d, device=device)
+        ops[f"{dtype_name(d)}[]"] = pygpu.ones((), dtype=d, device=device)
     ops.update({"bool": True, "int": 3, "float": 2.5})
     return ops
 
