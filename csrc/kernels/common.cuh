@@ -422,4 +422,22 @@ template <auto KERNEL> unsigned grid_for(int64_t work)
     return blocks < 1 ? 1u : (unsigned)blocks;
 }
 
+/* KERNEL(args..., g, n) over the n elements of geometry g (its grid-stride
+ * loop takes g as a __grid_constant__ parameter): cudaErrorInvalidValue
+ * for a geometry without a size, no launch for no elements. */
+template <auto KERNEL, typename... Args>
+cudaError_t launch_over_geom(const pygpu_geom *g, cudaStream_t stream,
+                             Args... args)
+{
+    int64_t n = geom_numel(g);
+    if (n < 0) {
+        return cudaErrorInvalidValue;
+    }
+    if (n == 0) {
+        return cudaSuccess;
+    }
+    KERNEL<<<grid_for<KERNEL>(n), BLOCK, 0, stream>>>(args..., *g, n);
+    return cudaGetLastError();
+}
+
 #endif /* PYGPU_KERNELS_COMMON_CUH */

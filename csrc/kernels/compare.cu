@@ -54,18 +54,9 @@ extern "C" cudaError_t pygpu_cuda_compare(int op, int dtype, void *out,
         a_dtype >= PYGPU_NDTYPES || b_dtype < 0 || b_dtype >= PYGPU_NDTYPES) {
         return cudaErrorInvalidValue;
     }
-    int64_t n = geom_numel(g);
-    if (n < 0) {
-        return cudaErrorInvalidValue;
-    }
     return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
-        if (n == 0) {
-            return cudaSuccess;
-        }
-        constexpr auto kernel = compare_kernel<T>;
-        kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(
-            (bool *)out, a, a_dtype, b, b_dtype, op, *g, n);
-        return cudaGetLastError();
+        return launch_over_geom<compare_kernel<T>>(
+            g, stream, (bool *)out, a, a_dtype, b, b_dtype, op);
     });
 }

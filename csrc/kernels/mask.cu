@@ -30,19 +30,10 @@ extern "C" cudaError_t pygpu_cuda_masked_copy(int dtype, void *out,
     if (a_dtype < 0 || a_dtype >= PYGPU_NDTYPES) {
         return cudaErrorInvalidValue;
     }
-    int64_t n = geom_numel(g);
-    if (n < 0) {
-        return cudaErrorInvalidValue;
-    }
     return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
-        if (n == 0) {
-            return cudaSuccess;
-        }
-        constexpr auto kernel = masked_copy_kernel<T>;
-        kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(
-            (T *)out, (const bool *)cond, a, a_dtype, *g, n);
-        return cudaGetLastError();
+        return launch_over_geom<masked_copy_kernel<T>>(
+            g, stream, (T *)out, (const bool *)cond, a, a_dtype);
     });
 }
 
