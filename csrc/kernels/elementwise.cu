@@ -166,6 +166,21 @@ static bool valid_dtype(int dtype)
     return dtype >= 0 && dtype < PYGPU_NDTYPES;
 }
 
+/* f(code) for binary op `op` (code holds it as a compile-time value)
+ * where the op is defined for T; cudaErrorInvalidValue where it is not. */
+template <typename T, typename F>
+static cudaError_t dispatch_binary_op(int op, F &&f)
+{
+    return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+        constexpr int OP = decltype(code)::value;
+        if constexpr (!binary_op_defined<OP, T>()) {
+            return cudaErrorInvalidValue;
+        } else {
+            return f(code);
+        }
+    });
+}
+
 extern "C" cudaError_t pygpu_cuda_binary_mixed(int op, int dtype, void *out,
                                                int a_dtype, const void *a,
                                                int b_dtype, const void *b,
@@ -177,14 +192,10 @@ extern "C" cudaError_t pygpu_cuda_binary_mixed(int op, int dtype, void *out,
     }
     return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
-        return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+        return dispatch_binary_op<T>(op, [&](auto code) {
             constexpr int OP = decltype(code)::value;
-            if constexpr (!binary_op_defined<OP, T>()) {
-                return cudaErrorInvalidValue;
-            } else {
-                BinaryMixedFn<T, OP> f{(T *)out, a, b, a_dtype, b_dtype};
-                return launch_elementwise<3>(f, g, stream);
-            }
+            BinaryMixedFn<T, OP> f{(T *)out, a, b, a_dtype, b_dtype};
+            return launch_elementwise<3>(f, g, stream);
         });
     });
 }
@@ -199,15 +210,11 @@ extern "C" cudaError_t pygpu_cuda_binary_scalar_mixed(
     }
     return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
-        return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+        return dispatch_binary_op<T>(op, [&](auto code) {
             constexpr int OP = decltype(code)::value;
-            if constexpr (!binary_op_defined<OP, T>()) {
-                return cudaErrorInvalidValue;
-            } else {
-                ScalarMixedFn<T, OP> f{(T *)out, a, a_dtype,
-                                       scalar_as<acc_t<T>>(s), scalar_first};
-                return launch_elementwise<2>(f, g, stream);
-            }
+            ScalarMixedFn<T, OP> f{(T *)out, a, a_dtype,
+                                   scalar_as<acc_t<T>>(s), scalar_first};
+            return launch_elementwise<2>(f, g, stream);
         });
     });
 }
@@ -223,14 +230,10 @@ extern "C" cudaError_t pygpu_cuda_binary(int op, int dtype, void *out,
             return pygpu_cuda_binary_mixed(op, dtype, out, dtype, a, dtype, b,
                                            g, stream);
         } else {
-            return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+            return dispatch_binary_op<T>(op, [&](auto code) {
                 constexpr int OP = decltype(code)::value;
-                if constexpr (!binary_op_defined<OP, T>()) {
-                    return cudaErrorInvalidValue;
-                } else {
-                    BinaryFn<T, OP> f{(T *)out, (const T *)a, (const T *)b};
-                    return launch_elementwise<3>(f, g, stream);
-                }
+                BinaryFn<T, OP> f{(T *)out, (const T *)a, (const T *)b};
+                return launch_elementwise<3>(f, g, stream);
             });
         }
     });
@@ -249,15 +252,11 @@ extern "C" cudaError_t pygpu_cuda_binary_scalar(int op, int dtype, void *out,
             return pygpu_cuda_binary_scalar_mixed(op, dtype, out, dtype, a, s,
                                                   scalar_first, g, stream);
         } else {
-            return dispatch_op<PYGPU_NBINOPS>(op, [&](auto code) {
+            return dispatch_binary_op<T>(op, [&](auto code) {
                 constexpr int OP = decltype(code)::value;
-                if constexpr (!binary_op_defined<OP, T>()) {
-                    return cudaErrorInvalidValue;
-                } else {
-                    ScalarFn<T, OP> f{(T *)out, (const T *)a,
-                                      scalar_as<acc_t<T>>(s), scalar_first};
-                    return launch_elementwise<2>(f, g, stream);
-                }
+                ScalarFn<T, OP> f{(T *)out, (const T *)a,
+                                  scalar_as<acc_t<T>>(s), scalar_first};
+                return launch_elementwise<2>(f, g, stream);
             });
         }
     });
