@@ -291,6 +291,15 @@ extern PyMethodDef pygpu_flip_functions[];  /* ops_flip.c */
         return fname##_impl((TensorObject *)op, a);                          \
     }
 
+/* A method NAME(self, *args, **kw) of a family of ops: IMPL(OP, self,
+ * args, nargs, kwnames). */
+#define PYGPU_OP_METHOD(NAME, IMPL, OP)                                      \
+    static PyObject *NAME(PyObject *self, PyObject *const *args,             \
+                          Py_ssize_t nargs, PyObject *kwnames)               \
+    {                                                                        \
+        return IMPL(OP, self, args, nargs, kwnames);                         \
+    }
+
 /* ------------------------------------------------- integer indexing */
 extern PyMethodDef pygpu_index_functions[]; /* ops_index.c */
 /* One GATHER over shape[0..nd): the dense operand, the indexed one

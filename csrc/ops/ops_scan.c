@@ -65,19 +65,8 @@ scan_method(int op, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     return r;
 }
 
-static PyObject *
-t_cumsum(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-         PyObject *kw)
-{
-    return scan_method(PYGPU_CUMSUM, self, args, nargs, kw);
-}
-
-static PyObject *
-t_cumprod(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-          PyObject *kw)
-{
-    return scan_method(PYGPU_CUMPROD, self, args, nargs, kw);
-}
+PYGPU_OP_METHOD(t_cumsum, scan_method, PYGPU_CUMSUM)
+PYGPU_OP_METHOD(t_cumprod, scan_method, PYGPU_CUMPROD)
 
 static PyObject *
 cumsum_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)

@@ -124,19 +124,8 @@ t_logsumexp(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     return pygpu_ag_logsumexp(t, a[0], keepdim, (PyObject *)cur);
 }
 
-static PyObject *
-t_softmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-          PyObject *kw)
-{
-    return softmax_method(PYGPU_SOFTMAX, self, args, nargs, kw);
-}
-
-static PyObject *
-t_log_softmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-              PyObject *kw)
-{
-    return softmax_method(PYGPU_LOG_SOFTMAX, self, args, nargs, kw);
-}
+PYGPU_OP_METHOD(t_softmax, softmax_method, PYGPU_SOFTMAX)
+PYGPU_OP_METHOD(t_log_softmax, softmax_method, PYGPU_LOG_SOFTMAX)
 
 #define SOFTMAX_FN(name)                                                     \
     static PyObject *name##_fn(PyObject *m, PyObject *const *args,           \
