@@ -24,6 +24,24 @@ run_reduce(int op, int to_acc, TensorObject *out, TensorObject *indices,
                           redop_names[op]);
 }
 
+void
+pygpu_dim_split(int ndim, const int64_t *shape, int dim, int64_t *outer,
+                int64_t *n, int64_t *inner)
+{
+    *outer = *n = *inner = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (d < dim) {
+            *outer *= shape[d];
+        }
+        else if (d > dim) {
+            *inner *= shape[d];
+        }
+        else {
+            *n = shape[d];
+        }
+    }
+}
+
 /* op over one dim (dim < 0: all elements, as a 0-d result, or all ones
  * with keepdim) into *values, of pygpu_reduce_out_dtype(op, t->dtype,
  * to_acc), and, when `indices` is not NULL, *indices.  0 or -1. */
@@ -45,13 +63,8 @@ reduce_dim(int op, int to_acc, TensorObject *t, int dim, int keepdim,
         }
     }
     else if (t->ndim > 0) { /* (dim 0 / -1 of a 0-d tensor: itself) */
+        pygpu_dim_split(t->ndim, t->shape, dim, &outer, &n, &inner);
         for (int d = 0; d < t->ndim; d++) {
-            if (d < dim) {
-                outer *= t->shape[d];
-            }
-            else if (d > dim) {
-                inner *= t->shape[d];
-            }
             if (d != dim) {
                 shape[ndim++] = t->shape[d];
             }
@@ -59,7 +72,6 @@ reduce_dim(int op, int to_acc, TensorObject *t, int dim, int keepdim,
                 shape[ndim++] = 1;
             }
         }
-        n = t->shape[dim];
     }
     if ((op == PYGPU_MAX || op == PYGPU_MIN) && n == 0) {
         if (dim < 0) {

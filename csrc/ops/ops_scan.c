@@ -11,18 +11,8 @@ static PyObject *
 scan(int op, TensorObject *t, int dim)
 {
     TensorObject *in = NULL, *out = NULL;
-    int64_t outer = 1, n = 1, inner = 1;
-    for (int d = 0; d < t->ndim; d++) {
-        if (d < dim) {
-            outer *= t->shape[d];
-        }
-        else if (d > dim) {
-            inner *= t->shape[d];
-        }
-        else {
-            n = t->shape[d];
-        }
-    }
+    int64_t outer, n, inner;
+    pygpu_dim_split(t->ndim, t->shape, dim, &outer, &n, &inner);
     in = pygpu_tensor_contiguous(t);
     out = in ? pygpu_tensor_empty(t->ndim, t->shape,
                                   pygpu_scan_out_dtype(t->dtype), t->device)

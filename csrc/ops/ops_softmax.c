@@ -15,19 +15,10 @@ static TensorObject *
 softmax_dim(int op, TensorObject *t, int dim)
 {
     TensorObject *in = NULL, *out = NULL;
-    int64_t shape[PYGPU_MAX_DIMS], outer = 1, n = 1, inner = 1;
+    int64_t shape[PYGPU_MAX_DIMS], outer, n, inner;
+    pygpu_dim_split(t->ndim, t->shape, dim, &outer, &n, &inner);
     for (int d = 0; d < t->ndim; d++) {
-        shape[d] = t->shape[d];
-        if (d < dim) {
-            outer *= t->shape[d];
-        }
-        else if (d > dim) {
-            inner *= t->shape[d];
-        }
-        else {
-            n = t->shape[d];
-            shape[d] = op == PYGPU_LOGSUMEXP ? 1 : n;
-        }
+        shape[d] = d == dim && op == PYGPU_LOGSUMEXP ? 1 : t->shape[d];
     }
     in = pygpu_tensor_contiguous(t);
     out = in ? pygpu_tensor_empty(t->ndim, shape, t->dtype, t->device)

@@ -26,12 +26,9 @@ pygpu_xent_args_for(pygpu_xent_args *a, TensorObject *x, TensorObject *target,
                     int64_t ignore_index, double smoothing)
 {
     memset(a, 0, sizeof(*a));
-    a->outer = x->ndim == 1 ? 1 : x->shape[0];
-    a->n = x->ndim == 1 ? x->shape[0] : x->shape[1];
-    a->inner = 1;
-    for (int d = 2; d < x->ndim; d++) {
-        a->inner *= x->shape[d];
-    }
+    /* classes along dim 1 ([N, C, d1, ...]), or dim 0 of one sample */
+    pygpu_dim_split(x->ndim, x->shape, x->ndim == 1 ? 0 : 1, &a->outer,
+                    &a->n, &a->inner);
     a->x = x->data;
     a->target = (const int64_t *)target->data;
     a->weight = weight ? weight->data : NULL;

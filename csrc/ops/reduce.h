@@ -5,6 +5,11 @@
 
 #include "ops/ops.h"
 
+/* A shape seen as [outer, n, inner] around dim: the product of the sizes
+ * before dim, shape[dim], the product of those after it (all 1 for a 0-d
+ * shape) (ops_reduce.c). */
+void pygpu_dim_split(int ndim, const int64_t *shape, int dim, int64_t *outer,
+                     int64_t *n, int64_t *inner);
 /* op (enum pygpu_redop) over dimobj: NULL or None for every element, an
  * int, or a tuple/list of ints (an empty one: every element).  With an int
  * dim, MAX and MIN give a (values, indices) pair when `pair` is set.
