@@ -147,11 +147,16 @@ extern pygpu_module_state *pygpu_state;
 int pygpu_device_register(PyObject *m);
 int pygpu_dtype_register(PyObject *m);
 int pygpu_size_register(PyObject *m);
+/* A new type from spec (bases may be NULL), bound to m and added to it as
+ * `name`: a new reference, or NULL with an exception (module_types.c). */
+PyObject *pygpu_add_type(PyObject *m, PyType_Spec *spec, PyObject *bases,
+                         const char *name);
 /* The CUDA functions of the module (cuda_runtime.c, or cuda_none.c). */
 extern PyMethodDef pygpu_cuda_functions[];
-/* The NCCL communicator type and functions (dist/nccl_*.c, or
- * dist/nccl_none.c in a build without NCCL). */
-int pygpu_nccl_register(PyObject *m);
+/* The NCCL communicator type's spec and the NCCL functions of the module
+ * (dist/nccl_*.c, or dist/nccl_none.c in a build without NCCL). */
+extern PyType_Spec pygpu_nccl_comm_spec;
+extern PyMethodDef pygpu_nccl_module_functions[];
 /* ------------------------------------------------------------- arguments */
 /* Parse vectorcall arguments by name into out[0..nnames): positional ones
  * first (at most max_pos), then keywords; missing ones stay NULL.  The
