@@ -128,6 +128,15 @@ int pygpu_op_fill(TensorObject *t, double value);
 /* The same with the value exact (int64 beyond 2^53 too); bool is true for
  * any nonzero value. */
 int pygpu_op_fill_value(TensorObject *t, pygpu_scalar_value value);
+/* A 0-d tensor of dtype on dev holding v (rounded or wrapped to dtype):
+ * a new reference, or NULL with an exception. */
+TensorObject *pygpu_scalar_tensor(pygpu_scalar_value v, int dtype,
+                                  pygpu_device dev);
+/* k's operands for a two-input kind: out = op(a, b) over g's numel
+ * elements (the other fields of k are left as they are). */
+void pygpu_binary_kargs(pygpu_kargs *k, int op, TensorObject *out,
+                        TensorObject *a, TensorObject *b,
+                        const pygpu_geom *g, int64_t numel);
 /* torch's promotion of operands (ops_elementwise.c): two tensors (a 0-d
  * one decides only when of a higher category), a tensor's dtype with a
  * Python number of category scat (PYGPU_CAT_*). */
