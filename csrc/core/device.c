@@ -389,14 +389,11 @@ static PyMethodDef device_functions[] = {
 int
 pygpu_device_register(PyObject *m)
 {
-    PyObject *type = PyType_FromModuleAndSpec(m, &device_spec, NULL);
+    PyObject *type = pygpu_add_type(m, &device_spec, NULL, "device");
     if (type == NULL) {
         return -1;
     }
     pygpu_state->Device_Type = (PyTypeObject *)type;
-    if (PyModule_AddObjectRef(m, "device", type) < 0) {
-        return -1;
-    }
     pygpu_device cpu = {PYGPU_CPU, -1};
     pygpu_state->cpu_device = pygpu_device_new(cpu);
     if (pygpu_state->cpu_device == NULL) {

@@ -164,14 +164,11 @@ static PyType_Spec dtype_spec = {
 int
 pygpu_dtype_register(PyObject *m)
 {
-    PyObject *type = PyType_FromModuleAndSpec(m, &dtype_spec, NULL);
+    PyObject *type = pygpu_add_type(m, &dtype_spec, NULL, "dtype");
     if (type == NULL) {
         return -1;
     }
     pygpu_state->DType_Type = (PyTypeObject *)type;
-    if (PyModule_AddObjectRef(m, "dtype", type) < 0) {
-        return -1;
-    }
     for (int i = 0; i < PYGPU_NDTYPES; i++) {
         DTypeObject *d = PyObject_New(DTypeObject, (PyTypeObject *)type);
         if (d == NULL) {

@@ -147,11 +147,16 @@ extern pygpu_module_state *pygpu_state;
 int pygpu_device_register(PyObject *m);
 int pygpu_dtype_register(PyObject *m);
 int pygpu_size_register(PyObject *m);
+/* A new type from spec (bases may be NULL), bound to m and added to it as
+ * `name`: a new reference, or NULL with an exception (module_types.c). */
+PyObject *pygpu_add_type(PyObject *m, PyType_Spec *spec, PyObject *bases,
+                         const char *name);
 /* The CUDA functions of the module (cuda_runtime.c, or cuda_none.c). */
 extern PyMethodDef pygpu_cuda_functions[];
-/* The NCCL communicator type and functions (dist/nccl_*.c, or
- * dist/nccl_none.c in a build without NCCL). */
-int pygpu_nccl_register(PyObject *m);
+/* The NCCL communicator type's spec and the NCCL functions of the module
+ * (dist/nccl_*.c, or dist/nccl_none.c in a build without NCCL). */
+extern PyType_Spec pygpu_nccl_comm_spec;
+extern PyMethodDef pygpu_nccl_module_functions[];
 /* ------------------------------------------------------------- arguments */
 /* Parse vectorcall arguments by name into out[0..nnames): positional ones
  * first (at most max_pos), then keywords; missing ones stay NULL.  The
@@ -237,6 +242,12 @@ PyObject *pygpu_size_new(int ndim, const int64_t *shape);
 /* Parse `*size` or one sequence argument into shape; -1 with exception. */
 int pygpu_parse_shape(PyObject *const *args, Py_ssize_t nargs, int *ndim,
                       int64_t *shape);
+/* g over shape[0..ndim) (ndim up to 2 * PYGPU_MAX_DIMS) for nops operands
+ * of strides st[k][0..ndim) (the others get 0): size-1 dims dropped, dims
+ * every operand walks as one merged.  -1 (no exception) when more than
+ * PYGPU_MAX_DIMS dims remain (tensor_layout.c). */
+int pygpu_geom_build(pygpu_geom *g, int ndim, const int64_t *shape, int nops,
+                     const int64_t *const *st);
 /* Geometry for an elementwise op: out (contiguous result of shape
  * out_shape) and up to two inputs broadcast to it; coalesces dims. */
 int pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
@@ -244,6 +255,12 @@ int pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
 /* Run an elementwise copy/convert dst <- src (same shape, same device)
  * through the dispatch table. */
 int pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src);
+/* out (out_dtype) <- in (in_dtype) over an explicit geometry g on dev
+ * (operands 0 and 1; strides may be negative): one copy through the
+ * dispatch table, nothing when numel is 0 (tensor_layout.c). */
+int pygpu_op_copy_geom(pygpu_device dev, int out_dtype, void *out,
+                       int in_dtype, const void *in, const pygpu_geom *g,
+                       int64_t numel);
 
 /* ------------------------------------------------------------------- cuda */
 /* Implemented in cuda_runtime.c, or in cuda_none.c for a CPU-only build,

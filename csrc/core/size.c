@@ -133,11 +133,11 @@ static PyType_Spec size_spec = {
 int
 pygpu_size_register(PyObject *m)
 {
-    PyObject *type = PyType_FromModuleAndSpec(m, &size_spec,
-                                              (PyObject *)&PyTuple_Type);
+    PyObject *type = pygpu_add_type(m, &size_spec, (PyObject *)&PyTuple_Type,
+                                    "Size");
     if (type == NULL) {
         return -1;
     }
     pygpu_state->Size_Type = (PyTypeObject *)type;
-    return PyModule_AddObjectRef(m, "Size", type);
+    return 0;
 }

@@ -221,8 +221,15 @@ pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
                                                              : 0;
         }
     }
-    /* Coalesce: drop size-1 dims, merge d into the previous kept dim when
-     * every operand steps through them as one. */
+    /* Then coalesced: size-1 dims dropped, runs walked as one merged. */
+    const int64_t *stp[3] = {st[0], st[1], st[2]};
+    return pygpu_geom_build(g, ndim, shape, 3, stp);
+}
+
+int
+pygpu_geom_build(pygpu_geom *g, int ndim, const int64_t *shape, int nops,
+                 const int64_t *const *st)
+{
     int n = 0;
     for (int d = 0; d < ndim; d++) {
         if (shape[d] == 1) {
@@ -230,27 +237,44 @@ pygpu_make_geom(pygpu_geom *g, int ndim, const int64_t *shape,
         }
         if (n > 0) {
             int merge = 1;
-            for (int k = 0; k < 3; k++) {
-                if (g->stride[k][n - 1] != st[k][d] * shape[d]) {
-                    merge = 0;
-                }
+            for (int k = 0; k < nops; k++) {
+                merge &= g->stride[k][n - 1] == st[k][d] * shape[d];
             }
             if (merge) {
                 g->shape[n - 1] *= shape[d];
-                for (int k = 0; k < 3; k++) {
+                for (int k = 0; k < nops; k++) {
                     g->stride[k][n - 1] = st[k][d];
                 }
                 continue;
             }
         }
+        if (n == PYGPU_MAX_DIMS) {
+            return -1;
+        }
         g->shape[n] = shape[d];
         for (int k = 0; k < 3; k++) {
-            g->stride[k][n] = st[k][d];
+            g->stride[k][n] = k < nops ? st[k][d] : 0;
         }
         n++;
     }
     g->ndim = n;
     return 0;
+}
+
+int
+pygpu_op_copy_geom(pygpu_device dev, int out_dtype, void *out, int in_dtype,
+                   const void *in, const pygpu_geom *g, int64_t numel)
+{
+    pygpu_kargs k;
+    if (numel == 0) {
+        return 0;
+    }
+    k.in_dtypes[0] = in_dtype;
+    k.out = out;
+    k.in[0] = in;
+    k.g = g;
+    k.numel = numel;
+    return pygpu_dispatch(PYGPU_K_COPY, dev, out_dtype, &k, "copy");
 }
 
 int
@@ -262,12 +286,7 @@ pygpu_op_copy_same_device(TensorObject *dst, TensorObject *src)
         return 0;
     }
     pygpu_make_geom(&g, dst->ndim, dst->shape, dst, src, NULL);
-    pygpu_kargs k;
-    k.in_dtypes[0] = src->dtype;
-    k.out = dst->data;
-    k.in[0] = src->data;
-    k.g = &g;
-    k.numel = numel;
-    return pygpu_dispatch(PYGPU_K_COPY, dst->device, dst->dtype, &k, "copy");
+    return pygpu_op_copy_geom(dst->device, dst->dtype, dst->data, src->dtype,
+                              src->data, &g, numel);
 }
 

@@ -256,30 +256,15 @@ int pygpu_blas_release(pygpu_blas_dev *d, cudaStream_t stream,
     return e->kind == PYGPU_BLAS_ERR_NONE ? 0 : -1;
 }
 
-/* ---------------------------------------------------------------- matmul */
-int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
-                      const pygpu_mat *b, int64_t batch, int allow_tf32)
+/* ------------------------------------------------------ a product's call */
+int pygpu_blas_run(int device, pygpu_blas_body body, pygpu_blas_after after,
+                   void *ctx)
 {
     pygpu_blas_err e = {PYGPU_BLAS_ERR_NONE, 0, NULL, NULL, 0};
-    cudaDataType_t type, scale;
-    cublasComputeType_t compute;
-    pygpu_gemm_plan p;
     pygpu_blas_dev *d;
     cudaStream_t stream;
-    int tf32, kind, prev, rc, attempts = 0;
+    int prev, rc, attempts = 0;
 
-    tf32 = dtype == PYGPU_FLOAT32 && allow_tf32;
-    if (pygpu_blas_types(dtype, tf32, &type, &compute, &scale) < 0) {
-        return pygpu_blas_raise_dtype(batch > 1 ? "bmm_cuda" : "addmm_cuda",
-                                      dtype);
-    }
-    kind = pygpu_gemm_plan_make(a, b, batch, &p);
-    if (kind < 0) {
-        return pygpu_blas_raise_layout("matmul", kind, a, b);
-    }
-    if (kind == PYGPU_GEMM_NOOP) {
-        return 0;
-    }
     prev = pygpu_cuda_device_guard(device);
     if (prev < 0) {
         return -1;
@@ -288,11 +273,65 @@ int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
     do { /* twice at most: see pygpu_blas_oom_retry */
         d = pygpu_blas_acquire(device, stream, &e);
         if (d != NULL) {
-            pygpu_blas_gemm(d, dtype, tf32, kind, &p, c, 0, 0, stream, &e);
+            body(d, stream, ctx, &e);
         }
         rc = pygpu_blas_release(d, stream, &e);
     } while (rc < 0 && pygpu_blas_oom_retry(device, &e, &attempts));
     rc = rc < 0 ? pygpu_blas_raise(&e) : 0;
+    if (rc == 0 && after != NULL) {
+        rc = after(device, stream, ctx);
+    }
     pygpu_cuda_device_restore(device, prev);
     return rc;
+}
+
+int pygpu_blas_plan(int dtype, int allow_tf32, const pygpu_mat *a,
+                    const pygpu_mat *b, int64_t batch, const char *dtype_op,
+                    const char *layout_op, int *tf32, int *kind,
+                    pygpu_gemm_plan *p)
+{
+    cudaDataType_t type, scale;
+    cublasComputeType_t compute;
+
+    *tf32 = dtype == PYGPU_FLOAT32 && allow_tf32;
+    if (pygpu_blas_types(dtype, *tf32, &type, &compute, &scale) < 0) {
+        return pygpu_blas_raise_dtype(dtype_op, dtype);
+    }
+    *kind = pygpu_gemm_plan_make(a, b, batch, p);
+    if (*kind < 0) {
+        return pygpu_blas_raise_layout(layout_op, *kind, a, b);
+    }
+    return *kind != PYGPU_GEMM_NOOP;
+}
+
+/* ---------------------------------------------------------------- matmul */
+typedef struct matmul_call {
+    int dtype, tf32, kind;
+    const pygpu_gemm_plan *p;
+    void *c;
+} matmul_call;
+
+static void matmul_body(pygpu_blas_dev *d, cudaStream_t stream, void *ctx,
+                        pygpu_blas_err *e)
+{
+    matmul_call *m = ctx;
+
+    pygpu_blas_gemm(d, m->dtype, m->tf32, m->kind, m->p, m->c, 0, 0, stream,
+                    e);
+}
+
+int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
+                      const pygpu_mat *b, int64_t batch, int allow_tf32)
+{
+    pygpu_gemm_plan p;
+    matmul_call m = {dtype, 0, 0, &p, c};
+    int r;
+
+    r = pygpu_blas_plan(dtype, allow_tf32, a, b, batch,
+                        batch > 1 ? "bmm_cuda" : "addmm_cuda", "matmul",
+                        &m.tf32, &m.kind, &p);
+    if (r <= 0) {
+        return r;
+    }
+    return pygpu_blas_run(device, matmul_body, NULL, &m);
 }

@@ -66,6 +66,28 @@ int pygpu_blas_oom_retry(int device, pygpu_blas_err *e, int *attempts);
 /* Raise e as CudaError (GIL held, mutex not held); returns -1. */
 int pygpu_blas_raise(const pygpu_blas_err *e);
 
+/* The part of a product that runs with the mutex held (no Python API), on
+ * d bound to `stream`; failures go to *e. */
+typedef void (*pygpu_blas_body)(pygpu_blas_dev *d, cudaStream_t stream,
+                                void *ctx, pygpu_blas_err *e);
+/* What runs after a successful body, on the same stream, the mutex
+ * dropped and the device still current: 0, or -1 with an exception. */
+typedef int (*pygpu_blas_after)(int device, cudaStream_t stream, void *ctx);
+/* Run body on `device`'s current stream with its cuBLAS state (the whole
+ * call once more after an allocation failure, see pygpu_blas_oom_retry),
+ * then after (may be NULL), with the device made current for the
+ * duration.  0, or -1 with an exception. */
+int pygpu_blas_run(int device, pygpu_blas_body body, pygpu_blas_after after,
+                   void *ctx);
+/* Check and plan a product of a (batch items) and b: *tf32 from dtype and
+ * allow_tf32, *kind and *p from pygpu_gemm_plan_make.  1 to run it, 0 when
+ * there is nothing to do, -1 with torch's error for the dtype (naming
+ * dtype_op) or the layout (naming layout_op). */
+int pygpu_blas_plan(int dtype, int allow_tf32, const pygpu_mat *a,
+                    const pygpu_mat *b, int64_t batch, const char *dtype_op,
+                    const char *layout_op, int *tf32, int *kind,
+                    pygpu_gemm_plan *p);
+
 /* Record a failing status: they return -1 when the status is a failure
  * (and set *e), 0 otherwise. */
 int pygpu_blas_check(cublasStatus_t st, const char *call, pygpu_blas_err *e);

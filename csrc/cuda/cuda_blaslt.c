@@ -91,83 +91,79 @@ static int lt_run(pygpu_blas_dev *d, int device, int dtype, int tf32,
     return pygpu_lt_plan_run(d, s, p, out, bias, stream, e);
 }
 
-/* One try at linear on d (mutex held): 1 if the fused path did it all,
- * 0 if the unfused path ran (relu still to apply), -1 with *e. */
-static int linear_once(pygpu_blas_dev *d, int device, int dtype, int tf32,
-                       int kind, const pygpu_gemm_plan *p, void *out,
-                       const pygpu_mat *x, const pygpu_mat *w,
-                       const void *bias, int relu, cudaStream_t stream,
-                       pygpu_blas_err *e)
+/* A linear call as its steps see it. */
+typedef struct linear_call {
+    int device, dtype, tf32, kind;
+    const pygpu_gemm_plan *p;
+    void *out;
+    const pygpu_mat *x, *w;
+    const void *bias;
+    int relu;
+    int done; /* the last try: 1 if the fused path did it all */
+} linear_call;
+
+/* One try at linear on d (mutex held): c->done 1 if the fused path did it
+ * all, 0 if the unfused path ran (relu still to apply), -1 with *e. */
+static void linear_once(pygpu_blas_dev *d, cudaStream_t stream, void *ctx,
+                        pygpu_blas_err *e)
 {
+    linear_call *c = ctx;
     cudaError_t err;
     int done = 0;
 
-    if (pygpu_lt_eligible(kind, p, bias)) {
-        done = lt_run(d, device, dtype, tf32, p, out, bias, relu, stream, e);
+    if (pygpu_lt_eligible(c->kind, c->p, c->bias)) {
+        done = lt_run(d, c->device, c->dtype, c->tf32, c->p, c->out, c->bias,
+                      c->relu, stream, e);
     }
     if (done == 0) {
         /* The unfused path, as torch's addmm: out starts as the bias
          * and the product accumulates onto it (beta 1), so the sum is
          * rounded once, as in the fused epilogue. */
         int ok = 0;
-        if (bias != NULL) {
-            err = pygpu_cuda_bias_act(dtype, out, bias, x->rows, w->rows,
-                                      PYGPU_BIAS_FILL, stream);
+        if (c->bias != NULL) {
+            err = pygpu_cuda_bias_act(c->dtype, c->out, c->bias, c->x->rows,
+                                      c->w->rows, PYGPU_BIAS_FILL, stream);
             ok = pygpu_blas_cuda_check(err, "bias_act", __FILE__,
                                        __LINE__, e);
         }
         if (ok == 0) {
-            pygpu_blas_gemm(d, dtype, tf32, kind, p, out, bias != NULL, 0,
-                            stream, e);
+            pygpu_blas_gemm(d, c->dtype, c->tf32, c->kind, c->p, c->out,
+                            c->bias != NULL, 0, stream, e);
         }
     }
-    return done < 0 || e->kind != PYGPU_BLAS_ERR_NONE ? -1 : done;
+    c->done = done < 0 || e->kind != PYGPU_BLAS_ERR_NONE ? -1 : done;
+}
+
+/* The relu the unfused path left to do. */
+static int linear_after(int device, cudaStream_t stream, void *ctx)
+{
+    linear_call *c = ctx;
+    int rc = 0;
+
+    if (c->done == 0 && c->relu) {
+        PYGPU_CUDA_LAUNCH(rc, device, "relu",
+                          pygpu_cuda_relu_contig(c->dtype, c->out, c->out,
+                                                 c->x->rows * c->w->rows,
+                                                 stream));
+    }
+    return rc;
 }
 
 int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
                       const pygpu_mat *w, const void *bias, int relu,
                       int allow_tf32)
 {
-    pygpu_blas_err e = {PYGPU_BLAS_ERR_NONE, 0, NULL, NULL, 0};
     pygpu_mat wt = pygpu_mat_transpose(w);
-    cudaDataType_t type, scale;
-    cublasComputeType_t compute;
     pygpu_gemm_plan p;
-    pygpu_blas_dev *d;
-    cudaStream_t stream;
-    int tf32, kind, prev, rc, done = 0, attempts = 0;
+    linear_call c = {device, dtype, 0, 0, &p, out, x, w, bias, relu, 0};
+    int r;
 
-    tf32 = dtype == PYGPU_FLOAT32 && allow_tf32;
-    if (pygpu_blas_types(dtype, tf32, &type, &compute, &scale) < 0) {
-        return pygpu_blas_raise_dtype("addmm_cuda", dtype);
+    r = pygpu_blas_plan(dtype, allow_tf32, x, &wt, 1, "addmm_cuda", "linear",
+                        &c.tf32, &c.kind, &p);
+    if (r <= 0) {
+        return r;
     }
-    kind = pygpu_gemm_plan_make(x, &wt, 1, &p);
-    if (kind < 0) {
-        return pygpu_blas_raise_layout("linear", kind, x, &wt);
-    }
-    if (kind == PYGPU_GEMM_NOOP) {
-        return 0;
-    }
-    prev = pygpu_cuda_device_guard(device);
-    if (prev < 0) {
-        return -1;
-    }
-    stream = (cudaStream_t)pygpu_cuda_current_stream(device);
-    do { /* twice at most, see pygpu_blas_oom_retry: the bias refilled */
-        done = 0;
-        d = pygpu_blas_acquire(device, stream, &e);
-        if (d != NULL) {
-            done = linear_once(d, device, dtype, tf32, kind, &p, out, x, w,
-                               bias, relu, stream, &e);
-        }
-        rc = pygpu_blas_release(d, stream, &e);
-    } while (rc < 0 && pygpu_blas_oom_retry(device, &e, &attempts));
-    rc = rc < 0 ? pygpu_blas_raise(&e) : 0;
-    if (rc == 0 && done == 0 && relu) {
-        PYGPU_CUDA_LAUNCH(rc, device, "relu",
-                          pygpu_cuda_relu_contig(dtype, out, out,
-                                                 x->rows * w->rows, stream));
-    }
-    pygpu_cuda_device_restore(device, prev);
-    return rc;
+    /* After an allocation failure the whole call runs once more (see
+     * pygpu_blas_oom_retry): the bias refilled. */
+    return pygpu_blas_run(device, linear_once, linear_after, &c);
 }

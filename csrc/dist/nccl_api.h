@@ -102,8 +102,7 @@ PYGPU_NCCL_DECLARE_FASTKW(send)
 PYGPU_NCCL_DECLARE_FASTKW(recv)
 #undef PYGPU_NCCL_DECLARE_FASTKW
 
-/* The module functions (nccl_module.c) and the type (nccl_comm.c). */
-extern PyMethodDef pygpu_nccl_module_functions[];
-int pygpu_nccl_register(PyObject *m);
+/* The module functions (nccl_loader.c) and the type's spec (nccl_comm.c)
+ * are declared in core/pygpu.h: module.c registers them. */
 
 #endif

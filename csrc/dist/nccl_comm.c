@@ -439,23 +439,6 @@ static PyType_Slot NcclComm_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec NcclComm_spec = {"pygpu._C.NcclComm",
+PyType_Spec pygpu_nccl_comm_spec = {"pygpu._C.NcclComm",
                                     sizeof(NcclCommObject), 0,
                                     Py_TPFLAGS_DEFAULT, NcclComm_slots};
-
-int
-pygpu_nccl_register(PyObject *m)
-{
-    PyObject *tp = PyType_FromSpec(&NcclComm_spec);
-    int rc;
-
-    if (tp == NULL) {
-        return -1;
-    }
-    rc = PyModule_AddObjectRef(m, "NcclComm", tp);
-    Py_DECREF(tp);
-    if (rc < 0) {
-        return -1;
-    }
-    return PyModule_AddFunctions(m, pygpu_nccl_module_functions);
-}

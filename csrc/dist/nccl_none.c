@@ -70,7 +70,7 @@ reason_fast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     return PyUnicode_FromString(PYGPU_NO_NCCL_MESSAGE);
 }
 
-static PyMethodDef module_functions[] = {
+PyMethodDef pygpu_nccl_module_functions[] = {
     {"_nccl_version", none_noargs, METH_NOARGS, PYGPU_DOC_NCCL_VERSION},
     {"_nccl_load_error", reason_noargs, METH_NOARGS,
      PYGPU_DOC_NCCL_LOAD_ERROR},
@@ -104,22 +104,5 @@ static PyType_Slot NcclComm_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec NcclComm_spec = {"pygpu._C.NcclComm", sizeof(PyObject),
+PyType_Spec pygpu_nccl_comm_spec = {"pygpu._C.NcclComm", sizeof(PyObject),
                                     0, Py_TPFLAGS_DEFAULT, NcclComm_slots};
-
-int
-pygpu_nccl_register(PyObject *m)
-{
-    PyObject *tp = PyType_FromSpec(&NcclComm_spec);
-    int rc;
-
-    if (tp == NULL) {
-        return -1;
-    }
-    rc = PyModule_AddObjectRef(m, "NcclComm", tp);
-    Py_DECREF(tp);
-    if (rc < 0) {
-        return -1;
-    }
-    return PyModule_AddFunctions(m, module_functions);
-}

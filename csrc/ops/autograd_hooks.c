@@ -329,13 +329,11 @@ fail:
 int
 pygpu_autograd_hooks_register(PyObject *m)
 {
-    PyObject *type = PyType_FromModuleAndSpec(m, &handle_spec, NULL);
+    PyObject *type =
+        pygpu_add_type(m, &handle_spec, NULL, "RemovableHandle");
     if (type == NULL) {
         return -1;
     }
     Handle_Type = (PyTypeObject *)type; /* kept for the process */
-    if (PyModule_AddObjectRef(m, "RemovableHandle", type) < 0) {
-        return -1;
-    }
     return pygpu_tensor_add_methods(hook_methods);
 }

@@ -314,13 +314,10 @@ static PyType_Spec node_spec = {
 int
 pygpu_autograd_register(PyObject *m)
 {
-    PyObject *type = PyType_FromModuleAndSpec(m, &node_spec, NULL);
+    PyObject *type = pygpu_add_type(m, &node_spec, NULL, "Node");
     if (type == NULL) {
         return -1;
     }
     Node_Type = (PyTypeObject *)type; /* kept for the process */
-    if (PyModule_AddObjectRef(m, "Node", type) < 0) {
-        return -1;
-    }
     return pygpu_autograd_hooks_register(m);
 }

@@ -112,6 +112,18 @@ add_exception(PyObject *m, const char *name, const char *doc,
 static const char *const unary_names[] = {PYGPU_PY_UNARY_OPS(UNARY_NAME)
                                           NULL};
 
+/* NcclComm and the NCCL functions (their stand-ins without NCCL). */
+static int
+nccl_register(PyObject *m)
+{
+    PyObject *tp = pygpu_add_type(m, &pygpu_nccl_comm_spec, NULL, "NcclComm");
+    if (tp == NULL) {
+        return -1;
+    }
+    Py_DECREF(tp); /* the module holds it */
+    return PyModule_AddFunctions(m, pygpu_nccl_module_functions);
+}
+
 static int
 add_unary_ops(PyObject *m)
 {
@@ -170,7 +182,7 @@ pygpu_exec(PyObject *m)
         pygpu_allocator_register(m) < 0 || pygpu_reduce_register(m) < 0 ||
         pygpu_matmul_register(m) < 0 || pygpu_autograd_register(m) < 0 ||
         pygpu_scatter_register(m) < 0 ||
-        pygpu_autograd_engine_init() < 0 || pygpu_nccl_register(m) < 0) {
+        pygpu_autograd_engine_init() < 0 || nccl_register(m) < 0) {
         goto fail;
     }
     if (PyModule_AddFunctions(m, pygpu_create_functions) < 0 ||

@@ -128,6 +128,15 @@ int pygpu_op_fill(TensorObject *t, double value);
 /* The same with the value exact (int64 beyond 2^53 too); bool is true for
  * any nonzero value. */
 int pygpu_op_fill_value(TensorObject *t, pygpu_scalar_value value);
+/* A 0-d tensor of dtype on dev holding v (rounded or wrapped to dtype):
+ * a new reference, or NULL with an exception. */
+TensorObject *pygpu_scalar_tensor(pygpu_scalar_value v, int dtype,
+                                  pygpu_device dev);
+/* k's operands for a two-input kind: out = op(a, b) over g's numel
+ * elements (the other fields of k are left as they are). */
+void pygpu_binary_kargs(pygpu_kargs *k, int op, TensorObject *out,
+                        TensorObject *a, TensorObject *b,
+                        const pygpu_geom *g, int64_t numel);
 /* torch's promotion of operands (ops_elementwise.c): two tensors (a 0-d
  * one decides only when of a higher category), a tensor's dtype with a
  * Python number of category scat (PYGPU_CAT_*). */
@@ -245,18 +254,6 @@ extern PyMethodDef pygpu_join_functions[];  /* ops_join.c */
  * set through the attribute's own checks; NULL with an exception
  * (tensor_create.c). */
 PyObject *pygpu_with_requires_grad(PyObject *t, PyObject *flag);
-/* out (out_dtype) <- in (in_dtype) over an explicit geometry g on dev
- * (operands 0 and 1; strides may be negative): one copy through the
- * dispatch table, nothing when numel is 0 (ops_join.c). */
-int pygpu_op_copy_geom(pygpu_device dev, int out_dtype, void *out,
-                       int in_dtype, const void *in, const pygpu_geom *g,
-                       int64_t numel);
-/* g over shape[0..ndim) (ndim up to 2 * PYGPU_MAX_DIMS) for nops operands
- * of strides st[k][0..ndim) (the others get 0): size-1 dims dropped, dims
- * every operand walks as one merged.  -1 (no exception) when more than
- * PYGPU_MAX_DIMS dims remain (ops_join.c). */
-int pygpu_geom_build(pygpu_geom *g, int ndim, const int64_t *shape, int nops,
-                     const int64_t *const *st);
 extern PyMethodDef pygpu_split_functions[]; /* ops_split.c */
 extern PyMethodDef pygpu_flip_functions[];  /* ops_flip.c */
 

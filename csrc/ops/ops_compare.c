@@ -29,28 +29,9 @@ run_compare(int op, int dtype, TensorObject *out, TensorObject *a,
     }
     pygpu_make_geom(&g, ndim, shape, out, a, b);
     pygpu_kargs k;
-    k.op = op;
-    k.out = out->data;
-    k.in[0] = a->data;
-    k.in[1] = b->data;
-    k.in_dtypes[0] = a->dtype;
-    k.in_dtypes[1] = b->dtype;
-    k.g = &g;
-    k.numel = numel;
+    pygpu_binary_kargs(&k, op, out, a, b, &g, numel);
     return pygpu_dispatch(PYGPU_K_COMPARE, out->device, dtype, &k,
                           cmp_names[op]);
-}
-
-/* A 0-d tensor of dtype on dev holding v (rounded or wrapped to dtype). */
-static TensorObject *
-scalar_tensor(pygpu_scalar_value v, int dtype, pygpu_device dev)
-{
-    int64_t none[1] = {1};
-    TensorObject *t = pygpu_tensor_empty(0, none, dtype, dev);
-    if (t != NULL && pygpu_op_fill_value(t, v) < 0) {
-        Py_CLEAR(t);
-    }
-    return t;
 }
 
 /* The two operands as tensors (new references) and the dtype they
@@ -90,7 +71,7 @@ operands(PyObject *a, PyObject *b, TensorObject **ta, TensorObject **tb,
     }
     TensorObject *tt = (TensorObject *)t;
     *dtype = pygpu_result_type_ts(tt->dtype, cat);
-    TensorObject *s = scalar_tensor(v, *dtype, tt->device);
+    TensorObject *s = pygpu_scalar_tensor(v, *dtype, tt->device);
     if (s == NULL) {
         return -1;
     }

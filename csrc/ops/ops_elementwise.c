@@ -44,19 +44,27 @@ pygpu_broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *sb,
 
 /* ------------------------------------------------------------ dispatch */
 
+void
+pygpu_binary_kargs(pygpu_kargs *k, int op, TensorObject *out,
+                   TensorObject *a, TensorObject *b, const pygpu_geom *g,
+                   int64_t numel)
+{
+    k->op = op;
+    k->out = out->data;
+    k->in[0] = a->data;
+    k->in[1] = b->data;
+    k->in_dtypes[0] = a->dtype;
+    k->in_dtypes[1] = b->dtype;
+    k->g = g;
+    k->numel = numel;
+}
+
 static int
 run_binary(int op, TensorObject *out, TensorObject *a, TensorObject *b,
            const pygpu_geom *g, int64_t numel)
 {
     pygpu_kargs k;
-    k.op = op;
-    k.out = out->data;
-    k.in[0] = a->data;
-    k.in[1] = b->data;
-    k.in_dtypes[0] = a->dtype;
-    k.in_dtypes[1] = b->dtype;
-    k.g = g;
-    k.numel = numel;
+    pygpu_binary_kargs(&k, op, out, a, b, g, numel);
     return pygpu_dispatch(PYGPU_K_BINARY, out->device, out->dtype, &k,
                           pygpu_binop_names[op]);
 }
@@ -108,6 +116,17 @@ pygpu_op_fill_value(TensorObject *t, pygpu_scalar_value value)
     }
     k.numel = n;
     return pygpu_dispatch(PYGPU_K_FILL, t->device, t->dtype, &k, "fill");
+}
+
+TensorObject *
+pygpu_scalar_tensor(pygpu_scalar_value v, int dtype, pygpu_device dev)
+{
+    int64_t none[1] = {1};
+    TensorObject *t = pygpu_tensor_empty(0, none, dtype, dev);
+    if (t != NULL && pygpu_op_fill_value(t, v) < 0) {
+        Py_CLEAR(t);
+    }
+    return t;
 }
 
 int

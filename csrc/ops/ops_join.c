@@ -10,57 +10,6 @@
 
 #include <string.h>
 
-int
-pygpu_op_copy_geom(pygpu_device dev, int out_dtype, void *out, int in_dtype,
-                   const void *in, const pygpu_geom *g, int64_t numel)
-{
-    pygpu_kargs k;
-    if (numel == 0) {
-        return 0;
-    }
-    k.in_dtypes[0] = in_dtype;
-    k.out = out;
-    k.in[0] = in;
-    k.g = g;
-    k.numel = numel;
-    return pygpu_dispatch(PYGPU_K_COPY, dev, out_dtype, &k, "copy");
-}
-
-int
-pygpu_geom_build(pygpu_geom *g, int ndim, const int64_t *shape, int nops,
-                 const int64_t *const *st)
-{
-    int n = 0;
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] == 1) {
-            continue;
-        }
-        if (n > 0) {
-            int merge = 1;
-            for (int k = 0; k < nops; k++) {
-                merge &= g->stride[k][n - 1] == st[k][d] * shape[d];
-            }
-            if (merge) {
-                g->shape[n - 1] *= shape[d];
-                for (int k = 0; k < nops; k++) {
-                    g->stride[k][n - 1] = st[k][d];
-                }
-                continue;
-            }
-        }
-        if (n == PYGPU_MAX_DIMS) {
-            return -1;
-        }
-        g->shape[n] = shape[d];
-        for (int k = 0; k < 3; k++) {
-            g->stride[k][n] = k < nops ? st[k][d] : 0;
-        }
-        n++;
-    }
-    g->ndim = n;
-    return 0;
-}
-
 /* Copy src into out's memory at byte offset `at`, walked with strides
  * out_st over src's shape. */
 static int

@@ -49,12 +49,7 @@ operand_tensor(PyObject *x, int dtype, pygpu_device dev, const char *fname,
     if (r <= 0) {
         return NULL;
     }
-    int64_t none[1] = {1};
-    TensorObject *t = pygpu_tensor_empty(0, none, dtype, dev);
-    if (t != NULL && pygpu_op_fill_value(t, v) < 0) {
-        Py_CLEAR(t);
-    }
-    return t;
+    return pygpu_scalar_tensor(v, dtype, dev);
 }
 
 /* The result dtype of where's two values (tensors or numbers). */
