@@ -132,17 +132,11 @@ pygpu_scalar_tensor(pygpu_scalar_value v, int dtype, pygpu_device dev)
 int
 pygpu_op_fill(TensorObject *t, double value)
 {
-    int64_t n = pygpu_numel(t->ndim, t->shape);
-    if (n == 0) {
-        return 0;
-    }
-    pygpu_kargs k;
-    k.out = t->data;
-    k.s.f = value;
+    pygpu_scalar_value v;
+    v.f = value;
     /* bool: any nonzero value is true (0.5 too); otherwise truncated. */
-    k.s.i = t->dtype == PYGPU_BOOL ? value != 0 : (int64_t)value;
-    k.numel = n;
-    return pygpu_dispatch(PYGPU_K_FILL, t->device, t->dtype, &k, "fill");
+    v.i = t->dtype == PYGPU_BOOL ? value != 0 : (int64_t)value;
+    return pygpu_op_fill_value(t, v);
 }
 
 /* ----------------------------------------------------- type promotion */
