@@ -97,10 +97,11 @@ check_shape(int ndim, const int64_t *shape, int dtype, size_t *nbytes)
  * torch's do (NumPy's own arrays start 16 bytes into a page when they are
  * large): the array is a view into a NumPy byte array CPU_ALIGN - 1 bytes
  * longer, which owns the memory (so NumPy's allocator, with its huge
- * pages for large arrays, still provides it).  A sum of 2^24 float32 on
- * two threads of the test machine: 1.07-1.13 ms from 64-byte aligned
- * memory, 1.15-1.39 from NumPy's.  Smaller tensors keep one plain array,
- * which costs one object less per op. */
+ * pages for large arrays, still provides it).  The sum loop over 2^24
+ * float32 on two threads of the test machine, timed in C: 1.07-1.13 ms
+ * from 64-byte aligned memory, 1.15-1.39 from NumPy's; pygpu's sum and
+ * relu_ of 2^20: 27.5 and 33 us against 31 and 40.  Smaller tensors keep
+ * one plain array, which costs one object less per op. */
 #define CPU_ALIGN 64
 #define CPU_ALIGN_MIN ((size_t)1 << 16)
 

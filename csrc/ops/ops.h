@@ -123,7 +123,7 @@ PyObject *pygpu_op_linear(TensorObject *x, TensorObject *w,
 int pygpu_check_matmul_pair(const TensorObject *a, const TensorObject *b);
 /* TypeError "<fname>(): argument '<arg>' must be Tensor" unless x is one. */
 int pygpu_tensor_arg(PyObject *x, const char *fname, const char *arg);
-/* Fill a contiguous tensor with a value. */
+/* Fill a contiguous tensor with a value (ops_fill.c). */
 int pygpu_op_fill(TensorObject *t, double value);
 /* The same with the value exact (int64 beyond 2^53 too); bool is true for
  * any nonzero value. */

@@ -1,4 +1,4 @@
-/* ops_elementwise.c - add, sub, mul, div, the unary ops and fill:
+/* ops_elementwise.c - add, sub, mul, div and the unary ops:
  * argument checking (devices, dtypes, shapes, in torch's words),
  * broadcasting, type promotion, output allocation, then one lookup in the
  * dispatch table.  Inputs of another dtype than the result's are read as
@@ -99,44 +99,6 @@ run_unary(int op, TensorObject *out, TensorObject *a, const pygpu_geom *g,
     k.numel = numel;
     return pygpu_dispatch(PYGPU_K_UNARY, out->device, out->dtype, &k,
                           pygpu_unop_names[op]);
-}
-
-int
-pygpu_op_fill_value(TensorObject *t, pygpu_scalar_value value)
-{
-    int64_t n = pygpu_numel(t->ndim, t->shape);
-    if (n == 0) {
-        return 0;
-    }
-    pygpu_kargs k;
-    k.out = t->data;
-    k.s = value;
-    if (t->dtype == PYGPU_BOOL) {
-        k.s.i = value.f != 0 || value.i != 0;
-    }
-    k.numel = n;
-    return pygpu_dispatch(PYGPU_K_FILL, t->device, t->dtype, &k, "fill");
-}
-
-TensorObject *
-pygpu_scalar_tensor(pygpu_scalar_value v, int dtype, pygpu_device dev)
-{
-    int64_t none[1] = {1};
-    TensorObject *t = pygpu_tensor_empty(0, none, dtype, dev);
-    if (t != NULL && pygpu_op_fill_value(t, v) < 0) {
-        Py_CLEAR(t);
-    }
-    return t;
-}
-
-int
-pygpu_op_fill(TensorObject *t, double value)
-{
-    pygpu_scalar_value v;
-    v.f = value;
-    /* bool: any nonzero value is true (0.5 too); otherwise truncated. */
-    v.i = t->dtype == PYGPU_BOOL ? value != 0 : (int64_t)value;
-    return pygpu_op_fill_value(t, v);
 }
 
 /* ----------------------------------------------------- type promotion */
