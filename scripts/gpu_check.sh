@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
 # gpu_check.sh OUTDIR: the whole check on a machine with a GPU and no
 # network, in one run.  Builds in place without build isolation or
-# downloads, runs the suite with --require-gpu (a skipped GPU test is a
-# failure), the demo, the kernel and cuBLAS self-tests, the benchmarks
-# (pygpu against torch/cupy/numpy where they import) and the compute tests
-# under compute-sanitizer memcheck with the caching allocator off, and
-# writes OUTDIR/gpu_check.json beside the full logs and benchmark JSON.
+# downloads, runs the smoke stage (scripts/gpu_smoke.py: one call of every
+# op family on CUDA against the CPU, a line each, under a minute), the
+# suite with --require-gpu (a skipped GPU test is a failure), the demo,
+# the kernel and cuBLAS self-tests, the benchmarks (pygpu against
+# torch/cupy/numpy where they import) and the compute tests under
+# compute-sanitizer memcheck with the caching allocator off, and writes
+# OUTDIR/gpu_check.json beside the full logs and benchmark JSON.
 #
 # Every step runs under `timeout`, and the whole run keeps within a budget
 # (GPU_CHECK_BUDGET seconds, default 560: under a 10-minute limit per
-# command), so a hang costs one step, not the run.  The suite and the
-# sanitizer pass run one pytest per test file (a file's limit:
-# GPU_CHECK_FILE_TIMEOUT, default 240 s, and 180 s under the sanitizer);
-# pytest's faulthandler dumps the stack of a test still running after
-# GPU_CHECK_TEST_TIMEOUT (default 120 s) into that file's log.  Each step
-# ends as ok, fail, timeout or skipped (no time left, or not wanted), and
-# gpu_check.json, rewritten after every stage and on exit, says which.
+# command), so a hang costs one step, not the run.  With pytest-xdist the
+# suite is one pytest over GPU_CHECK_WORKERS processes (default 8; a
+# worker that crashes is replaced, its test reported), GPU_CHECK_SUITE_TIMEOUT
+# (default 400 s) in all; without it, one pytest per test file
+# (GPU_CHECK_FILE_TIMEOUT, default 240 s).  The sanitizer pass runs one
+# pytest per file (180 s each).  pytest's faulthandler dumps the stack of a
+# test still running after GPU_CHECK_TEST_TIMEOUT (default 120 s) into the
+# log.  Each step ends as ok, fail, timeout or skipped (no time left, or
+# not wanted), and gpu_check.json, rewritten after every stage and on
+# exit, says which.
 #
-# GPU_CHECK_SKIP lists stages to leave out ("build tests selftests bench
-# sanitizer fuzz runner").  All stages take about ten minutes, so run it twice:
-# GPU_CHECK_SKIP="bench sanitizer", then GPU_CHECK_SKIP="tests selftests"
-# (the second build is quick when build/ is kept).  PYGPU_CUDA_ARCH
-# (default here: 90, Hopper) picks targets.
+# GPU_CHECK_SKIP lists stages to leave out ("build smoke tests selftests
+# bench sanitizer fuzz runner").  All stages take about ten minutes, so
+# run it twice: GPU_CHECK_SKIP="bench sanitizer fuzz runner", then
+# GPU_CHECK_SKIP="smoke tests selftests" (the second build is quick when
+# build/ is kept).  PYGPU_CUDA_ARCH (default here: 90, Hopper) picks
+# targets.
 set -uo pipefail
 OUT=${1:?usage: gpu_check.sh OUTDIR}
 mkdir -p "$OUT/logs" "$OUT/junit"
@@ -36,6 +42,8 @@ export PYGPU_CUDA_ARCH=${PYGPU_CUDA_ARCH:-90}
 SKIP=" ${GPU_CHECK_SKIP:-} "
 BUDGET=${GPU_CHECK_BUDGET:-560}
 FILE_TIMEOUT=${GPU_CHECK_FILE_TIMEOUT:-240}
+SUITE_TIMEOUT=${GPU_CHECK_SUITE_TIMEOUT:-400}
+WORKERS=${GPU_CHECK_WORKERS:-8}
 SAN_FILE_TIMEOUT=${GPU_CHECK_SANITIZER_FILE_TIMEOUT:-180}
 TEST_TIMEOUT=${GPU_CHECK_TEST_TIMEOUT:-120}
 START=$(date +%s)
@@ -148,6 +156,7 @@ summary = {
     "tests": counts,
     "kernels_selftest": last_line("kernels_selftest.log"),
     "blas_selftest": last_line("blas_selftest.log"),
+    "smoke": last_line("smoke.log"),
 }
 tmp = os.path.join(out, "gpu_check.json.tmp")
 with open(tmp, "w") as f:
@@ -190,14 +199,29 @@ if wanted build; then
     summary
 fi
 
+# One call of every op family on CUDA against the CPU, a line each, in
+# under a minute: what works, before the suite says it in detail.
+if wanted smoke; then
+    step smoke families 90 "$OUT/logs/smoke.log" \
+        "$PY" scripts/gpu_smoke.py --json "$OUT/smoke.json"
+    summary
+fi
+
 if wanted tests; then
-    for f in tests/test_*.py; do
-        name=$(basename "$f" .py)
-        step tests "$name" "$FILE_TIMEOUT" "$OUT/logs/tests_$name.log" \
-            "$PY" -m pytest -q -rs --require-gpu -p no:cacheprovider \
-            -o faulthandler_timeout="$TEST_TIMEOUT" \
-            --junitxml="$OUT/junit/$name.xml" "$f"
-    done
+    if "$PY" -c "import xdist" 2>/dev/null; then
+        step tests suite "$SUITE_TIMEOUT" "$OUT/logs/tests_suite.log" \
+            "$PY" -m pytest -q -rfEs --require-gpu -p no:cacheprovider \
+            -n "$WORKERS" -o faulthandler_timeout="$TEST_TIMEOUT" \
+            --junitxml="$OUT/junit/suite.xml" tests
+    else
+        for f in tests/test_*.py; do
+            name=$(basename "$f" .py)
+            step tests "$name" "$FILE_TIMEOUT" "$OUT/logs/tests_$name.log" \
+                "$PY" -m pytest -q -rs --require-gpu -p no:cacheprovider \
+                -o faulthandler_timeout="$TEST_TIMEOUT" \
+                --junitxml="$OUT/junit/$name.xml" "$f"
+        done
+    fi
     step tests demo 120 "$OUT/logs/demo.log" "$PY" -m pygpu
     summary
 fi

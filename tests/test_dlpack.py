@@ -427,7 +427,7 @@ def test_cuda_round_trip_shares_and_is_not_counted():
 
 @pytest.mark.cuda
 def test_cuda_array_interface():
-    t = pygpu.arange(12.0, device="cuda").reshape(3, 4)
+    t = pygpu.arange(12.0, dtype=pygpu.float64, device="cuda").reshape(3, 4)
     cai = t.__cuda_array_interface__
     assert cai["version"] == 3 and cai["typestr"] == "<f8"
     assert cai["shape"] == (3, 4) and cai["strides"] is None

@@ -113,6 +113,7 @@ def test_every_allocation_of_an_op_can_fail(device, name, make, op):
     args = make(device)
     if device == "cuda":
         pygpu.cuda.synchronize()
+    gc.collect()  # what earlier tests left to the collector goes first
     base = pygpu.cuda.memory_allocated() if device == "cuda" else 0
     failures = 0
     for n in range(1, 50):

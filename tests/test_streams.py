@@ -244,6 +244,7 @@ def test_record_stream_holds_the_block_back():
     ptr = x.data_ptr()
     with pytest.raises(TypeError, match="Stream"):
         x.record_stream(5)
+    s.wait_stream(cuda.current_stream())  # x is written on the default
     with cuda.stream(s):
         y = x
         for _ in range(50):  # keep s busy reading x
