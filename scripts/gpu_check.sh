@@ -15,7 +15,9 @@
 # suite is one pytest over GPU_CHECK_WORKERS processes (default 8; a
 # worker that crashes is replaced, its test reported), GPU_CHECK_SUITE_TIMEOUT
 # (default 400 s) in all; without it, one pytest per test file
-# (GPU_CHECK_FILE_TIMEOUT, default 240 s).  The sanitizer pass runs one
+# (GPU_CHECK_FILE_TIMEOUT, default 240 s); tests marked gpu_exclusive
+# (they take all of the GPU's memory) run after the workers, alone.  The
+# sanitizer pass runs one
 # pytest per file (180 s each).  pytest's faulthandler dumps the stack of a
 # test still running after GPU_CHECK_TEST_TIMEOUT (default 120 s) into the
 # log.  Each step ends as ok, fail, timeout or skipped (no time left, or
@@ -209,10 +211,18 @@ fi
 
 if wanted tests; then
     if "$PY" -c "import xdist" 2>/dev/null; then
+        # Tests that take all of the GPU's memory run after, alone: beside
+        # them, another worker's first launch of a kernel (its module is
+        # loaded then) can fail for want of memory.
         step tests suite "$SUITE_TIMEOUT" "$OUT/logs/tests_suite.log" \
             "$PY" -m pytest -q -rfEs --require-gpu -p no:cacheprovider \
-            -n "$WORKERS" -o faulthandler_timeout="$TEST_TIMEOUT" \
+            -n "$WORKERS" -m "not gpu_exclusive" \
+            -o faulthandler_timeout="$TEST_TIMEOUT" \
             --junitxml="$OUT/junit/suite.xml" tests
+        step tests exclusive "$FILE_TIMEOUT" "$OUT/logs/tests_exclusive.log" \
+            "$PY" -m pytest -q -rfEs --require-gpu -p no:cacheprovider \
+            -m gpu_exclusive -o faulthandler_timeout="$TEST_TIMEOUT" \
+            --junitxml="$OUT/junit/exclusive.xml" tests
     else
         for f in tests/test_*.py; do
             name=$(basename "$f" .py)

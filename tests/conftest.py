@@ -21,6 +21,10 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "cuda: needs a CUDA GPU (skipped without one)")
+    config.addinivalue_line(
+        "markers", "gpu_exclusive: takes all of the GPU's memory, so runs "
+        "with no other process on the GPU (scripts/gpu_check.sh runs these "
+        "after the parallel suite)")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -53,6 +53,7 @@ class TestBuiltWithoutDevice:
 
 # ------------------------------------------------------------------ GPU
 @pytest.mark.cuda
+@pytest.mark.gpu_exclusive
 class TestFirstUseWithFullCache:
     def test_first_kernels_and_products_after_oom(self):
         """The cache holds nearly all device memory; the first float64

@@ -426,8 +426,9 @@ def test_the_check_catches_leaks():
     with pytest.raises(AssertionError, match="reference counts"):
         assert_no_leak(lambda: kept.append(pygpu.float32), 400, 10)
     kept.clear()
-    with pytest.raises(AssertionError, match="'None': 200"):
-        assert_no_leak(lambda: kept.append(None), 400, 10)
+    if sys.version_info < (3, 12):  # immortal from 3.12 on (PEP 683)
+        with pytest.raises(AssertionError, match="'None': 200"):
+            assert_no_leak(lambda: kept.append(None), 400, 10)
     kept.clear()
     if not SANITIZED and sys.getallocatedblocks():
         with pytest.raises(AssertionError, match="blocks"):

@@ -119,10 +119,16 @@ def main(argv=None):
     if torch is not None:
         torch.set_grad_enabled(False)
     t0 = time.perf_counter()
+    done = []
     try:
         for name in names:
             bench.suite = name
             SUITES[name].run(bench)
+            done.append(name)
+            # What is measured so far, in case a later suite is cut off.
+            output.write_json(out, bench, output.meta(
+                bench, done, time.perf_counter() - t0, argv),
+                {n: _doc(SUITES[n]) for n in done})
     finally:
         pygpu.set_grad_enabled(saved[0])
         if torch is not None:

@@ -82,16 +82,23 @@ def meta(bench, suites, wall, argv):
     return m
 
 
-def write(out, bench, meta_, docs):
-    """Write results.json, results.md and the plots; the file names."""
+def write_json(out, bench, meta_, docs):
+    """Write results.json (replaced whole); its path and the data."""
     os.makedirs(out, exist_ok=True)
     data = {"meta": meta_, "suites": docs, "rows": bench.rows,
             "ratios": bench.ratios, "skipped": bench.skipped,
             "refused": bench.refused}
     path = os.path.join(out, "results.json")
-    with open(path, "w") as f:
+    with open(path + ".tmp", "w") as f:
         json.dump(data, f, indent=1)
         f.write("\n")
+    os.replace(path + ".tmp", path)
+    return path, data
+
+
+def write(out, bench, meta_, docs):
+    """Write results.json, results.md and the plots; the file names."""
+    path, data = write_json(out, bench, meta_, docs)
     return [path] + _render(out, data)
 
 
