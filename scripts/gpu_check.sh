@@ -46,6 +46,9 @@ BUDGET=${GPU_CHECK_BUDGET:-560}
 FILE_TIMEOUT=${GPU_CHECK_FILE_TIMEOUT:-240}
 SUITE_TIMEOUT=${GPU_CHECK_SUITE_TIMEOUT:-400}
 WORKERS=${GPU_CHECK_WORKERS:-8}
+# A marker expression that narrows the suite, e.g. "cuda" for the CUDA
+# tests alone (the CPU tests run in CI as well).
+MARK=${GPU_CHECK_MARK:-}
 SAN_FILE_TIMEOUT=${GPU_CHECK_SANITIZER_FILE_TIMEOUT:-180}
 TEST_TIMEOUT=${GPU_CHECK_TEST_TIMEOUT:-120}
 START=$(date +%s)
@@ -194,6 +197,18 @@ build() {
     return "$rc"
 }
 
+# The kernel self-test: every .cu compiled on its own, all cores at once,
+# then linked.
+kernels_build() {
+    mkdir -p "$TMP/kobj" || return 1
+    printf '%s\n' tests/native/kernels_selftest/*.cu csrc/kernels/*.cu |
+        xargs -P "$(nproc)" -I{} sh -c \
+            'o="$2/$(echo "$1" | tr / _).o"; echo "$1";
+             "$0" -std=c++17 -O3 -DPYGPU_WITH_CUDA -I csrc -arch=native \
+                 -c "$1" -o "$o"' "$NVCC" {} "$TMP/kobj" || return 1
+    "$NVCC" -arch=native "$TMP"/kobj/*.o -o "$TMP/kselftest"
+}
+
 if wanted build; then
     export PY
     export -f build
@@ -216,12 +231,13 @@ if wanted tests; then
         # loaded then) can fail for want of memory.
         step tests suite "$SUITE_TIMEOUT" "$OUT/logs/tests_suite.log" \
             "$PY" -m pytest -q -rfEs --require-gpu -p no:cacheprovider \
-            -n "$WORKERS" -m "not gpu_exclusive" \
+            -n "$WORKERS" -m "${MARK:+($MARK) and }not gpu_exclusive" \
             -o faulthandler_timeout="$TEST_TIMEOUT" \
             --junitxml="$OUT/junit/suite.xml" tests
         step tests exclusive "$FILE_TIMEOUT" "$OUT/logs/tests_exclusive.log" \
             "$PY" -m pytest -q -rfEs --require-gpu -p no:cacheprovider \
-            -m gpu_exclusive -o faulthandler_timeout="$TEST_TIMEOUT" \
+            -m "${MARK:+($MARK) and }gpu_exclusive" \
+            -o faulthandler_timeout="$TEST_TIMEOUT" \
             --junitxml="$OUT/junit/exclusive.xml" tests
     else
         for f in tests/test_*.py; do
@@ -238,10 +254,10 @@ fi
 
 # Python-free self-tests of the kernels and of the cuBLAS call sequences.
 if wanted selftests; then
+    export NVCC TMP
+    export -f kernels_build
     step selftests kernels_build 300 "$OUT/logs/kernels_selftest_build.log" \
-        "$NVCC" -std=c++17 -O3 -DPYGPU_WITH_CUDA -I csrc -arch=native \
-        tests/native/kernels_selftest/*.cu csrc/kernels/*.cu \
-        -o "$TMP/kselftest"
+        bash -c kernels_build
     step selftests kernels 180 "$OUT/logs/kernels_selftest.log" \
         "$TMP/kselftest"
     step selftests blas_build 120 "$OUT/logs/blas_selftest_build.log" \
