@@ -10,7 +10,9 @@
  *           segment.
  *   rows, long (inner == 1): a block per (row, chunk) walks tiles of
  *           BLOCK * ITEMS elements: a segment per warp, the warps' totals
- *           through shared memory, a carry from tile to tile.
+ *           through shared memory, a carry from tile to tile.  The grid
+ *           has a block per unit (not one resident wave that loops), so
+ *           the GPU starts the next unit wherever one ends.
  *   columns (inner > 1): a thread per (line, chunk), sequential along n;
  *           neighbouring threads read neighbouring columns (coalesced).
  * Few long lines would leave most of the GPU idle, so n is cut into
@@ -35,12 +37,14 @@ constexpr int TILE = BLOCK * ITEMS;
 constexpr int64_t GROUP_ROW_MAX = 1024;
 /* Cutting n into chunks.  Fixed numbers rather than the current device's,
  * so that the workspace size and the order of combination depend on the
- * shape alone: block units for rows (about two waves of an H100), thread
- * units for columns, and the least work a chunk must have to pay for the
- * extra pass.  MAX_CHUNKS keeps the scan of a line's totals one pass. */
-constexpr int64_t TARGET_ROW_UNITS = 2048;
+ * shape alone: block units for rows (about ten times what an H100 runs at
+ * once, so that the last blocks to start leave it idle for a small share
+ * of the time), thread units for columns, and the least work a chunk must
+ * have to pay for the extra pass.  MAX_CHUNKS keeps the scan of a line's
+ * totals one pass of a few tiles. */
+constexpr int64_t TARGET_ROW_UNITS = 8192;
 constexpr int64_t TARGET_COL_UNITS = (int64_t)1 << 18;
-constexpr int64_t MIN_ROW_CHUNK = 8 * TILE;
+constexpr int64_t MIN_ROW_CHUNK = 2 * TILE;
 constexpr int64_t MIN_COL_CHUNK = 64;
 constexpr int64_t MAX_CHUNKS = 8192;
 
@@ -315,6 +319,15 @@ __global__ void scan_col_totals_kernel(acc_t<T> *totals, const T *in,
 
 // ------------------------------------------------------------ launchers
 
+/* Grid of a kernel with a block per unit: one block each (the GPU starts
+ * a block as soon as another ends, so units of equal work finish
+ * together), up to a bound past which the kernel's loop takes the rest. */
+static unsigned unit_grid(int64_t units)
+{
+    constexpr int64_t MOST = (int64_t)1 << 24;
+    return units < 1 ? 1u : (unsigned)(units < MOST ? units : MOST);
+}
+
 /* How a shape is scanned: `chunks` pieces of chunk_len along n (1: one
  * pass, no workspace).  Every chunk is non-empty; rows' chunks are whole
  * tiles.  Depends on the shape alone. */
@@ -373,8 +386,7 @@ static cudaError_t launch_rows(Out *out, const T *in, int64_t rows,
     if (n <= GROUP_ROW_MAX) {
         return group(std::integral_constant<int, WARP>());
     }
-    constexpr auto kernel = scan_tiles_kernel<OP, Out, T>;
-    kernel<<<grid_for<kernel>(rows * BLOCK), BLOCK, 0, stream>>>(
+    scan_tiles_kernel<OP, Out, T><<<unit_grid(rows), BLOCK, 0, stream>>>(
         out, in, rows, n, 1, n, (const acc_t<T> *)nullptr);
     return cudaGetLastError();
 }
@@ -396,9 +408,9 @@ static cudaError_t scan_launch(Out *out, const T *in, int64_t outer,
             return cudaErrorInvalidValue;
         }
         if (inner == 1) {
-            constexpr auto kernel = scan_tile_totals_kernel<OP, T>;
-            kernel<<<grid_for<kernel>(units * BLOCK), BLOCK, 0, stream>>>(
-                totals, in, lines, n, p.chunks, p.chunk_len);
+            scan_tile_totals_kernel<OP, T><<<unit_grid(units), BLOCK, 0,
+                                             stream>>>(totals, in, lines, n,
+                                                       p.chunks, p.chunk_len);
         } else {
             constexpr auto kernel = scan_col_totals_kernel<OP, T>;
             kernel<<<grid_for<kernel>(units), BLOCK, 0, stream>>>(
@@ -414,8 +426,7 @@ static cudaError_t scan_launch(Out *out, const T *in, int64_t outer,
         }
     }
     if (inner == 1) {
-        constexpr auto kernel = scan_tiles_kernel<OP, Out, T>;
-        kernel<<<grid_for<kernel>(units * BLOCK), BLOCK, 0, stream>>>(
+        scan_tiles_kernel<OP, Out, T><<<unit_grid(units), BLOCK, 0, stream>>>(
             out, in, lines, n, p.chunks, p.chunk_len, (const A *)totals);
     } else {
         constexpr auto kernel = scan_cols_kernel<OP, Out, T>;
