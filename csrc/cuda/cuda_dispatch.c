@@ -95,7 +95,7 @@ static int
 scan(pygpu_kargs *k)
 {
     return pygpu_cuda_scan(k->op, k->dtype, k->out, k->in[0], k->outer,
-                           k->n, k->inner, k->stream);
+                           k->n, k->inner, k->workspace, k->stream);
 }
 
 static int
@@ -312,10 +312,11 @@ linear(pygpu_kargs *k)
 
 /* Launch rows run with their device current (restored afterwards), on its
  * current stream, launched once more when the launch ran out of memory the
- * cache can give back, and checked.  A reduction's workspace (and an
- * optimizer step's, which holds its chunk table) is taken from the caching
- * allocator first and returned right after the launch: later work on the
- * same stream is ordered after the kernel; a gather's and a cross-entropy
+ * cache can give back, and checked.  A reduction's or a scan's workspace
+ * (the partials or chunk totals of lines cut in pieces; an optimizer
+ * step's holds its chunk table) is taken from the caching allocator first
+ * and returned right after the launch: later work on the same stream is
+ * ordered after the kernel; a gather's and a cross-entropy
  * forward's is two int64 for an index out of range, read back after the
  * kernel (the gather raises; cross-entropy leaves it in k->ix for its
  * front end, as the CPU row does). */
@@ -337,11 +338,15 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
         }
         k->workspace = ws->ptr;
     }
-    if (kind == PYGPU_K_REDUCE || kind == PYGPU_K_OPTIM) {
+    if (kind == PYGPU_K_REDUCE || kind == PYGPU_K_SCAN ||
+        kind == PYGPU_K_OPTIM) {
         size_t wsize =
             kind == PYGPU_K_OPTIM
                 ? (size_t)pygpu_optim_chunks(k->optim) *
                       sizeof(pygpu_optim_chunk)
+            : kind == PYGPU_K_SCAN
+                ? pygpu_cuda_scan_workspace(k->op, k->dtype, k->outer, k->n,
+                                            k->inner)
                 : pygpu_cuda_reduce_workspace(k->op, k->dtype, k->outer,
                                               k->n, k->inner);
         if (wsize > 0) {

@@ -407,9 +407,14 @@ cudaError_t pygpu_cuda_reduce(int op, int dtype, int to_acc, void *out,
                               int64_t *indices, const void *in,
                               int64_t outer, int64_t n, int64_t inner,
                               void *workspace, cudaStream_t stream);
+/* Bytes of device workspace pygpu_cuda_scan needs for this shape (0 when
+ * it scans in one pass: many lines, or short ones); the caller allocates
+ * it and passes it in.  A shape gives the same bits on every call. */
+size_t pygpu_cuda_scan_workspace(int op, int dtype, int64_t outer,
+                                 int64_t n, int64_t inner);
 cudaError_t pygpu_cuda_scan(int op, int dtype, void *out, const void *in,
                             int64_t outer, int64_t n, int64_t inner,
-                            cudaStream_t stream);
+                            void *workspace, cudaStream_t stream);
 cudaError_t pygpu_cuda_softmax(int op, int dtype, void *out, const void *in,
                                int64_t outer, int64_t n, int64_t inner,
                                cudaStream_t stream);
