@@ -457,18 +457,18 @@ def _forbidden_calls():
         "item": lambda y, idx: y.sum().item(),
         "cpu": lambda y, idx: y.cpu(),
         "tolist": lambda y, idx: y.tolist(),
-        "to host": lambda y, idx: y.to("cpu"),
-        "from host": lambda y, idx: y + pygpu.tensor([1.0], device="cuda"),
-        "copy_ from host": lambda y, idx: y.copy_(pygpu.ones(4)),
+        "to_host": lambda y, idx: y.to("cpu"),
+        "from_host": lambda y, idx: y + pygpu.tensor([1.0], device="cuda"),
+        "copy_from_host": lambda y, idx: y.copy_(pygpu.ones(4)),
         "pin_memory": lambda y, idx: pygpu.ones(2).pin_memory(),
         "synchronize": lambda y, idx: cuda.synchronize(),
-        "stream synchronize":
+        "stream_synchronize":
             lambda y, idx: cuda.current_stream().synchronize(),
-        "event synchronize":
+        "event_synchronize":
             lambda y, idx: cuda.current_stream().record_event().synchronize(),
         "random": lambda y, idx: pygpu.randn(3, device="cuda"),
         "index_select": lambda y, idx: y.index_select(0, idx),
-        "tensor index": lambda y, idx: y[idx],
+        "tensor_index": lambda y, idx: y[idx],
     }
 
 
