@@ -278,6 +278,8 @@ if wanted bench; then
         "$PY" benchmarks/bench_allocator.py --json "$OUT/bench_allocator.json"
     step bench transfer 300 "$OUT/logs/bench_transfer.log" \
         "$PY" benchmarks/bench_transfer.py --json "$OUT/bench_transfer.json"
+    step bench graph 90 "$OUT/logs/bench_graph.log" \
+        "$PY" benchmarks/bench_graph.py --json "$OUT/bench_graph.json"
     summary
 fi
 

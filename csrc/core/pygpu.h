@@ -327,6 +327,32 @@ PyObject *pygpu_cuda_raise(int err, const char *call, const char *file,
  * stream there (NULL: the legacy default stream; see cuda/cuda_stream.h). */
 void *pygpu_cuda_current_stream(int device);
 
+/* CUDA graph capture (cuda/cuda_capture.c; a CPU-only build's cuda_none.c
+ * has none).  The number of captures pygpu has begun and not yet ended in
+ * the whole process (an atomic read: when 0, the two functions below
+ * return at once, so the paths that call them cost nothing outside
+ * captures). */
+int pygpu_cuda_captures_underway(void);
+/* The allocation route of new memory for work on `stream` of `device`:
+ * the id of the capture pygpu is making there (a stream joined to such a
+ * capture included), whose private pool serves it; 0 for none.  Never
+ * fails. */
+uint64_t pygpu_cuda_capture_route(int device, void *stream);
+/* What an operation that cannot be captured does (kinds for
+ * pygpu_cuda_capture_refuse). */
+#define PYGPU_CAPTURE_ON_STREAM 0    /* work on `stream` no graph can hold */
+#define PYGPU_CAPTURE_WAITS 1        /* the host waits for `stream` */
+#define PYGPU_CAPTURE_WAITS_DEVICE 2 /* the host waits for the device */
+/* Call before such an operation, before any CUDA call: 0 when it may run;
+ * -1 with CudaError (cudaErrorStreamCaptureUnsupported, naming `what`)
+ * when it would break a capture pygpu is making: one on `stream`, and for
+ * a wait also any capture in the global mode and any in the thread-local
+ * mode begun by this thread (for a device-wide wait, any on `device`).
+ * Such captures are marked invalidated: their capture_end discards them
+ * and raises. */
+int pygpu_cuda_capture_refuse(int device, void *stream, int kind,
+                              const char *what);
+
 /* A METH_FASTCALL (| METH_KEYWORDS) function's PyMethodDef fields. */
 #define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 #define FAST(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL

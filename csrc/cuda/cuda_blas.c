@@ -6,9 +6,11 @@
 #include "core/pygpu.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "cuda/blas.h"
 #include "cuda/cuda_blas_internal.h"
+#include "cuda/cuda_graph.h"
 
 /* More devices than any single machine has; a larger index is refused. */
 
@@ -24,6 +26,13 @@
 
 static pygpu_blas_dev blas_devs[PYGPU_MAX_DEVICES];
 static pthread_mutex_t blas_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* Products recorded into a graph capture so far (cuda_graph.h). */
+static atomic_ulong captured_calls;
+
+unsigned long pygpu_blas_captured_calls(void)
+{
+    return atomic_load(&captured_calls);
+}
 
 /* ----------------------------------------------------------------- errors */
 int pygpu_blas_raise(const pygpu_blas_err *e)
@@ -169,16 +178,31 @@ static int blas_stream_is_legacy(cudaStream_t s)
  * (pygpu_blas_release), because that stream may be gone by now.  The
  * per-thread stream always waits: the same handle value may be another
  * thread's stream.  cublasSetStream resets the handle to cuBLAS's own
- * workspace, hence cublasSetWorkspace after it. */
-static int blas_bind(pygpu_blas_dev *d, cudaStream_t s, pygpu_blas_err *e)
+ * workspace, hence cublasSetWorkspace after it.
+ *
+ * While s is capturing a graph no event is recorded or waited for (an
+ * event recorded outside the capture cannot be waited for inside it, and
+ * one recorded inside cannot be used outside): nothing runs at capture
+ * time, and a replay orders itself as a product does (cuda_graph.c).  The
+ * next call outside the capture then waits, even on s itself, for the
+ * last use before the capture. */
+static int blas_bind(pygpu_blas_dev *d, cudaStream_t s, int capturing,
+                     pygpu_blas_err *e)
 {
     int same = d->bound && d->stream == s;
     cudaError_t err;
 
-    if (same && s != cudaStreamPerThread) {
+    if (same && s != cudaStreamPerThread &&
+        (capturing || !d->wait_pending)) {
         return 0; /* the common case: nothing to do */
     }
-    if (d->bound) {
+    if (capturing) {
+        if (d->bound && !same && blas_stream_is_legacy(d->stream) &&
+            cudaEventRecord(d->ws_done, d->stream) != cudaSuccess) {
+            (void)cudaGetLastError(); /* best effort: not the capture's */
+        }
+        d->wait_pending = 1;
+    } else if (d->bound) {
         if (blas_stream_is_legacy(d->stream)) {
             err = cudaEventRecord(d->ws_done, d->stream);
             if (pygpu_blas_cuda_check(err, "cudaEventRecord", __FILE__,
@@ -191,6 +215,7 @@ static int blas_bind(pygpu_blas_dev *d, cudaStream_t s, pygpu_blas_err *e)
                                   __LINE__, e) < 0) {
             return -1;
         }
+        d->wait_pending = 0;
     }
     if (same) {
         return 0;
@@ -212,7 +237,7 @@ static int blas_bind(pygpu_blas_dev *d, cudaStream_t s, pygpu_blas_err *e)
 }
 
 pygpu_blas_dev *pygpu_blas_acquire(int device, cudaStream_t stream,
-                                   pygpu_blas_err *e)
+                                   int capturing, pygpu_blas_err *e)
 {
     pygpu_blas_dev *d;
 
@@ -226,10 +251,41 @@ pygpu_blas_dev *pygpu_blas_acquire(int device, cudaStream_t stream,
     if (!d->ready && blas_dev_init(d, device, e) < 0) {
         return NULL;
     }
-    if (blas_bind(d, stream, e) < 0) {
+    if (blas_bind(d, stream, capturing, e) < 0) {
         return NULL;
     }
     return d;
+}
+
+void pygpu_blas_bind_for_capture(int device, cudaStream_t stream)
+{
+    pygpu_blas_err e = {PYGPU_BLAS_ERR_NONE, 0, NULL, NULL, 0};
+    pygpu_blas_dev *d = NULL;
+
+    if (device < 0 || device >= PYGPU_MAX_DEVICES) {
+        return;
+    }
+    pthread_mutex_lock(&blas_mutex);
+    if (blas_devs[device].ready && blas_bind(&blas_devs[device], stream, 0,
+                                             &e) == 0) {
+        d = &blas_devs[device];
+    }
+    (void)pygpu_blas_release(d, stream, 0, &e); /* unlocks */
+    if (e.kind != PYGPU_BLAS_ERR_NONE) {
+        (void)cudaGetLastError(); /* the capture's own binding will do */
+    }
+}
+
+/* Whether device's handles and workspace exist (they never go away). */
+static int blas_ready(int device)
+{
+    int ready;
+
+    pthread_mutex_lock(&blas_mutex);
+    ready = device >= 0 && device < PYGPU_MAX_DEVICES &&
+            blas_devs[device].ready;
+    pthread_mutex_unlock(&blas_mutex);
+    return ready;
 }
 
 int pygpu_blas_oom_retry(int device, pygpu_blas_err *e, int *attempts)
@@ -244,10 +300,12 @@ int pygpu_blas_oom_retry(int device, pygpu_blas_err *e, int *attempts)
 }
 
 int pygpu_blas_release(pygpu_blas_dev *d, cudaStream_t stream,
-                       pygpu_blas_err *e)
+                       int capturing, pygpu_blas_err *e)
 {
-    if (d != NULL && d->bound && d->stream == stream &&
-        !blas_stream_is_legacy(stream)) {
+    if (d != NULL && capturing) {
+        atomic_fetch_add(&captured_calls, 1); /* no event in a capture */
+    } else if (d != NULL && d->bound && d->stream == stream &&
+               !blas_stream_is_legacy(stream)) {
         /* Even after a failure: a kernel may have been queued. */
         pygpu_blas_cuda_check(cudaEventRecord(d->ws_done, stream),
                               "cudaEventRecord", __FILE__, __LINE__, e);
@@ -263,19 +321,31 @@ int pygpu_blas_run(int device, pygpu_blas_body body, pygpu_blas_after after,
     pygpu_blas_err e = {PYGPU_BLAS_ERR_NONE, 0, NULL, NULL, 0};
     pygpu_blas_dev *d;
     cudaStream_t stream;
-    int prev, rc, attempts = 0;
+    int prev, rc, capturing, attempts = 0;
 
     prev = pygpu_cuda_device_guard(device);
     if (prev < 0) {
         return -1;
     }
     stream = (cudaStream_t)pygpu_cuda_current_stream(device);
+    capturing = pygpu_cuda_captures_underway() > 0 &&
+                pygpu_capture_stream_id(stream) != 0;
+    /* Creating handles and the workspace (cudaMalloc) cannot be
+     * captured: the first product on a device must come before. */
+    if (capturing && !blas_ready(device) &&
+        pygpu_cuda_capture_refuse(
+            device, stream, PYGPU_CAPTURE_ON_STREAM,
+            "the first matrix product on a device, which creates its cuBLAS "
+            "handles and workspace,") < 0) {
+        pygpu_cuda_device_restore(device, prev);
+        return -1;
+    }
     do { /* twice at most: see pygpu_blas_oom_retry */
-        d = pygpu_blas_acquire(device, stream, &e);
+        d = pygpu_blas_acquire(device, stream, capturing, &e);
         if (d != NULL) {
             body(d, stream, ctx, &e);
         }
-        rc = pygpu_blas_release(d, stream, &e);
+        rc = pygpu_blas_release(d, stream, capturing, &e);
     } while (rc < 0 && pygpu_blas_oom_retry(device, &e, &attempts));
     rc = rc < 0 ? pygpu_blas_raise(&e) : 0;
     if (rc == 0 && after != NULL) {

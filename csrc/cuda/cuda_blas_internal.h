@@ -47,16 +47,19 @@ typedef struct pygpu_blas_dev {
     cudaStream_t stream; /* the stream handle and workspace are bound to */
     int bound;
     cudaEvent_t ws_done; /* marks the workspace's last use, see cuda_blas.c */
+    int wait_pending;    /* a capture skipped the wait for ws_done */
 } pygpu_blas_dev;
 
 /* Lock, then return `device`'s state (created if needed) bound to
- * `stream`.  NULL with *e set on failure; the mutex is held either way. */
+ * `stream` (`capturing`: which is capturing a graph; the state must exist
+ * already).  NULL with *e set on failure; the mutex is held either way. */
 pygpu_blas_dev *pygpu_blas_acquire(int device, cudaStream_t stream,
-                                   pygpu_blas_err *e);
+                                   int capturing, pygpu_blas_err *e);
 /* Mark the end of this call's workspace use on `stream` (d may be NULL
- * after a failed acquire), then unlock.  Returns -1 if e holds an error
- * (possibly a new one from the marking), else 0. */
-int pygpu_blas_release(pygpu_blas_dev *d, cudaStream_t stream,
+ * after a failed acquire; while capturing, count the call as captured
+ * instead), then unlock.  Returns -1 if e holds an error (possibly a new
+ * one from the marking), else 0. */
+int pygpu_blas_release(pygpu_blas_dev *d, cudaStream_t stream, int capturing,
                        pygpu_blas_err *e);
 /* After a failed call (mutex not held): when e is an allocation failure
  * and emptying the device's cache gave memory back (pygpu_cuda_oom_retry),
@@ -76,7 +79,9 @@ typedef int (*pygpu_blas_after)(int device, cudaStream_t stream, void *ctx);
 /* Run body on `device`'s current stream with its cuBLAS state (the whole
  * call once more after an allocation failure, see pygpu_blas_oom_retry),
  * then after (may be NULL), with the device made current for the
- * duration.  0, or -1 with an exception. */
+ * duration.  On a stream capturing a graph, the state must exist already
+ * (else the capture is refused, see pygpu_cuda_capture_refuse).  0, or -1
+ * with an exception. */
 int pygpu_blas_run(int device, pygpu_blas_body body, pygpu_blas_after after,
                    void *ctx);
 /* Check and plan a product of a (batch items) and b: *tf32 from dtype and

@@ -36,8 +36,20 @@ pygpu_cuda_memcpy_on_stream(void *dst, int dst_device, const void *src,
     cudaError_t err;
     int peer = dst_device != PYGPU_HOST && src_device != PYGPU_HOST;
     int dev = src_device != PYGPU_HOST ? src_device : dst_device;
-    int prev = pygpu_cuda_device_guard(dev);
+    int prev;
     cudaStream_t stream;
+    /* A copy to or from the host cannot be captured: a synchronous one
+     * waits for the GPU, and a queued one would read host memory at every
+     * replay that nothing keeps alive; one between GPUs waits too. */
+    if (pygpu_cuda_capture_refuse(
+            dev, pygpu_cuda_current_stream(dev),
+            sync || peer ? PYGPU_CAPTURE_WAITS : PYGPU_CAPTURE_ON_STREAM,
+            peer ? "a copy between two GPUs"
+                 : "a copy between host and GPU memory (.item(), .cpu(), "
+                   ".tolist(), .to() or copy_() across devices)") < 0) {
+        return -1;
+    }
+    prev = pygpu_cuda_device_guard(dev);
     if (prev < 0) {
         return -1;
     }

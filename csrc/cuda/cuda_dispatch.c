@@ -6,6 +6,7 @@
 #include "cuda/blas.h"
 #include "kernels/optim.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Inputs of the result's dtype take the same-dtype kernels; others are
@@ -310,6 +311,39 @@ linear(pygpu_kargs *k)
     return rc;
 }
 
+/* Refuse, during a graph capture on this op's stream, the rows a graph
+ * cannot hold: those that read a result back to the host (an index check:
+ * the host waits), random numbers (the offset into the Philox stream is
+ * chosen on the host: every replay would draw the same numbers) and the
+ * optimizer step (its chunk table is copied from host memory).  0 or -1
+ * with an exception. */
+static int
+refuse_in_capture(int kind, int flagged, pygpu_kargs *k, const char *what)
+{
+    char text[200];
+    int wait = PYGPU_CAPTURE_ON_STREAM;
+    if (pygpu_cuda_captures_underway() == 0) {
+        return 0;
+    }
+    if (flagged) {
+        snprintf(text, sizeof(text), "the index check of %s", what);
+        wait = PYGPU_CAPTURE_WAITS;
+    }
+    else if (kind == PYGPU_K_RANDOM) {
+        snprintf(text, sizeof(text),
+                 "random number generation (every replay would draw the "
+                 "same numbers)");
+    }
+    else if (kind == PYGPU_K_OPTIM) {
+        snprintf(text, sizeof(text), "a fused optimizer step");
+    }
+    else {
+        return 0;
+    }
+    return pygpu_cuda_capture_refuse(
+        k->device, pygpu_cuda_current_stream(k->device), wait, text);
+}
+
 /* Launch rows run with their device current (restored afterwards), on its
  * current stream, launched once more when the launch ran out of memory the
  * cache can give back, and checked.  A reduction's or a scan's workspace
@@ -330,6 +364,9 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
     }
     int flagged = kind == PYGPU_K_GATHER ||
                   (kind == PYGPU_K_XENT && k->op == PYGPU_XENT_FORWARD);
+    if (refuse_in_capture(kind, flagged, k, what) < 0) {
+        return -1;
+    }
     if (flagged) {
         pygpu_device dev = {PYGPU_CUDA, k->device};
         ws = pygpu_storage_new(dev, 2 * sizeof(int64_t));

@@ -142,6 +142,11 @@ pygpu_py_cuda_event_synchronize(PyObject *m, PyObject *const *args,
                       &ev)) < 0) {
         return NULL;
     }
+    if (pygpu_cuda_capture_refuse(device, NULL, PYGPU_CAPTURE_WAITS,
+                                  "Event.synchronize()") < 0) {
+        pygpu_cuda_device_restore(device, prev);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     err = cudaEventSynchronize((cudaEvent_t)ev);
     Py_END_ALLOW_THREADS

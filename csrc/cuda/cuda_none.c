@@ -89,6 +89,28 @@ pygpu_cuda_current_stream(int device)
     return NULL;
 }
 
+/* Graph capture (cuda_capture.c): nothing is ever captured here. */
+int
+pygpu_cuda_captures_underway(void)
+{
+    return 0;
+}
+
+uint64_t
+pygpu_cuda_capture_route(int device, void *stream)
+{
+    (void)device, (void)stream;
+    return 0;
+}
+
+int
+pygpu_cuda_capture_refuse(int device, void *stream, int kind,
+                          const char *what)
+{
+    (void)device, (void)stream, (void)kind, (void)what;
+    return 0;
+}
+
 /* The process-wide CUDA and pinned allocators (memory/cuda_allocators.c
  * in a CUDA build). */
 AllocatorObject *pygpu_cuda_allocator(int device)

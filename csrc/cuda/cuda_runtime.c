@@ -222,7 +222,10 @@ int
 pygpu_cuda_check_launch(int err, const char *what)
 {
     cudaError_t e = (cudaError_t)err;
-    if (e == cudaSuccess && launch_blocking) {
+    /* A capture's launches run at replay: nothing to wait for now (and
+     * waiting would break the capture). */
+    if (e == cudaSuccess && launch_blocking &&
+        pygpu_cuda_captures_underway() == 0) {
         Py_BEGIN_ALLOW_THREADS
         e = cudaDeviceSynchronize();
         Py_END_ALLOW_THREADS
@@ -330,6 +333,8 @@ synchronize_py(PyObject *m, PyObject *arg)
     int dev, prev;
     cudaError_t err;
     if (device_arg(arg, &dev) < 0 ||
+        pygpu_cuda_capture_refuse(dev, NULL, PYGPU_CAPTURE_WAITS_DEVICE,
+                                  "pygpu.cuda.synchronize()") < 0 ||
         (prev = pygpu_cuda_device_guard(dev)) < 0) {
         return NULL;
     }

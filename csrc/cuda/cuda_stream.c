@@ -100,6 +100,18 @@ pygpu_cuda_stream_order(int device, void *before, void *after)
     if (canonical(before) == canonical(after)) {
         return 0;
     }
+    /* An event recorded outside a capture cannot be waited for inside it,
+     * nor one recorded inside waited for outside. */
+    if (pygpu_cuda_capture_refuse(device, before, PYGPU_CAPTURE_ON_STREAM,
+                                  "ordering two streams for an exchange "
+                                  "(DLPack, the CUDA Array Interface)") <
+            0 ||
+        pygpu_cuda_capture_refuse(device, after, PYGPU_CAPTURE_ON_STREAM,
+                                  "ordering two streams for an exchange "
+                                  "(DLPack, the CUDA Array Interface)") <
+            0) {
+        return -1;
+    }
     prev = pygpu_cuda_device_guard(device);
     if (prev < 0) {
         return -1;
@@ -232,6 +244,12 @@ pygpu_py_cuda_stream_query(PyObject *m, PyObject *const *args,
         0) {
         return NULL;
     }
+    if (pygpu_cuda_capture_refuse(device, s, PYGPU_CAPTURE_ON_STREAM,
+                                  "Stream.query() of a capturing stream") <
+        0) {
+        pygpu_cuda_device_restore(device, prev);
+        return NULL;
+    }
     err = cudaStreamQuery(canonical(s));
     pygpu_cuda_device_restore(device, prev);
     if (err == cudaErrorNotReady) {
@@ -254,6 +272,11 @@ pygpu_py_cuda_stream_synchronize(PyObject *m, PyObject *const *args,
     cudaError_t err;
     if ((prev = enter("_cuda_stream_synchronize", args, nargs, 2, &device,
                       &s)) < 0) {
+        return NULL;
+    }
+    if (pygpu_cuda_capture_refuse(device, s, PYGPU_CAPTURE_WAITS,
+                                  "Stream.synchronize()") < 0) {
+        pygpu_cuda_device_restore(device, prev);
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS

@@ -1,8 +1,9 @@
-/* stream_docs.h - the module functions behind pygpu.cuda.Stream, Event
- * and the stream-ordered copy, listed once: name, text signature and doc.
- * A CUDA build defines pygpu_py_<name> for each (cuda_stream.c,
- * cuda_event.c, cuda_copy.c); a CPU-only build's table (cuda_none.c)
- * refuses every one.  All take positional arguments (METH_FASTCALL). */
+/* stream_docs.h - the module functions behind pygpu.cuda.Stream, Event,
+ * the stream-ordered copy and CUDA graphs, listed once: name, text
+ * signature and doc.  A CUDA build defines pygpu_py_<name> for each
+ * (cuda_stream.c, cuda_event.c, cuda_copy.c, cuda_graph.c,
+ * cuda_capture.c); a CPU-only build's table (cuda_none.c) refuses every
+ * one.  All take positional arguments (METH_FASTCALL). */
 #ifndef PYGPU_STREAM_DOCS_H
 #define PYGPU_STREAM_DOCS_H
 
@@ -46,7 +47,23 @@
     X(_cuda_memcpy, "($module, dst, dst_device, src, src_device, nbytes,\n"  \
       "             sync, /)",                                               \
       "Copy nbytes between raw addresses (device -1: host) on the current\n" \
-      "stream, as tensor copies do; for benchmarks.")
+      "stream, as tensor copies do; for benchmarks.")                        \
+    X(_cuda_graph_new, "($module, /)",                                       \
+      "A new, empty CUDA graph (a capsule).")                                \
+    X(_cuda_graph_pool_handle, "($module, /)",                               \
+      "A new private memory pool id for graphs to share.")                   \
+    X(_cuda_graph_capture_begin, "($module, graph, pool, mode, /)",          \
+      "Begin capturing the current stream's work into `graph`, its memory\n" \
+      "from private pool `pool` (0: a new one); mode: 0 global,\n"           \
+      "1 thread_local, 2 relaxed.  Returns the pool's id.")                  \
+    X(_cuda_graph_capture_end, "($module, graph, /)",                        \
+      "End the capture of `graph` and instantiate it.")                      \
+    X(_cuda_graph_replay, "($module, graph, /)",                             \
+      "Launch the captured `graph` on the current stream.")                  \
+    X(_cuda_graph_reset, "($module, graph, /)",                              \
+      "Drop what `graph` captured and let go of its memory pool.")           \
+    X(_cuda_is_current_stream_capturing, "($module, device, /)",             \
+      "Whether the current stream of `device` is capturing a graph.")
 
 #define PYGPU_STREAM_DECLARE(name, sig, doc)                                 \
     PyObject *pygpu_py##name(PyObject *m, PyObject *const *args,             \

@@ -11,8 +11,8 @@
  *     malloc/free pair calls neither the backend nor the C library.
  *
  * The structures are in allocator_internal.h; the free tree is in
- * free_tree.c; the read side (figures, resets, snapshots) is in
- * allocator_stats.c.
+ * free_tree.c; private pools and their routes are in allocator_pool.c; the
+ * read side (figures, resets, snapshots) is in allocator_stats.c.
  *
  * Statistics follow PyTorch's definitions.  The inactive-split figures move
  * by the net change of each operation (as PyTorch applies them), so their
@@ -95,21 +95,27 @@ static size_t segment_size(size_t rounded)
     return (rounded + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
 }
 
-/* One attempt at `size` bytes from the backend, honouring the limit
- * (bytes in flight count against it).  Called with the lock held and no
- * inactive-split change pending; the lock is dropped while the backend
- * works, which can take seconds. */
-static int raw_alloc(pygpu_allocator *a, size_t size, void **ptr)
+/* One attempt at `size` bytes from the backend (its private-pool hook
+ * for a segment of a private pool), honouring the limit (bytes in flight
+ * count against it).  Called with the lock held and no inactive-split
+ * change pending; the lock is dropped while the backend works, which can
+ * take seconds. */
+static int raw_alloc(pygpu_allocator *a, size_t size, int private,
+                     void **ptr)
 {
+    int (*hook)(void *, int, size_t, void **) = a->backend.raw_alloc;
     int rc;
 
     if (a->limit != 0 && (uint64_t)a->stats.reserved_bytes.current +
                                  a->inflight + size > a->limit) {
         return PYGPU_ALLOC_OOM;
     }
+    if (private && a->backend.raw_alloc_private != NULL) {
+        hook = a->backend.raw_alloc_private;
+    }
     a->inflight += size;
     pthread_mutex_unlock(&a->lock);
-    rc = a->backend.raw_alloc(a->backend.ctx, a->device, size, ptr);
+    rc = hook(a->backend.ctx, a->device, size, ptr);
     pthread_mutex_lock(&a->lock);
     a->inflight -= size;
     return rc;
@@ -123,6 +129,9 @@ static void release_segment(pygpu_allocator *a, segment *s)
     a->stats.num_raw_frees++;
     stat_add(&a->stats.reserved_bytes, -(int64_t)s->size);
     stat_add(&a->stats.segment, -1);
+    if (s->owner != NULL) {
+        s->owner->nsegments--;
+    }
     if (s->prev != NULL) {
         s->prev->next = s->next;
     } else {
@@ -139,31 +148,40 @@ static void release_segment(pygpu_allocator *a, segment *s)
     free(s);
 }
 
-/* Return every wholly free segment to the backend; the bytes returned. */
+/* Return every wholly free segment to the backend, but those of private
+ * pools someone holds; the bytes returned.  Nothing while a route is open
+ * anywhere (a capture is underway). */
 static size_t release_cached(pygpu_allocator *a)
 {
     segment *s = a->segments, *next;
     size_t released = 0;
 
+    if (pygpu_pool_routes_open()) {
+        return 0;
+    }
     while (s != NULL) {
         next = s->next;
-        if (!s->head->allocated && s->head->next == NULL) {
+        if (!s->head->allocated && s->head->next == NULL &&
+            (s->owner == NULL || s->owner->holders == 0)) {
             released += s->size;
             pygpu_free_remove(a, s->head);
             release_segment(a, s);
         }
         s = next;
     }
+    pygpu_pool_reap(a);
     return released;
 }
 
-/* A new segment of `size` bytes on `stream`, as one block (not in the free
- * tree).  Empties the cache and retries once when the backend is out of
- * memory or the limit is reached.  The lock is dropped around each backend
- * call (see raw_alloc); the segment joins the lists, and the figures move,
- * only once it is obtained, so they stay exact. */
+/* A new segment of `size` bytes on `stream` for `owner` (a private pool,
+ * or NULL), as one block (not in the free tree).  Empties the cache and
+ * retries once when the backend is out of memory or the limit is reached.
+ * The lock is dropped around each backend call (see raw_alloc); the
+ * segment joins the lists, and the figures move, only once it is obtained,
+ * so they stay exact.  (The owner cannot go away meanwhile: its route
+ * holds it.) */
 static int new_segment(pygpu_allocator *a, size_t size, int pool,
-                       void *stream, pygpu_block **out)
+                       private_pool *owner, void *stream, pygpu_block **out)
 {
     segment *s = malloc(sizeof(*s));
     pygpu_block *b = block_get(a);
@@ -174,11 +192,11 @@ static int new_segment(pygpu_allocator *a, size_t size, int pool,
         rc = PYGPU_ALLOC_OOM; /* out of host memory for the bookkeeping */
         goto fail;
     }
-    rc = raw_alloc(a, size, &ptr);
+    rc = raw_alloc(a, size, owner != NULL, &ptr);
     if (rc == PYGPU_ALLOC_OOM) {
         release_cached(a);
         a->stats.num_alloc_retries++;
-        rc = raw_alloc(a, size, &ptr);
+        rc = raw_alloc(a, size, owner != NULL, &ptr);
     }
     if (rc != PYGPU_ALLOC_OK) {
         goto fail;
@@ -189,6 +207,10 @@ static int new_segment(pygpu_allocator *a, size_t size, int pool,
     s->ptr = ptr;
     s->size = size;
     s->pool = pool;
+    s->owner = owner;
+    if (owner != NULL) {
+        owner->nsegments++;
+    }
     s->head = b;
     s->prev = NULL;
     s->next = a->segments;
@@ -244,6 +266,7 @@ void pygpu_allocator_destroy(pygpu_allocator *a)
     while (a->segments != NULL) {
         release_segment(a, a->segments);
     }
+    pygpu_pool_destroy_all(a);
     for (b = a->spare; b != NULL; b = next) {
         next = b->next;
         free(b);
@@ -255,8 +278,16 @@ void pygpu_allocator_destroy(pygpu_allocator *a)
 int pygpu_allocator_malloc(pygpu_allocator *a, size_t size, void *stream,
                            pygpu_block **out)
 {
+    return pygpu_allocator_malloc_routed(a, size, stream, 0, out);
+}
+
+int pygpu_allocator_malloc_routed(pygpu_allocator *a, size_t size,
+                                  void *stream, uint64_t route,
+                                  pygpu_block **out)
+{
     size_t rounded, rest;
     pygpu_block *b, *r;
+    private_pool *owner;
     int pool, rc;
 
     *out = NULL;
@@ -271,20 +302,24 @@ int pygpu_allocator_malloc(pygpu_allocator *a, size_t size, void *stream,
     }
     rounded = (size + ROUND - 1) / ROUND * ROUND;
     pool = rounded <= SMALL_SIZE ? POOL_SMALL : POOL_LARGE;
-    if (!a->caching) {
-        rc = new_segment(a, rounded, pool, stream, &b);
+    owner = pygpu_pool_for_route(a, route);
+    if (!a->caching && owner == NULL) {
+        rc = new_segment(a, rounded, pool, NULL, stream, &b);
         if (rc != PYGPU_ALLOC_OK) {
             goto done;
         }
-    } else {
-        pygpu_block **link = pygpu_best_fit(a, pool, stream, rounded);
+    } else { /* a private pool always caches: its blocks stay reserved */
+        pygpu_block **root = owner != NULL ? &owner->trees[pool]
+                                           : &a->pools[pool];
+        pygpu_block **link = pygpu_best_fit(root, stream, rounded);
 
         if (link != NULL) {
             b = *link;
             pygpu_free_unlink(a, link);
             a->stats.num_cache_hits++;
         } else {
-            rc = new_segment(a, segment_size(rounded), pool, stream, &b);
+            rc = new_segment(a, segment_size(rounded), pool, owner, stream,
+                             &b);
             if (rc != PYGPU_ALLOC_OK) {
                 goto done;
             }
@@ -360,7 +395,7 @@ void pygpu_allocator_free(pygpu_allocator *a, pygpu_block *b)
     stat_add(&a->stats.active, -1);
     b->allocated = 0;
     b->requested = 0;
-    if (!a->caching) {
+    if (!a->caching && b->seg->owner == NULL && !pygpu_pool_routes_open()) {
         release_segment(a, b->seg);
     } else {
         if (b->prev != NULL && !b->prev->allocated) {

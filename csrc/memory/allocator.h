@@ -20,6 +20,19 @@
  * exceeded, the allocator frees its cached segments and tries once more
  * (num_alloc_retries counts that), then reports PYGPU_ALLOC_OOM (num_ooms).
  *
+ * Private pools (CUDA graphs, as PyTorch's): while a route is open,
+ * allocations tagged with it are served from one private pool, whose
+ * segments and free blocks no other allocation sees.  A block of a private
+ * pool freed later goes back to that pool, reserved for it, until every
+ * holder of the pool (the capture that opened the route, then the graph)
+ * has let go; only then can empty_cache give its wholly free segments back.
+ * Several routes may feed one pool (graphs sharing a pool).  While any
+ * route is open anywhere in the process, no allocator gives memory back to
+ * its backend (cudaFree during a capture would break it): empty_cache and
+ * the out-of-memory retry free nothing, and an allocator without caching
+ * keeps its freed blocks cached until the next empty_cache.  The figures
+ * count private pools' segments and blocks like any others.
+ *
  * A size-0 request succeeds with a NULL block and changes no figure.
  * Every function takes the allocator's mutex; all are thread-safe.  The
  * mutex is not held while raw_alloc runs, so a backend's raw_alloc must be
@@ -51,6 +64,10 @@ typedef struct pygpu_alloc_backend {
      * returns 0 on success. */
     int (*mem_info)(void *ctx, int device, size_t *free_bytes,
                     size_t *total_bytes);
+    /* As raw_alloc, for a segment of a private pool, which is made while
+     * a capture is underway (the CUDA backend relaxes the capture's
+     * checks around cudaMalloc, as PyTorch does).  NULL: raw_alloc. */
+    int (*raw_alloc_private)(void *ctx, int device, size_t size, void **ptr);
     /* Events for blocks freed while a stream may still use them
      * (record_stream, non_blocking copies); both NULL when the backend has
      * none (such blocks are then freed at once).  record_event: an event
@@ -101,8 +118,39 @@ void pygpu_allocator_destroy(pygpu_allocator *a);
 
 int pygpu_allocator_malloc(pygpu_allocator *a, size_t size, void *stream,
                            pygpu_block **out);
+/* As pygpu_allocator_malloc, tagged with `route`: served from the
+ * private pool of an open route `route`, else (route 0, or no such route
+ * open) as pygpu_allocator_malloc. */
+int pygpu_allocator_malloc_routed(pygpu_allocator *a, size_t size,
+                                  void *stream, uint64_t route,
+                                  pygpu_block **out);
 /* block may be NULL (a size-0 allocation). */
 void pygpu_allocator_free(pygpu_allocator *a, pygpu_block *block);
+
+/* Private pools.  Open route `route` to pool `pool_id` (both nonzero),
+ * creating the pool if it does not exist; the pool gains a holder.
+ * PYGPU_ALLOC_OK, PYGPU_ALLOC_ERROR when an id is 0 or the route is open
+ * already, PYGPU_ALLOC_OOM when out of host memory for the bookkeeping. */
+int pygpu_allocator_begin_pool(pygpu_allocator *a, uint64_t pool_id,
+                               uint64_t route);
+/* Close route `route` (nothing if it is not open); its pool keeps the
+ * holder the route gave it. */
+void pygpu_allocator_end_pool(pygpu_allocator *a, uint64_t route);
+/* One holder of pool `pool_id` lets go: 0, or -1 when there is no such
+ * pool or it has no holder left.  With none left, its wholly free
+ * segments go back at the next empty_cache (and the pool is forgotten
+ * once it owns none). */
+int pygpu_allocator_release_pool(pygpu_allocator *a, uint64_t pool_id);
+typedef struct pygpu_pool_info {
+    int holders;
+    int routes;              /* open routes to it */
+    size_t segments;
+    size_t reserved_bytes;   /* bytes of its segments */
+    size_t allocated_bytes;  /* bytes of its live blocks */
+} pygpu_pool_info;
+/* 1 and *out filled when pool `pool_id` exists, else 0. */
+int pygpu_allocator_pool_info(pygpu_allocator *a, uint64_t pool_id,
+                              pygpu_pool_info *out);
 
 void *pygpu_block_ptr(const pygpu_block *b);
 size_t pygpu_block_size(const pygpu_block *b); /* rounded size */
@@ -128,6 +176,7 @@ typedef struct pygpu_segment_info {
     size_t allocated; /* bytes in live blocks of this segment */
     int is_small;
     int nblocks;
+    uint64_t pool_id; /* its private pool, 0 for none */
 } pygpu_segment_info;
 size_t pygpu_allocator_segments(pygpu_allocator *a, pygpu_segment_info *out,
                                 size_t max);

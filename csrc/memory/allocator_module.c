@@ -1,7 +1,9 @@
 /* allocator_module.c - the module functions _cuda_allocator,
  * _pinned_allocator and _bench_allocator over the process-wide allocators
- * (cuda_allocators.c in a CUDA build), and the test aids of the deferred
- * frees (_storage_record_stream, _complete_host_events).
+ * (cuda_allocators.c in a CUDA build), the test aids of the deferred
+ * frees (_storage_record_stream, _complete_host_events), and the private
+ * pools of any allocator (_allocator_begin_pool and the rest: what a CUDA
+ * graph's capture does, for tests over host-memory allocators).
  */
 #include "memory/memory.h"
 
@@ -139,6 +141,91 @@ static PyObject *mod_complete_host_events(PyObject *module, PyObject *arg)
                                          __ATOMIC_RELAXED));
 }
 
+/* ------------------------------------------------------ private pools */
+static int pool_args(PyObject *args, const char *format, AllocatorObject **a,
+                     unsigned long long *x, unsigned long long *y)
+{
+    return PyArg_ParseTuple(args, format, pygpu_state->Allocator_Type, a, x,
+                            y)
+               ? 0
+               : -1;
+}
+
+static PyObject *mod_begin_pool(PyObject *module, PyObject *args)
+{
+    AllocatorObject *a;
+    unsigned long long pool, route;
+    int rc;
+
+    (void)module;
+    if (pool_args(args, "O!KK:_allocator_begin_pool", &a, &pool, &route) <
+        0) {
+        return NULL;
+    }
+    rc = pygpu_allocator_begin_pool(a->alloc, pool, route);
+    if (rc == PYGPU_ALLOC_OOM) {
+        return PyErr_NoMemory();
+    }
+    if (rc != PYGPU_ALLOC_OK) {
+        PyErr_Format(PyExc_ValueError,
+                     "cannot open route %llu to pool %llu: ids must be "
+                     "nonzero and the route not open already", route, pool);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_end_pool(PyObject *module, PyObject *args)
+{
+    AllocatorObject *a;
+    unsigned long long route;
+
+    (void)module;
+    if (pool_args(args, "O!K:_allocator_end_pool", &a, &route, NULL) < 0) {
+        return NULL;
+    }
+    pygpu_allocator_end_pool(a->alloc, route);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_release_pool(PyObject *module, PyObject *args)
+{
+    AllocatorObject *a;
+    unsigned long long pool;
+
+    (void)module;
+    if (pool_args(args, "O!K:_allocator_release_pool", &a, &pool, NULL) <
+        0) {
+        return NULL;
+    }
+    if (pygpu_allocator_release_pool(a->alloc, pool) < 0) {
+        PyErr_Format(PyExc_ValueError, "pool %llu has no holder to release",
+                     pool);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_pool_stats(PyObject *module, PyObject *args)
+{
+    AllocatorObject *a;
+    unsigned long long pool;
+    pygpu_pool_info info;
+
+    (void)module;
+    if (pool_args(args, "O!K:_allocator_pool_stats", &a, &pool, NULL) < 0) {
+        return NULL;
+    }
+    if (!pygpu_allocator_pool_info(a->alloc, pool, &info)) {
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("{s:i,s:i,s:n,s:n,s:n}", "holders", info.holders,
+                         "routes", info.routes, "segments",
+                         (Py_ssize_t)info.segments, "reserved_bytes",
+                         (Py_ssize_t)info.reserved_bytes, "allocated_bytes",
+                         (Py_ssize_t)info.allocated_bytes);
+}
+
 PyMethodDef pygpu_allocator_functions[] = {
     {"_cuda_allocator", (PyCFunction)mod_cuda_allocator, METH_O,
      "_cuda_allocator($module, device, /)\n--\n\n"
@@ -163,4 +250,21 @@ PyMethodDef pygpu_allocator_functions[] = {
      "Test aid: mark done every event a host-memory Allocator recorded\n"
      "for its deferred frees; returns (events not yet released, device\n"
      "of the last event recorded, -1 if none)."},
+    {"_allocator_begin_pool", (PyCFunction)mod_begin_pool, METH_VARARGS,
+     "_allocator_begin_pool($module, allocator, pool, route, /)\n--\n\n"
+     "Open route `route` to private pool `pool` of `allocator` (ints > 0):\n"
+     "allocations tagged with the route come from the pool, which gains a\n"
+     "holder (what a CUDA graph's capture_begin does)."},
+    {"_allocator_end_pool", (PyCFunction)mod_end_pool, METH_VARARGS,
+     "_allocator_end_pool($module, allocator, route, /)\n--\n\n"
+     "Close route `route` (capture_end); its pool keeps its holder."},
+    {"_allocator_release_pool", (PyCFunction)mod_release_pool, METH_VARARGS,
+     "_allocator_release_pool($module, allocator, pool, /)\n--\n\n"
+     "One holder of private pool `pool` lets go (a graph's reset); once\n"
+     "none is left, empty_cache gives its free segments back."},
+    {"_allocator_pool_stats", (PyCFunction)mod_pool_stats, METH_VARARGS,
+     "_allocator_pool_stats($module, allocator, pool, /)\n--\n\n"
+     "A dict of holders, routes, segments, reserved_bytes and\n"
+     "allocated_bytes of private pool `pool`, or None when it does not\n"
+     "exist (any more)."},
     {NULL, NULL, 0, NULL}};

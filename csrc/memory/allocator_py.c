@@ -123,13 +123,14 @@ static PyObject *Allocator_repr(AllocatorObject *self)
 static PyObject *Allocator_malloc(AllocatorObject *self, PyObject *args,
                                   PyObject *kwds)
 {
-    static char *kwlist[] = {"", "stream", NULL};
+    static char *kwlist[] = {"", "stream", "route", NULL};
     PyObject *n_obj, *s_obj = NULL;
+    unsigned long long route = 0;
     void *stream = NULL;
     size_t nbytes;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:malloc", kwlist, &n_obj,
-                                     &s_obj)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OK:malloc", kwlist,
+                                     &n_obj, &s_obj, &route)) {
         return NULL;
     }
     if (pygpu_to_size(n_obj, "nbytes", &nbytes) < 0) {
@@ -144,7 +145,8 @@ static PyObject *Allocator_malloc(AllocatorObject *self, PyObject *args,
     if (s_obj != NULL && pygpu_to_stream(s_obj, &stream) < 0) {
         return NULL;
     }
-    return (PyObject *)pygpu_storage_alloc(self, nbytes, stream);
+    return (PyObject *)pygpu_storage_alloc(self, nbytes, stream,
+                                           (uint64_t)route);
 }
 
 int pygpu_to_stream(PyObject *obj, void **out)
@@ -368,12 +370,13 @@ static PyObject *Allocator_segments(AllocatorObject *self, PyObject *unused)
         goto fail;
     }
     for (i = 0; i < n; i++) {
-        item = Py_BuildValue("{s:N,s:n,s:n,s:O,s:i}", "ptr",
+        item = Py_BuildValue("{s:N,s:n,s:n,s:O,s:i,s:K}", "ptr",
                              PyLong_FromVoidPtr(info[i].ptr), "size",
                              (Py_ssize_t)info[i].size, "allocated",
                              (Py_ssize_t)info[i].allocated, "is_small",
                              info[i].is_small ? Py_True : Py_False,
-                             "nblocks", info[i].nblocks);
+                             "nblocks", info[i].nblocks, "pool",
+                             (unsigned long long)info[i].pool_id);
         if (item == NULL) {
             goto fail;
         }
@@ -418,8 +421,9 @@ static PyObject *Allocator_get_device(AllocatorObject *self, void *closure)
 
 static PyMethodDef Allocator_methods[] = {
     {"malloc", KW_METHOD(Allocator_malloc), METH_VARARGS | METH_KEYWORDS,
-     "malloc($self, nbytes, /, stream=0)\n--\n\n"
-     "A Storage of nbytes for use on stream (an int handle).  Raises\n"
+     "malloc($self, nbytes, /, stream=0, route=0)\n--\n\n"
+     "A Storage of nbytes for use on stream (an int handle), from the\n"
+     "private pool of route `route` when that route is open.  Raises\n"
      "OutOfMemoryError when the memory cannot be had even after emptying\n"
      "the cache and collecting garbage."},
     {"stats", (PyCFunction)Allocator_stats, METH_NOARGS,
@@ -452,7 +456,7 @@ static PyMethodDef Allocator_methods[] = {
     {"segments", (PyCFunction)Allocator_segments, METH_NOARGS,
      "segments($self, /)\n--\n\n"
      "The segments held, by address: dicts of ptr, size, allocated,\n"
-     "is_small and nblocks."},
+     "is_small, nblocks and pool (the private pool's id, 0 for none)."},
     {"inject_failure", (PyCFunction)Allocator_inject_failure, METH_VARARGS,
      "inject_failure($self, n, count=1, /)\n--\n\n"
      "Test aid: backend allocations n to n + count - 1 from now (1: the\n"

@@ -31,11 +31,19 @@ AllocatorObject *pygpu_allocator_object_new(const pygpu_alloc_backend *backend,
 void pygpu_backend_without_gil(pygpu_alloc_backend *core,
                                const pygpu_alloc_backend *inner);
 
-/* A Storage of nbytes from a on stream: the core, then on out-of-memory a
- * gc.collect() and one more try, then OutOfMemoryError.  NULL with an
- * exception. */
+/* A Storage of nbytes from a on stream (from the private pool of
+ * `route` when that route is open; 0: none): the core, then on
+ * out-of-memory a gc.collect() and one more try, then OutOfMemoryError.
+ * NULL with an exception. */
 StorageObject *pygpu_storage_alloc(AllocatorObject *a, size_t nbytes,
-                                   void *stream);
+                                   void *stream, uint64_t route);
+
+/* storage_deferred.c: Storage_dealloc of a block recorded on streams
+ * hands it over (block and allocator reference) to wait for them: 0, or
+ * -1 when that could not be arranged (free it at once).  And whether any
+ * block waits (a cheap check before pygpu_storage_free_deferred). */
+int pygpu_storage_defer_free(StorageObject *self);
+int pygpu_storage_deferred_waiting(void);
 
 /* The allocator of pinned host memory, created on first use (borrowed);
  * NULL with RuntimeError in a build without CUDA. */

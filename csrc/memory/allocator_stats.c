@@ -107,6 +107,7 @@ size_t pygpu_allocator_segments(pygpu_allocator *a, pygpu_segment_info *out,
         out[n].allocated = 0;
         out[n].is_small = s->pool == POOL_SMALL;
         out[n].nblocks = 0;
+        out[n].pool_id = s->owner != NULL ? s->owner->id : 0;
         for (b = s->head; b != NULL; b = b->next) {
             out[n].nblocks++;
             if (b->allocated) {

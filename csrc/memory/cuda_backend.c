@@ -81,6 +81,29 @@ static int device_alloc(void *ctx, int device, size_t size, void **ptr)
     return PYGPU_ALLOC_OK;
 }
 
+/* A segment of a private pool, made while a capture is underway: with
+ * the capture's checks relaxed for this thread, as PyTorch does.  A
+ * cudaMalloc is not recorded into a graph, and what it returns stays
+ * allocated while any graph may use it (the pool is freed only once no
+ * graph holds it), so it is safe here; in the default (global) capture
+ * mode CUDA would otherwise refuse it and invalidate the capture. */
+static int device_alloc_private(void *ctx, int device, size_t size,
+                                void **ptr)
+{
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaError_t err = cudaThreadExchangeStreamCaptureMode(&mode);
+    int rc;
+
+    if (err != cudaSuccess) {
+        return failure(err, "cudaThreadExchangeStreamCaptureMode");
+    }
+    rc = device_alloc(ctx, device, size, ptr);
+    if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the mode was set once: restorable */
+    }
+    return rc;
+}
+
 static void device_free(void *ctx, int device, void *ptr)
 {
     int prev;
@@ -208,12 +231,14 @@ void pygpu_cuda_backend_init(pygpu_alloc_backend *backend, int device,
     if (pinned) {
         backend->name = "cuda_host";
         backend->raw_alloc = pinned_alloc;
+        backend->raw_alloc_private = NULL;
         backend->raw_free = pinned_free;
         backend->mem_info = pinned_info;
         backend->ctx = &pinned_ctx;
     } else {
         backend->name = "cuda";
         backend->raw_alloc = device_alloc;
+        backend->raw_alloc_private = device_alloc_private;
         backend->raw_free = device_free;
         backend->mem_info = device_info;
         backend->ctx = &device_ctx;

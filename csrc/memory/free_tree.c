@@ -65,6 +65,15 @@ static pygpu_block *tree_join(pygpu_block *lo, pygpu_block *hi)
     return hi;
 }
 
+/* The tree block b belongs in: its segment's pool kind, in the segment's
+ * private pool or in the allocator. */
+static pygpu_block **root_of(pygpu_allocator *a, const pygpu_block *b)
+{
+    const segment *s = b->seg;
+
+    return s->owner != NULL ? &s->owner->trees[s->pool] : &a->pools[s->pool];
+}
+
 static int is_split(const pygpu_block *b)
 {
     return b->prev != NULL || b->next != NULL;
@@ -76,7 +85,7 @@ static int is_split(const pygpu_block *b)
  * it, which removes it first). */
 void pygpu_free_insert(pygpu_allocator *a, pygpu_block *b)
 {
-    pygpu_block **p = &a->pools[b->seg->pool];
+    pygpu_block **p = root_of(a, b);
 
     /* Descend to where b's priority belongs, then b takes that place with
      * the subtree found there split around it. */
@@ -107,7 +116,7 @@ void pygpu_free_unlink(pygpu_allocator *a, pygpu_block **link)
 
 void pygpu_free_remove(pygpu_allocator *a, pygpu_block *b)
 {
-    pygpu_block **p = &a->pools[b->seg->pool];
+    pygpu_block **p = root_of(a, b);
 
     while (*p != b) {
         p = key_less(b, *p) ? &(*p)->left : &(*p)->right;
@@ -115,13 +124,13 @@ void pygpu_free_remove(pygpu_allocator *a, pygpu_block *b)
     pygpu_free_unlink(a, p);
 }
 
-/* The tree link to the smallest free block of the pool on `stream` with at
- * least `size` bytes (lowest address among equals), or NULL.  Returning
- * the link lets the caller unlink the block without a second descent. */
-pygpu_block **pygpu_best_fit(pygpu_allocator *a, int pool, void *stream,
-                              size_t size)
+/* The tree link to the smallest free block of the tree at *root on
+ * `stream` with at least `size` bytes (lowest address among equals), or
+ * NULL.  Returning the link lets the caller unlink the block without a
+ * second descent. */
+pygpu_block **pygpu_best_fit(pygpu_block **root, void *stream, size_t size)
 {
-    pygpu_block **link = &a->pools[pool], **best = NULL;
+    pygpu_block **link = root, **best = NULL;
     pygpu_block key;
 
     key.stream = stream;

@@ -123,6 +123,7 @@ void pygpu_host_backend_init(pygpu_alloc_backend *backend,
     ctx->last_event_device = -1;
     backend->name = "host";
     backend->raw_alloc = host_raw_alloc;
+    backend->raw_alloc_private = NULL;
     backend->raw_free = host_raw_free;
     backend->mem_info = host_mem_info;
     backend->record_event = host_record_event;

@@ -9,23 +9,6 @@
 
 #include "memory/cuda_backend.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
-
-/* Blocks of dead storages waiting for their recorded streams: each holds
- * its allocator (a reference) and one event per recorded stream. */
-typedef struct deferred_free {
-    struct deferred_free *next;
-    AllocatorObject *allocator;
-    pygpu_block *block;
-    int nevents;
-    void *events[PYGPU_MAX_RECORDED_STREAMS];
-} deferred_free;
-
-static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
-static deferred_free *deferred_head; /* under deferred_lock */
-static atomic_int deferred_count;    /* its length, read without the lock */
-
 /* ------------------------------------------------- backend without GIL */
 /* The core runs over these hooks, whose ctx is the real backend: a backend
  * allocation (cudaMalloc, cudaHostAlloc: seconds for gigabytes) runs
@@ -35,6 +18,19 @@ static int raw_alloc_nogil(void *ctx, int device, size_t size, void **ptr)
     const pygpu_alloc_backend *be = ctx;
     PyThreadState *ts = PyGILState_Check() ? PyEval_SaveThread() : NULL;
     int rc = be->raw_alloc(be->ctx, device, size, ptr);
+
+    if (ts != NULL) {
+        PyEval_RestoreThread(ts);
+    }
+    return rc;
+}
+
+static int raw_alloc_private_nogil(void *ctx, int device, size_t size,
+                                   void **ptr)
+{
+    const pygpu_alloc_backend *be = ctx;
+    PyThreadState *ts = PyGILState_Check() ? PyEval_SaveThread() : NULL;
+    int rc = be->raw_alloc_private(be->ctx, device, size, ptr);
 
     if (ts != NULL) {
         PyEval_RestoreThread(ts);
@@ -62,6 +58,8 @@ void pygpu_backend_without_gil(pygpu_alloc_backend *core,
 {
     core->name = inner->name;
     core->raw_alloc = raw_alloc_nogil;
+    core->raw_alloc_private =
+        inner->raw_alloc_private != NULL ? raw_alloc_private_nogil : NULL;
     core->raw_free = raw_free_through;
     core->mem_info = mem_info_through;
     core->record_event = NULL; /* the Python layer uses inner's */
@@ -176,10 +174,11 @@ static int collect_garbage(void)
  * most one num_alloc_retries per request; the difference is kept in
  * uncounted_* and taken off in stats(). */
 static int take_block(AllocatorObject *self, size_t nbytes, void *stream,
-                      pygpu_block **out)
+                      uint64_t route, pygpu_block **out)
 {
     pygpu_alloc_stats before, after;
-    int rc = pygpu_allocator_malloc(self->alloc, nbytes, stream, out);
+    int rc = pygpu_allocator_malloc_routed(self->alloc, nbytes, stream, route,
+                                           out);
 
     if (rc == PYGPU_ALLOC_OOM) {
         pygpu_storage_free_deferred(1); /* blocks recorded on streams */
@@ -187,7 +186,8 @@ static int take_block(AllocatorObject *self, size_t nbytes, void *stream,
             return -1;
         }
         pygpu_allocator_get_stats(self->alloc, &before);
-        rc = pygpu_allocator_malloc(self->alloc, nbytes, stream, out);
+        rc = pygpu_allocator_malloc_routed(self->alloc, nbytes, stream, route,
+                                           out);
         pygpu_allocator_get_stats(self->alloc, &after);
         self->uncounted_ooms += 1;
         self->uncounted_retries +=
@@ -205,16 +205,16 @@ static int take_block(AllocatorObject *self, size_t nbytes, void *stream,
 }
 
 StorageObject *pygpu_storage_alloc(AllocatorObject *a, size_t nbytes,
-                                   void *stream)
+                                   void *stream, uint64_t route)
 {
     PyTypeObject *tp = pygpu_state->Storage_Type;
     pygpu_block *b = NULL;
     StorageObject *s;
 
-    if (atomic_load(&deferred_count) > 0) {
+    if (pygpu_storage_deferred_waiting()) {
         pygpu_storage_free_deferred(0);
     }
-    if (take_block(a, nbytes, stream, &b) < 0) {
+    if (take_block(a, nbytes, stream, route, &b) < 0) {
         return NULL;
     }
     s = (StorageObject *)tp->tp_alloc(tp, 0);
@@ -232,134 +232,13 @@ StorageObject *pygpu_storage_alloc(AllocatorObject *a, size_t nbytes,
     return s;
 }
 
-/* -------------------------------------------------------- record_stream */
-/* 1 recorded (or nothing to record), 0 when st is full. */
-static int record(StorageObject *st, void *stream, int device)
-{
-    if (stream == (void *)1) {
-        stream = NULL; /* the legacy default stream's other name */
-    }
-    if (st->allocator == NULL || st->block == NULL) {
-        return 1;
-    }
-    /* A CUDA block is ordered on its own stream; pinned memory is not. */
-    if (st->device.type == PYGPU_CUDA && device == st->device.index &&
-        stream == st->stream) {
-        return 1;
-    }
-    for (int i = 0; i < st->nrecorded; i++) {
-        if (st->recorded[i] == stream && st->recorded_device[i] == device) {
-            return 1;
-        }
-    }
-    if (st->nrecorded == PYGPU_MAX_RECORDED_STREAMS) {
-        return 0;
-    }
-    st->recorded[st->nrecorded] = stream;
-    st->recorded_device[st->nrecorded] = device;
-    st->nrecorded++;
-    return 1;
-}
-
-int pygpu_storage_record_stream(StorageObject *st, void *stream, int device)
-{
-    if (!record(st, stream, device)) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "record_stream: a tensor's memory can be recorded on "
-                     "at most %d streams", PYGPU_MAX_RECORDED_STREAMS);
-        return -1;
-    }
-    return 0;
-}
-
-int pygpu_storage_guard_copy(StorageObject *st, void *stream, int device)
-{
-    return record(st, stream, device);
-}
-
-/* Storage_dealloc of a block recorded on streams: an event on each (on
- * that stream's device), and the block waits in the list.  0, or -1 when
- * that could not be arranged (the block is then freed at once). */
-static int defer_free(StorageObject *self)
-{
-    AllocatorObject *a = (AllocatorObject *)self->allocator;
-    const pygpu_alloc_backend *be = &a->backend;
-    deferred_free *d;
-
-    if (be->record_event == NULL || be->event_done == NULL) {
-        return -1;
-    }
-    d = PyMem_RawCalloc(1, sizeof(*d));
-    if (d == NULL) {
-        return -1;
-    }
-    for (int i = 0; i < self->nrecorded; i++) {
-        void *ev = NULL;
-        if (be->record_event(be->ctx, self->recorded_device[i],
-                             self->recorded[i], &ev) != 0) {
-            continue; /* nothing to wait for that can be waited for */
-        }
-        d->events[d->nevents++] = ev;
-    }
-    d->allocator = a; /* the reference */
-    d->block = self->block;
-    pthread_mutex_lock(&deferred_lock);
-    d->next = deferred_head;
-    deferred_head = d;
-    atomic_fetch_add(&deferred_count, 1);
-    pthread_mutex_unlock(&deferred_lock);
-    return 0;
-}
-
-/* Whether all of d's events are done (destroying those that are). */
-static int deferred_ready(deferred_free *d, int wait)
-{
-    const pygpu_alloc_backend *be = &d->allocator->backend;
-    int kept = 0;
-
-    for (int i = 0; i < d->nevents; i++) {
-        if (!be->event_done(be->ctx, d->events[i], wait)) {
-            d->events[kept++] = d->events[i];
-        }
-    }
-    d->nevents = kept;
-    return kept == 0;
-}
-
-void pygpu_storage_free_deferred(int wait)
-{
-    deferred_free *ready = NULL, **link;
-
-    pthread_mutex_lock(&deferred_lock);
-    link = &deferred_head;
-    while (*link != NULL) {
-        deferred_free *d = *link;
-        if (deferred_ready(d, wait)) {
-            *link = d->next;
-            d->next = ready;
-            ready = d;
-            atomic_fetch_sub(&deferred_count, 1);
-        } else {
-            link = &d->next;
-        }
-    }
-    pthread_mutex_unlock(&deferred_lock);
-    while (ready != NULL) {
-        deferred_free *d = ready;
-        ready = d->next;
-        pygpu_allocator_free(d->allocator->alloc, d->block);
-        Py_DECREF(d->allocator);
-        PyMem_RawFree(d);
-    }
-}
-
 /* --------------------------------------------------------------- Storage */
 static void Storage_dealloc(StorageObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
 
     if (self->allocator != NULL && self->nrecorded > 0 &&
-        self->block != NULL && defer_free(self) == 0) {
+        self->block != NULL && pygpu_storage_defer_free(self) == 0) {
         self->allocator = NULL; /* the list holds block and reference */
     }
     if (self->allocator != NULL) {
@@ -435,6 +314,7 @@ StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes)
 {
     AllocatorObject *a;
     void *stream = NULL;
+    uint64_t route = 0;
     int index = dev.index;
 
     if (dev.type == PYGPU_CUDA) {
@@ -446,7 +326,16 @@ StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes)
             return NULL;
         }
         stream = pygpu_cuda_current_stream(index);
+        /* During a graph capture on that stream: the graph's pool. */
+        route = pygpu_cuda_capture_route(index, stream);
     } else if (dev.type == PYGPU_CPU) {
+        /* cudaHostAlloc is a call a capture forbids, as a wait is. */
+        if (pygpu_cuda_capture_refuse(-1, NULL, PYGPU_CAPTURE_WAITS,
+                                      "allocating page-locked host memory "
+                                      "(pin_memory(), a non_blocking copy "
+                                      "to the host)") < 0) {
+            return NULL;
+        }
         a = pygpu_pinned_allocator();
         if (a == NULL) {
             return NULL;
@@ -457,7 +346,7 @@ StorageObject *pygpu_storage_new(pygpu_device dev, size_t nbytes)
                         "memory only");
         return NULL;
     }
-    return pygpu_storage_alloc(a, nbytes, stream);
+    return pygpu_storage_alloc(a, nbytes, stream, route);
 }
 
 StorageObject *pygpu_storage_foreign(pygpu_device dev, void *ptr,

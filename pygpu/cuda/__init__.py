@@ -22,6 +22,13 @@ from .memory import (
     set_per_process_memory_fraction,
     get_per_process_memory_fraction,
 )
+from .graphs import (
+    CUDAGraph,
+    graph,
+    graph_pool_handle,
+    is_current_stream_capturing,
+    make_graphed_callables,
+)
 from .streams import (
     Event,
     ExternalStream,
@@ -45,6 +52,8 @@ __all__ = [
     "get_per_process_memory_fraction", "amp",
     "Stream", "ExternalStream", "Event", "StreamContext", "stream",
     "current_stream", "default_stream", "set_stream",
+    "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
+    "make_graphed_callables",
 ]
 
 sys.modules[__name__ + ".amp"] = amp  # import pygpu.cuda.amp
