@@ -280,6 +280,8 @@ if wanted bench; then
         "$PY" benchmarks/bench_transfer.py --json "$OUT/bench_transfer.json"
     step bench graph 90 "$OUT/logs/bench_graph.log" \
         "$PY" benchmarks/bench_graph.py --json "$OUT/bench_graph.json"
+    step bench lines 90 "$OUT/logs/bench_lines.log" \
+        "$PY" benchmarks/bench_lines.py --json "$OUT/bench_lines.json"
     summary
 fi
 
