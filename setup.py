@@ -5,7 +5,8 @@ Environment:
                           /usr/local/cuda); whether a GPU is present never
                           matters.
   NCCL_HOME               where NCCL's include/nccl.h is, when not in the
-                          toolkit (its library is loaded at run time).
+                          toolkit nor in the building Python's nvidia-nccl-cu*
+                          pip package (its library is loaded at run time).
   PYGPU_NO_CUDA=1         build the CPU-only flavour even with a toolkit.
   PYGPU_FORCE_CUDA=1      fail the build when no toolkit is found.
   PYGPU_CUDA_ARCH         e.g. "80;90" or "90a": the SASS targets; PTX is
@@ -25,6 +26,7 @@ everything when the compile or link commands change (flags.json), and the
 extension is linked again only when an object is newer.  Whatever was reused,
 the extension of the flavour asked for is copied to where setuptools wants it.
 """
+import importlib.util
 import json
 import os
 import re
@@ -105,15 +107,40 @@ def find_cuda():
     return None
 
 
+def _lib_dir(root):
+    lib = os.path.join(root, "lib64")
+    return lib if os.path.isdir(lib) else os.path.join(root, "lib")
+
+
+def nccl_wheel_roots():
+    """nvidia/nccl of the building Python's nvidia-nccl-cu* pip packages
+    (the folders of the nvidia namespace package, in import order), found
+    without importing anything."""
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or spec.submodule_search_locations is None:
+        return []
+    return [os.path.join(d, "nccl") for d in spec.submodule_search_locations
+            if os.path.isdir(os.path.join(d, "nccl"))]
+
+
 def find_nccl(cuda_root):
     """(include dir, lib dir) of NCCL's header and library: NCCL_HOME, else
-    the CUDA toolkit's own; None when no nccl.h is found.  Only the header
-    is needed to build: the library is loaded at run time."""
-    for root in (os.environ.get("NCCL_HOME"), cuda_root):
-        if root and os.path.exists(os.path.join(root, "include", "nccl.h")):
-            lib = os.path.join(root, "lib64")
-            if not os.path.isdir(lib):
-                lib = os.path.join(root, "lib")
+    the CUDA toolkit's own, else the nvidia-nccl-cu* pip package of the
+    Python building pygpu; None when no nccl.h is found.  Only the header
+    is needed to build: the library is loaded at run time, first from the
+    loader's search, then from the lib dir given here, which is the first
+    of those roots (the header's first) that holds libnccl.so.2."""
+    roots = [os.environ.get("NCCL_HOME"), cuda_root, *nccl_wheel_roots()]
+    roots = [r for r in roots if r]
+    for root in roots:
+        if os.path.exists(os.path.join(root, "include", "nccl.h")):
+            libs = [_lib_dir(root)] + [_lib_dir(r) for r in roots
+                                       if r != root]
+            lib = next((d for d in libs if os.path.exists(
+                os.path.join(d, "libnccl.so.2"))), libs[0])
             return os.path.join(root, "include"), lib
     return None
 
@@ -202,12 +229,13 @@ if CUDA_ROOT:
     nccl = find_nccl(CUDA_ROOT)
     if nccl:
         say(f"with NCCL's header from {nccl[0]} (the library is loaded at "
-            f"run time)")
+            f"run time, also from {nccl[1]})")
         sources += existing(NCCL_C)
         include_dirs.append(nccl[0])
         define_macros.append(("PYGPU_NCCL_LIBDIR", f'"{nccl[1]}"'))
     else:
-        say("without NCCL (no nccl.h in the CUDA toolkit; set NCCL_HOME)")
+        say("without NCCL (no nccl.h in the CUDA toolkit or an "
+            "nvidia-nccl-cu* pip package; set NCCL_HOME)")
         sources += existing(NO_NCCL_C)
         define_macros.append(
             ("PYGPU_NO_NCCL_MESSAGE",

@@ -1,7 +1,7 @@
 """CUDA at its edges: the first kernel launch and the first matrix product
-when the cache holds all device memory, fork safety when pinned memory is
-the first CUDA use, the message without a driver, and indexing past 2**31
-elements."""
+when the cache holds all device memory, a matrix product on a context a
+fault has broken, fork safety when pinned memory is the first CUDA use,
+the message without a driver, and indexing past 2**31 elements."""
 import os
 import subprocess
 import sys
@@ -104,6 +104,69 @@ class TestFirstUseWithFullCache:
             print("ok", emptied)
         """)
         assert out.split() == ["ok", "True"], out
+
+
+@pytest.mark.cuda
+def test_product_after_a_fault_reports_the_cuda_error():
+    """A kernel fault breaks the context: every launch fails from then on,
+    and cuBLAS says CUBLAS_STATUS_EXECUTION_FAILED.  That is neither an
+    out-of-memory error nor a reason to empty the cache and retry: the
+    product raises the CUDA error behind it, the one synchronize raised."""
+    out = run_fresh("""
+        import os
+        import pygpu
+
+        small = pygpu.zeros(4, device="cuda")
+        n = 1 << 16
+
+        class Overrun:
+            # n x n floats over a 16-byte allocation: a product reading it
+            # leaves the allocation by gigabytes and faults.
+            __cuda_array_interface__ = {
+                "version": 3, "shape": (n, n), "typestr": "<f4",
+                "data": (small.data_ptr(), False), "strides": None,
+                "stream": None}
+
+        a = pygpu.as_tensor(Overrun())
+        b = pygpu.ones(n, 1, device="cuda")
+        out = pygpu.empty(n, 1, device="cuda")
+        g = pygpu.ones(8, 8, device="cuda")
+        g_out = pygpu.empty(8, 8, device="cuda")
+        pygpu.matmul(g, g, out=g_out)  # cuBLAS set up before the fault
+        spare = pygpu.empty(16 << 20, device="cuda")
+        del spare  # a free block the cache keeps
+        pygpu.cuda.synchronize()
+        reserved = pygpu.cuda.memory_reserved()
+
+        pygpu.matmul(a, b, out=out)
+        try:
+            pygpu.cuda.synchronize()
+            print("no fault")
+        except pygpu.CudaError as e:
+            print("sync", e.name, e.code)
+        try:
+            pygpu.matmul(g, g, out=g_out)
+            print("product ran")
+        except pygpu.cuda.OutOfMemoryError as e:
+            print("oom", e)
+        except pygpu.CudaError as e:
+            print("product", e.name, e.code, str(e).replace(" ", "_"))
+        print("reserved", pygpu.cuda.memory_reserved() == reserved)
+        os._exit(0)  # the context is broken: no teardown
+    """)
+    lines = {line.split()[0]: line.split()[1:] for line in out.splitlines()}
+    assert "sync" in lines, out
+    sync_name, sync_code = lines["sync"]
+    assert sync_name.startswith("cudaError"), out
+    assert "product" in lines, out  # neither ran nor out of memory
+    name, code, message = lines["product"]
+    assert name != "CUBLAS_STATUS_EXECUTION_FAILED", out
+    if "EXECUTION_FAILED" in message:
+        # cuBLAS's status, reported as the CUDA error behind it
+        assert message.startswith("CUDA_error:"), out
+    if name.startswith("cudaError"):
+        assert (name, code) == (sync_name, sync_code), out
+    assert lines["reserved"] == ["True"], out  # the cache was not emptied
 
 
 @pytest.mark.cuda

@@ -1,7 +1,13 @@
 """The NCCL backend: the library loaded at run time (and what happens when
-it is missing or is not NCCL), argument checking of the communicator, the
-flavour without CUDA, and on a GPU a one-rank communicator's collectives
-against NumPy (plus two ranks where there are two GPUs)."""
+it is missing or is not NCCL), what the build finds, argument checking of
+the communicator, the builds without NCCL, and on a GPU a one-rank
+communicator's collectives against NumPy (plus two ranks where there are
+two GPUs) and its release after a failure or in a forked child (through a
+stand-in library).
+
+A build without NCCL (CPU-only, or a CUDA toolkit without nccl.h) is
+legitimate: the tests that need NCCL skip there, saying why, and those of
+its refusals run."""
 import ctypes.util
 import os
 import re
@@ -17,9 +23,20 @@ from pygpu import _C
 from pygpu.distributed import _nccl
 
 CUDA_BUILD = _C._cuda_is_built()
-NCCL = CUDA_BUILD and _C._nccl_version() is not None
+# The NCCL layer is compiled in (a CUDA build that found nccl.h).
+NCCL_BUILT = _C._nccl_is_built()
+# ... and a library loads (the search of pygpu.distributed, pip's included).
+NCCL = NCCL_BUILT and _nccl.nccl_version() is not None
+NCCL_WHY = _nccl.nccl_unavailable_reason()
 NO_CUDA = "pygpu was built without CUDA support"
+NO_NCCL = "pygpu was built without NCCL"
 UID_BYTES = 128
+
+# The GPU tests of a real NCCL.
+needs_nccl = pytest.mark.skipif(not NCCL, reason=f"NCCL: {NCCL_WHY}")
+# Tests of the NCCL layer itself (a stand-in library will do).
+needs_nccl_layer = pytest.mark.skipif(
+    not NCCL_BUILT, reason=f"this build has no NCCL layer: {NCCL_WHY}")
 
 
 def run_python(code, **env):
@@ -49,6 +66,7 @@ def toolkit_nccl():
 # -- loading ------------------------------------------------------------
 
 def test_version_and_load_error_agree():
+    _nccl.nccl_unavailable_reason()  # the search with pip's paths
     version, why = _C._nccl_version(), _C._nccl_load_error()
     assert (version is None) == (why is not None)
     assert _nccl.is_nccl_available() == (version is not None)
@@ -60,8 +78,8 @@ def test_version_and_load_error_agree():
         assert isinstance(why, str) and why
 
 
-@pytest.mark.skipif(not CUDA_BUILD or toolkit_nccl() is None,
-                    reason="needs the CUDA build and the toolkit's NCCL")
+@pytest.mark.skipif(not NCCL_BUILT or toolkit_nccl() is None,
+                    reason="needs the NCCL layer and the toolkit's NCCL")
 def test_version_matches_the_header():
     header, so = toolkit_nccl()
     text = open(header).read()
@@ -97,19 +115,23 @@ def test_missing_library_is_reported_cleanly():
         """, PYGPU_NCCL_LIBRARY="/nonexistent/dir/libnccl.so.2")
     lines = out.splitlines()
     assert lines[0] == "False" and lines[1] == "None"
-    if CUDA_BUILD:
+    if NCCL_BUILT:
         assert "/nonexistent/dir/libnccl.so.2" in lines[2]
         assert "No such file" in lines[2]
+    elif CUDA_BUILD:
+        assert lines[2].startswith(NO_NCCL)
     else:
         assert lines[2] == NO_CUDA
     assert len(lines) == 6
     assert all(line.startswith("RuntimeError") for line in lines[3:])
-    if CUDA_BUILD:
+    if NCCL_BUILT:
         assert "NCCL is not available" in lines[3]
         assert "/nonexistent/dir" in lines[5]
+    else:
+        assert all(lines[2] in line for line in lines[3:])
 
 
-@pytest.mark.skipif(not CUDA_BUILD, reason="the CUDA build loads NCCL")
+@needs_nccl_layer
 def test_a_library_that_is_not_nccl_is_refused():
     libm = ctypes.util.find_library("m")
     if libm is None:
@@ -124,7 +146,7 @@ def test_a_library_that_is_not_nccl_is_refused():
     assert "has no ncclGetVersion" in why and libm in why
 
 
-@pytest.mark.skipif(not CUDA_BUILD, reason="the CUDA build reads them")
+@needs_nccl_layer
 def test_load_rejects_bad_paths():
     with pytest.raises(TypeError):
         _C._nccl_load("libnccl.so.2")
@@ -153,7 +175,7 @@ STUB(ncclRecv) STUB(ncclGroupStart) STUB(ncclGroupEnd)
 """
 
 
-@pytest.mark.skipif(not CUDA_BUILD, reason="the CUDA build loads NCCL")
+@needs_nccl_layer
 def test_an_nccl_error_names_the_call(tmp_path):
     import shutil
     cc = shutil.which("cc") or shutil.which("gcc")
@@ -178,6 +200,125 @@ def test_an_nccl_error_names_the_call(tmp_path):
                        "went away")
 
 
+def build_library(tmp_path, source, name="libnccl.so.2"):
+    """source compiled into tmp_path/name, a shared library."""
+    import shutil
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src, lib = tmp_path / (name + ".c"), tmp_path / name
+    src.write_text(source)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)],
+                   check=True, timeout=60)
+    return lib
+
+
+# A stand-in for NCCL: every function pygpu loads, the version from
+# FAKE_NCCL_VERSION, collectives that fail with FAKE_NCCL_FAIL's code, and
+# the releases named on stderr with the process id, to see which ran.
+FAKE_NCCL = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+typedef struct { char internal[128]; } uid_t128;
+static int env_int(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    return v != NULL ? atoi(v) : dflt;
+}
+static int say(const char *what)
+{
+    fprintf(stderr, "fake-nccl %s pid=%d\n", what, (int)getpid());
+    fflush(stderr);
+    return 0;
+}
+int ncclGetVersion(int *v) { *v = env_int("FAKE_NCCL_VERSION", 22809);
+                             return 0; }
+const char *ncclGetErrorString(int rc) { return rc ? "failed" : "ok"; }
+int ncclGetUniqueId(uid_t128 *id) { memset(id, 7, sizeof(*id)); return 0; }
+int ncclCommInitRank(void **comm, int n, uid_t128 id, int rank)
+{ *comm = (void *)16; return 0; }
+int ncclCommGetAsyncError(void *comm, int *state) { *state = 0; return 0; }
+int ncclAllReduce(const void *s, void *r, size_t n, int t, int op,
+                  void *comm, void *stream)
+{ return env_int("FAKE_NCCL_FAIL", 0); }
+int ncclCommFinalize(void *comm) { return say("finalize"); }
+int ncclCommDestroy(void *comm) { return say("destroy"); }
+int ncclCommAbort(void *comm) { return say("abort"); }
+#define STUB(name) int name(void) { return 0; }
+STUB(ncclBroadcast) STUB(ncclReduce) STUB(ncclAllGather)
+STUB(ncclReduceScatter) STUB(ncclSend) STUB(ncclRecv) STUB(ncclGroupStart)
+STUB(ncclGroupEnd)
+"""
+
+
+@needs_nccl_layer
+@pytest.mark.parametrize("code,version,bf16_avg", [
+    (2909, (2, 9, 9), False),      # before 2.10: neither
+    (21003, (2, 10, 3), True),     # 2.10 brought both
+    (22809, (2, 28, 9), True),
+])
+def test_bfloat16_and_avg_follow_the_library_version(tmp_path, code, version,
+                                                     bf16_avg):
+    # Decided by the library loaded, whatever nccl.h the build saw (some
+    # declare ncclBfloat16 for C++ only).
+    lib = build_library(tmp_path, FAKE_NCCL)
+    out = run_python("""
+        from pygpu import _C
+        print(_C._nccl_version())
+        caps = _C._nccl_capabilities()
+        print(" ".join(caps["dtypes"]))
+        print(" ".join(caps["ops"]))
+        """, PYGPU_NCCL_LIBRARY=str(lib), FAKE_NCCL_VERSION=str(code))
+    got_version, dtypes, ops = out.splitlines()
+    assert got_version == repr(version)
+    dtypes, ops = dtypes.split(), ops.split()
+    assert {"float32", "float16", "float64", "int64", "int32", "uint8",
+            "bool"} <= set(dtypes)
+    assert {"SUM", "PRODUCT", "MAX", "MIN"} <= set(ops)
+    assert ("bfloat16" in dtypes) == bf16_avg
+    assert ("AVG" in ops) == bf16_avg
+
+
+@needs_nccl
+def test_the_loaded_nccl_serves_bfloat16_from_2_10():
+    recent = _nccl.nccl_version() >= (2, 10, 0)
+    caps = _C._nccl_capabilities()
+    assert ("bfloat16" in caps["dtypes"]) == recent
+    assert ("AVG" in caps["ops"]) == recent
+
+
+def test_build_finds_nccl_in_the_pip_package(tmp_path):
+    # setup.py's module code (run by `setup.py --name`) with a toolkit that
+    # has no nccl.h and an nvidia-nccl-cu* layout on the path: the header
+    # and the library come from the package.
+    cuda = tmp_path / "cuda"
+    (cuda / "bin").mkdir(parents=True)
+    (cuda / "include").mkdir()
+    nvcc = cuda / "bin" / "nvcc"
+    nvcc.write_text("#!/bin/sh\nexit 1\n")
+    nvcc.chmod(0o755)
+    site = tmp_path / "site"
+    nccl = site / "nvidia" / "nccl"
+    (nccl / "include").mkdir(parents=True)
+    (nccl / "lib").mkdir()
+    (nccl / "include" / "nccl.h").write_text("/* stand-in */\n")
+    (nccl / "lib" / "libnccl.so.2").write_bytes(b"")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NCCL_HOME", "PYGPU_NO_CUDA", "CUDA_PATH")}
+    env.update(CUDA_HOME=str(cuda), PYTHONPATH=str(site))
+    out = subprocess.run([sys.executable, "setup.py", "--name"], cwd=root,
+                         env=env, capture_output=True, text=True,
+                         timeout=120)
+    lines = [line for line in out.stderr.splitlines()
+             if line.startswith("pygpu: with")]
+    assert lines == [f"pygpu: with NCCL's header from {nccl}/include (the "
+                     f"library is loaded at run time, also from "
+                     f"{nccl}/lib)"], out.stderr[-3000:]
+
+
 def test_load_with_paths_keeps_what_was_loaded():
     before = _C._nccl_version()
     assert _C._nccl_load(["/nonexistent/libnccl.so.2"]) == \
@@ -190,7 +331,7 @@ def test_load_with_paths_keeps_what_was_loaded():
 UID = bytes(UID_BYTES)
 
 
-@pytest.mark.skipif(not CUDA_BUILD, reason="the CUDA build checks them")
+@needs_nccl_layer
 @pytest.mark.parametrize("args,kwargs,exc", [
     (("x" * UID_BYTES, 1, 0, 0), {}, TypeError),
     ((UID[:-1], 1, 0, 0), {}, ValueError),
@@ -221,15 +362,21 @@ def test_comm_without_a_gpu_says_why():
         _nccl.NcclBackend({}, 0, 1)
 
 
-@pytest.mark.skipif(CUDA_BUILD, reason="the CPU-only flavour")
-def test_cpu_only_flavour_refuses():
+@pytest.mark.skipif(NCCL_BUILT, reason="a build without NCCL")
+def test_build_without_nccl_refuses():
+    # The CPU-only flavour says so; a CUDA build whose toolkit had no
+    # nccl.h names what was missing.
+    why = _C._nccl_load_error()
+    assert why == NO_CUDA if not CUDA_BUILD else why.startswith(NO_NCCL)
+    assert not _C._nccl_is_built()
     assert _C._nccl_version() is None
-    assert _C._nccl_load_error() == NO_CUDA
-    assert _C._nccl_load(["libnccl.so.2"]) == NO_CUDA
+    assert _C._nccl_load(["libnccl.so.2"]) == why
     assert not _nccl.is_nccl_available()
-    for f in (_C._nccl_unique_id, lambda: _C.NcclComm(UID, 1, 0, 0),
-              lambda: _C.NcclComm(), lambda: _nccl.NcclBackend({}, 0, 1)):
-        with pytest.raises(RuntimeError, match=NO_CUDA):
+    assert _nccl.nccl_unavailable_reason() == why
+    for f in (_C._nccl_unique_id, _C._nccl_capabilities,
+              lambda: _C.NcclComm(UID, 1, 0, 0), lambda: _C.NcclComm(),
+              lambda: _nccl.NcclBackend({}, 0, 1)):
+        with pytest.raises(RuntimeError, match=re.escape(why)):
             f()
 
 
@@ -312,6 +459,7 @@ def comm():
 
 
 @pytest.mark.cuda
+@needs_nccl
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", OPS)
 def test_all_reduce_one_rank(comm, rng, dtype, op):
@@ -329,6 +477,7 @@ def test_all_reduce_one_rank(comm, rng, dtype, op):
 
 
 @pytest.mark.cuda
+@needs_nccl
 def test_collectives_one_rank(comm, rng):
     a = rng.standard_normal((4, 3)).astype(np.float32)
     t = _cuda(a, "float32")
@@ -355,6 +504,7 @@ def test_collectives_one_rank(comm, rng):
 
 
 @pytest.mark.cuda
+@needs_nccl
 def test_collective_argument_errors(comm):
     t = pygpu.zeros(4, 3, device="cuda")
     with pytest.raises(RuntimeError, match="serves CUDA tensors"):
@@ -387,6 +537,7 @@ def test_collective_argument_errors(comm):
 
 
 @pytest.mark.cuda
+@needs_nccl
 def test_destroyed_comm_refuses():
     c = _C.NcclComm(_C._nccl_unique_id(), 1, 0, pygpu.cuda.current_device())
     c.destroy()
@@ -398,6 +549,92 @@ def test_destroyed_comm_refuses():
     a.abort()
     assert a.closed
     del a  # freed without a second release
+
+
+def _releases(stderr, pid=None):
+    """The stand-in's release calls, in order (of process pid, if given)."""
+    calls = []
+    for line in stderr.splitlines():
+        m = re.fullmatch(r"fake-nccl (\w+) pid=(\d+)", line.strip())
+        if m and (pid is None or int(m.group(2)) == pid):
+            calls.append(m.group(1))
+    return calls
+
+
+RELEASE_AFTER_FAILURE = """
+import pygpu
+from pygpu import _C
+c = _C.NcclComm(_C._nccl_unique_id(), 1, 0, pygpu.cuda.current_device())
+t = pygpu.ones(4, device="cuda")
+try:
+    c.all_reduce(t, "SUM")
+except RuntimeError as e:
+    print("raised", e)
+c.destroy()
+print("closed", c.closed)
+"""
+
+
+# Finalized and destroyed (destroyed alone where nccl.h predates
+# ncclCommFinalize, 2.14).
+CLOSED = (["finalize", "destroy"], ["destroy"])
+
+
+@pytest.mark.cuda
+@needs_nccl_layer
+@pytest.mark.parametrize("code,calls", [
+    (0, CLOSED),        # nothing failed: finalized
+    (4, CLOSED),        # an argument NCCL refused: the same
+    (2, (["abort"],)),  # a system error (a peer gone?): aborted
+    (6, (["abort"],)),  # a remote error: aborted
+])
+def test_a_failed_comm_is_aborted_not_finalized(tmp_path, code, calls):
+    lib = build_library(tmp_path, FAKE_NCCL)
+    out = subprocess.run([sys.executable, "-c", RELEASE_AFTER_FAILURE],
+                         env=dict(os.environ, PYGPU_NCCL_LIBRARY=str(lib),
+                                  FAKE_NCCL_FAIL=str(code)),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert ("raised" in out.stdout) == (code != 0)
+    assert "closed True" in out.stdout
+    assert _releases(out.stderr) in calls, out.stderr[-3000:]
+
+
+RELEASE_IN_FORKED_CHILD = """
+import gc, os
+import pygpu
+from pygpu import _C
+c = _C.NcclComm(_C._nccl_unique_id(), 1, 0, pygpu.cuda.current_device())
+pid = os.fork()
+if pid == 0:
+    del c
+    gc.collect()
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+print("child", pid, os.waitstatus_to_exitcode(status))
+del c
+gc.collect()
+print("parent", os.getpid())
+"""
+
+
+@pytest.mark.cuda
+@needs_nccl_layer
+def test_a_forked_child_leaves_the_comm_alone(tmp_path):
+    # The child's copy is the parent's communicator: releasing it there
+    # (finalize, destroy or abort) would join threads the child does not
+    # have and free what the parent uses.  The parent releases it.
+    lib = build_library(tmp_path, FAKE_NCCL)
+    out = subprocess.run([sys.executable, "-c", RELEASE_IN_FORKED_CHILD],
+                         env=dict(os.environ, PYGPU_NCCL_LIBRARY=str(lib)),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    child = re.search(r"child (\d+) (-?\d+)", out.stdout)
+    parent = re.search(r"parent (\d+)", out.stdout)
+    assert child and parent, out.stdout + out.stderr[-3000:]
+    assert child.group(2) == "0"
+    assert _releases(out.stderr, int(child.group(1))) == []
+    assert _releases(out.stderr, int(parent.group(1))) in CLOSED
 
 
 class DictStore:
@@ -414,6 +651,7 @@ class DictStore:
 
 
 @pytest.mark.cuda
+@needs_nccl
 def test_backend_one_rank(rng):
     b = _nccl.NcclBackend(DictStore(), 0, 1, timeout=60)
     a = rng.standard_normal(6).astype(np.float32)
@@ -475,6 +713,7 @@ print("ok")
 
 
 @pytest.mark.cuda
+@needs_nccl
 @pytest.mark.skipif(pygpu.cuda.device_count() < 2, reason="needs two GPUs")
 def test_two_ranks(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", TWO_RANKS, str(r),

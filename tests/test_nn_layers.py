@@ -111,6 +111,51 @@ def test_fused_equals_unfused_and_plan_follows_changes(device, rng):
     assert f64(model(x)).min() >= 0
 
 
+def _relu_keeping_nan(a):
+    """torch's relu: NaN stays NaN (np.maximum would too, but spelled out:
+    the fused CUDA path once turned NaN into 0)."""
+    return np.where(np.isnan(a) | (a > 0), a, 0.0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_relu_keeps_nan(device, dtype, bias, rng):
+    # A NaN in the input (row 1) and one in the weight (output feature 5):
+    # relu(NaN) is NaN in torch, on the fused path of Sequential(Linear,
+    # ReLU) and F.linear_relu as on the unfused one.
+    F = pygpu.nn.functional
+    dt = getattr(pygpu, dtype)
+    x = rng.standard_normal((6, 24)).astype(np.float32)
+    w = rng.standard_normal((16, 24)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    x[1, 3] = np.nan
+    w[5, 7] = np.nan
+    tx = pygpu.tensor(x, device=device).to(dt)
+    tw = pygpu.tensor(w, device=device).to(dt)
+    tb = pygpu.tensor(b, device=device).to(dt) if bias else None
+    ref = f64(tx) @ f64(tw).T + (f64(tb) if bias else 0.0)
+    ref = _relu_keeping_nan(ref)
+    nan = np.isnan(ref)
+    assert nan[1].all() and nan[:, 5].all() and nan.sum() == 6 + 16 - 1
+    fused = f64(F.linear_relu(tx, tw, tb))
+    unfused = f64(pygpu.relu(F.linear(tx, tw, tb)))
+    for got in (fused, unfused):
+        np.testing.assert_array_equal(np.isnan(got), nan)
+        assert rel_err(got[~nan], ref[~nan]) <= RTOL[dtype] * 10
+    np.testing.assert_allclose(fused, unfused, rtol=RTOL[dtype] * 10)
+    if dtype == "float32":
+        lin = nn.Linear(24, 16, bias=bias, device=device)
+        with pygpu.no_grad():
+            lin.weight.copy_(tw)
+            if bias:
+                lin.bias.copy_(tb)
+        model = nn.Sequential(lin, nn.ReLU())
+        got = f64(model(tx))
+        assert len(model._plan) == 1  # the fused pair
+        np.testing.assert_array_equal(np.isnan(got), nan)
+        np.testing.assert_array_equal(got, fused)
+
+
 def test_init_functions_statistics(device):
     t = pygpu.empty(200, 300, device=device)
     init.kaiming_uniform_(t, nonlinearity="relu")

@@ -157,7 +157,7 @@ def test_statistics():
     assert 30 <= np.count_nonzero(np.abs(z) > 4) <= 105
 
 
-@pytest.mark.skipif(not pygpu.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.cuda
 @pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("n", [1, 7, 1001, 65539])
 def test_cuda_same_bits_as_cpu(dt, n):

@@ -32,10 +32,10 @@ typedef struct pygpu_mat {
 int pygpu_cuda_matmul(int dtype, int device, void *c, const pygpu_mat *a,
                       const pygpu_mat *b, int64_t batch, int allow_tf32);
 
-/* out = x @ w^T (+ bias) (then relu when relu != 0), one cuBLASLt call with
- * the BIAS / RELU_BIAS epilogue: x is rows x in_f (any strides with a unit
- * one), w is out_f x in_f, bias NULL or contiguous out_f, out contiguous
- * rows x out_f. */
+/* out = x @ w^T (+ bias), one cuBLASLt call with the BIAS epilogue, then
+ * the relu kernel when relu != 0 (cuBLASLt's relu turns NaN into 0): x is
+ * rows x in_f (any strides with a unit one), w is out_f x in_f, bias NULL
+ * or contiguous out_f, out contiguous rows x out_f. */
 int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
                       const pygpu_mat *w, const void *bias, int relu,
                       int allow_tf32);

@@ -50,6 +50,15 @@ int pygpu_blas_raise(const pygpu_blas_err *e)
     name = cublasGetStatusName((cublasStatus_t)e->status);
     text = cublasGetStatusString((cublasStatus_t)e->status);
     name = name != NULL ? name : "CUBLAS_STATUS_UNKNOWN";
+    if (e->cuda_status != 0) {
+        /* EXECUTION_FAILED with the CUDA error behind it: that error is
+         * what happened (a fault, say), so it is the one raised. */
+        cudaError_t err = (cudaError_t)e->cuda_status;
+        return pygpu_raise_cuda_error((long)err, cudaGetErrorName(err),
+                                      "CUDA error: %s (%s) in %s (cuBLAS "
+                                      "returned %s)", cudaGetErrorString(err),
+                                      cudaGetErrorName(err), e->call, name);
+    }
     return pygpu_raise_cuda_error((long)e->status, name,
                                   "cuBLAS error: %s in %s (%s)", name,
                                   e->call,
@@ -290,12 +299,23 @@ static int blas_ready(int device)
 
 int pygpu_blas_oom_retry(int device, pygpu_blas_err *e, int *attempts)
 {
-    if ((*attempts)++ > 0 ||
-        !pygpu_cuda_oom_retry(device, e->status,
-                              e->kind == PYGPU_BLAS_ERR_CUBLAS)) {
+    int status = e->status, cublas = e->kind == PYGPU_BLAS_ERR_CUBLAS;
+
+    if (cublas && status == (int)CUBLAS_STATUS_EXECUTION_FAILED) {
+        /* Not an allocation failure in itself.  With the CUDA error
+         * behind it, that error decides; without one the context is
+         * healthy and a kernel of cuBLAS failed to launch, which a kernel
+         * module that could not be loaded for lack of device memory does
+         * too: the one cause a second try can cure. */
+        status = e->cuda_status != 0 ? e->cuda_status
+                                     : (int)cudaErrorMemoryAllocation;
+        cublas = 0;
+    }
+    if ((*attempts)++ > 0 || !pygpu_cuda_oom_retry(device, status, cublas)) {
         return 0;
     }
     e->kind = PYGPU_BLAS_ERR_NONE;
+    e->cuda_status = 0;
     return 1;
 }
 
@@ -344,6 +364,7 @@ int pygpu_blas_run(int device, pygpu_blas_body body, pygpu_blas_after after,
         d = pygpu_blas_acquire(device, stream, capturing, &e);
         if (d != NULL) {
             body(d, stream, ctx, &e);
+            pygpu_blas_explain(&e, stream);
         }
         rc = pygpu_blas_release(d, stream, capturing, &e);
     } while (rc < 0 && pygpu_blas_oom_retry(device, &e, &attempts));

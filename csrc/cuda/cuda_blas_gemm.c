@@ -45,6 +45,27 @@ int pygpu_blas_cuda_check(cudaError_t err, const char *call,
     return -1;
 }
 
+void pygpu_blas_explain(pygpu_blas_err *e, cudaStream_t stream)
+{
+    cudaError_t err;
+
+    if (e->kind != PYGPU_BLAS_ERR_CUBLAS ||
+        e->status != (int)CUBLAS_STATUS_EXECUTION_FAILED ||
+        e->cuda_status != 0) {
+        return;
+    }
+    err = cudaGetLastError();
+    if (err == cudaSuccess) {
+        /* A sticky fault (an illegal address, say) is what any call on
+         * the context returns from now on. */
+        err = cudaStreamQuery(stream);
+        if (err == cudaErrorNotReady) {
+            err = cudaSuccess;
+        }
+    }
+    e->cuda_status = (int)err;
+}
+
 int pygpu_blas_types(int dtype, int tf32, cudaDataType_t *data,
                      cublasComputeType_t *compute, cudaDataType_t *scale)
 {

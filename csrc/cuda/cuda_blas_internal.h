@@ -27,6 +27,9 @@ typedef struct pygpu_blas_err {
     const char *call; /* the failing call, e.g. "cublasGemmEx" */
     const char *file;
     int line;
+    /* For CUBLAS_STATUS_EXECUTION_FAILED: the CUDA error behind it, when
+     * this process's runtime can see one (pygpu_blas_explain), else 0. */
+    int cuda_status;
 } pygpu_blas_err;
 
 #define PYGPU_BLAS_ERR_NONE 0
@@ -98,6 +101,13 @@ int pygpu_blas_plan(int dtype, int allow_tf32, const pygpu_mat *a,
 int pygpu_blas_check(cublasStatus_t st, const char *call, pygpu_blas_err *e);
 int pygpu_blas_cuda_check(cudaError_t err, const char *call,
                           const char *file, int line, pygpu_blas_err *e);
+/* After a call that ran on `stream`: when e holds EXECUTION_FAILED (a
+ * kernel of cuBLAS failed to launch or run), record in e->cuda_status the
+ * CUDA error behind it that this process can see: the runtime's last
+ * error, else a fault the stream reports.  cuBLAS has its own copy of the
+ * runtime, so a launch error it met leaves none here, and cuda_status
+ * stays 0. */
+void pygpu_blas_explain(pygpu_blas_err *e, cudaStream_t stream);
 
 /* (cuda_blas_gemm.c, no Python.)  Run a planned gemm, C = op(A) op(B) (accumulate 0) or C += op(A) op(B)
  * (accumulate 1: beta 1, the sum rounded once), on d bound to `stream`.
@@ -144,10 +154,13 @@ typedef struct pygpu_lt_plan {
 
 /* Whether linear may try cuBLASLt for this plan kind, sizes and bias. */
 int pygpu_lt_eligible(int kind, const pygpu_gemm_plan *p, const void *bias);
-/* The key of out = op(A) op(B) (+ bias) (relu) on `device`. */
+/* The key of out = op(A) op(B) (+ bias) on `device`: the BIAS epilogue
+ * with a bias, DEFAULT without.  linear's relu is never cuBLASLt's: its
+ * RELU epilogues compute max(x, 0), which turns NaN into 0, where torch's
+ * relu keeps NaN; the relu kernel runs after the product instead. */
 void pygpu_lt_key_make(pygpu_lt_key *key, int device, int dtype, int tf32,
                        const pygpu_gemm_plan *p, const void *out,
-                       const void *bias, int relu);
+                       const void *bias);
 /* Fill s for `key`: descriptors, layouts, and one algorithm from the
  * heuristic (or use_lt = 0 when there is none).  0, or -1 with *e and s
  * emptied. */

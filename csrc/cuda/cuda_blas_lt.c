@@ -1,6 +1,6 @@
 /* cuda_blas_lt.c - the cuBLASLt call sequences of linear: the problem's
  * key, building a plan (descriptor, layouts, alignment preferences, the
- * heuristic's algorithm), running it with a fused epilogue, and which
+ * heuristic's algorithm), running it with the bias epilogue, and which
  * problems may take it.  No Python and no state: cuda_blaslt.c keeps the
  * plans in its cache under the lock, and the self-test
  * (tests/native/blas_selftest) compiles this file and runs these very
@@ -33,16 +33,14 @@ int pygpu_lt_eligible(int kind, const pygpu_gemm_plan *p, const void *bias)
 
 void pygpu_lt_key_make(pygpu_lt_key *key, int device, int dtype, int tf32,
                        const pygpu_gemm_plan *p, const void *out,
-                       const void *bias, int relu)
+                       const void *bias)
 {
     memset(key, 0, sizeof(*key));
     key->device = device;
     key->dtype = dtype;
     key->tf32 = tf32;
-    key->epilogue = bias != NULL ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS
-                                         : CUBLASLT_EPILOGUE_BIAS)
-                                 : (relu ? CUBLASLT_EPILOGUE_RELU
-                                         : CUBLASLT_EPILOGUE_DEFAULT);
+    key->epilogue =
+        bias != NULL ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     key->trans_a = p->trans_a;
     key->trans_b = p->trans_b;
     key->m = p->m;

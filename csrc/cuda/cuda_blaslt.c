@@ -1,13 +1,18 @@
-/* cuda_blaslt.c - linear on CUDA: out = x @ w^T (+ bias) (relu) in one
- * cuBLASLt call with a fused epilogue, falling back to cublasGemmEx and
- * the bias/relu kernel where cuBLASLt has no algorithm.
+/* cuda_blaslt.c - linear on CUDA: out = x @ w^T (+ bias) in one cuBLASLt
+ * call with the bias epilogue, falling back to cublasGemmEx over the
+ * bias-filled output where cuBLASLt has no algorithm; then, for
+ * linear_relu, the relu kernel.
  *
  * The bias.  Through the swap of blas_layout.h the row-major rows x out_f
  * result is the column-major out_f x rows matrix D of the call, so the
  * bias, one value per output feature (per column of the row-major result),
- * is one value per row of D: exactly what cuBLASLt's BIAS epilogues take
- * (a packed vector of D's row count, broadcast along D's columns), added
- * before the relu.
+ * is one value per row of D: exactly what cuBLASLt's BIAS epilogue takes
+ * (a packed vector of D's row count, broadcast along D's columns).
+ *
+ * The relu.  cuBLASLt documents its RELU epilogues as x := max(x, 0),
+ * which gives 0 for NaN; torch's relu (and the CPU, and the unfused path)
+ * keeps NaN.  So the relu is always the relu kernel, one pass over the
+ * output after the product, on either path.
  *
  * The plan cache.  Building descriptors and running the heuristic costs
  * far more than the product itself for small shapes, so each problem's
@@ -74,12 +79,12 @@ static pygpu_lt_plan *lt_victim(void)
  * 1 when done, 0 when it must take the fallback, -1 with *e set. */
 static int lt_run(pygpu_blas_dev *d, int device, int dtype, int tf32,
                   const pygpu_gemm_plan *p, void *out, const void *bias,
-                  int relu, cudaStream_t stream, pygpu_blas_err *e)
+                  cudaStream_t stream, pygpu_blas_err *e)
 {
     pygpu_lt_key key;
     pygpu_lt_plan *s;
 
-    pygpu_lt_key_make(&key, device, dtype, tf32, p, out, bias, relu);
+    pygpu_lt_key_make(&key, device, dtype, tf32, p, out, bias);
     s = lt_find(&key);
     if (s == NULL) {
         s = lt_victim();
@@ -99,11 +104,10 @@ typedef struct linear_call {
     const pygpu_mat *x, *w;
     const void *bias;
     int relu;
-    int done; /* the last try: 1 if the fused path did it all */
 } linear_call;
 
-/* One try at linear on d (mutex held): c->done 1 if the fused path did it
- * all, 0 if the unfused path ran (relu still to apply), -1 with *e. */
+/* One try at the product and bias on d (mutex held), failures in *e:
+ * cuBLASLt with the bias epilogue, else the unfused path. */
 static void linear_once(pygpu_blas_dev *d, cudaStream_t stream, void *ctx,
                         pygpu_blas_err *e)
 {
@@ -113,7 +117,7 @@ static void linear_once(pygpu_blas_dev *d, cudaStream_t stream, void *ctx,
 
     if (pygpu_lt_eligible(c->kind, c->p, c->bias)) {
         done = lt_run(d, c->device, c->dtype, c->tf32, c->p, c->out, c->bias,
-                      c->relu, stream, e);
+                      stream, e);
     }
     if (done == 0) {
         /* The unfused path, as torch's addmm: out starts as the bias
@@ -131,16 +135,15 @@ static void linear_once(pygpu_blas_dev *d, cudaStream_t stream, void *ctx,
                             c->bias != NULL, 0, stream, e);
         }
     }
-    c->done = done < 0 || e->kind != PYGPU_BLAS_ERR_NONE ? -1 : done;
 }
 
-/* The relu the unfused path left to do. */
+/* linear_relu's relu, after either path (see "The relu" above). */
 static int linear_after(int device, cudaStream_t stream, void *ctx)
 {
     linear_call *c = ctx;
     int rc = 0;
 
-    if (c->done == 0 && c->relu) {
+    if (c->relu) {
         PYGPU_CUDA_LAUNCH(rc, device, "relu",
                           pygpu_cuda_relu_contig(c->dtype, c->out, c->out,
                                                  c->x->rows * c->w->rows,
@@ -155,7 +158,7 @@ int pygpu_cuda_linear(int dtype, int device, void *out, const pygpu_mat *x,
 {
     pygpu_mat wt = pygpu_mat_transpose(w);
     pygpu_gemm_plan p;
-    linear_call c = {device, dtype, 0, 0, &p, out, x, w, bias, relu, 0};
+    linear_call c = {device, dtype, 0, 0, &p, out, x, w, bias, relu};
     int r;
 
     r = pygpu_blas_plan(dtype, allow_tf32, x, &wt, 1, "addmm_cuda", "linear",

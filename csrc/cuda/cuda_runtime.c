@@ -250,11 +250,11 @@ pygpu_cuda_oom_retry(int device, int status, int cublas)
     int oom;
     if (cublas) {
         /* cublasCreate reports a failed allocation as ALLOC_FAILED or
-         * NOT_INITIALIZED; a kernel cuBLAS could not load fails its launch
-         * (EXECUTION_FAILED). */
+         * NOT_INITIALIZED.  EXECUTION_FAILED is a kernel that failed to
+         * launch or run: the caller looks at the CUDA error behind it
+         * (pygpu_blas_oom_retry). */
         oom = status == CUBLAS_STATUS_ALLOC_FAILED ||
-              status == CUBLAS_STATUS_NOT_INITIALIZED ||
-              status == CUBLAS_STATUS_EXECUTION_FAILED;
+              status == CUBLAS_STATUS_NOT_INITIALIZED;
     }
     else {
         oom = status == cudaErrorMemoryAllocation;

@@ -17,15 +17,16 @@
  * initialisation) and ncclCommFinalize: 2.14. */
 #define PYGPU_NCCL_HAS_LAST_ERROR (NCCL_VERSION_CODE >= NCCL_VERSION(2, 13, 0))
 #define PYGPU_NCCL_HAS_CONFIG (NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0))
-/* ncclAvg: 2.10; ncclBfloat16 too, where cuda_bf16.h defines the type
- * (older headers declare it only then). */
-#define PYGPU_NCCL_HAS_AVG (NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0))
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0) && \
-    defined(__CUDA_BF16_TYPES_EXIST__)
-#define PYGPU_NCCL_HAS_BF16 1
-#else
-#define PYGPU_NCCL_HAS_BF16 0
-#endif
+/* ncclAvg and ncclBfloat16 came with NCCL 2.10, whose ABI fixes their
+ * values (ncclAvg 4, ncclBfloat16 9).  Headers of 2.10 to 2.18 declare
+ * ncclBfloat16 only where cuda_bf16.h defined its type, which it does for
+ * C++ alone, and this layer is C: so both are written here by value, and
+ * whether the library takes them is decided by its version at run time
+ * (pygpu_nccl_at_least), never by the header. */
+#define PYGPU_NCCL_AVG ((ncclRedOp_t)4)
+#define PYGPU_NCCL_BFLOAT16 ((ncclDataType_t)9)
+#define PYGPU_NCCL_AVG_BF16_MAJOR 2
+#define PYGPU_NCCL_AVG_BF16_MINOR 10
 
 /* The functions every NCCL pygpu loads must have. */
 #define PYGPU_NCCL_REQUIRED(X)                                               \
@@ -59,6 +60,8 @@ typedef struct pygpu_nccl_api {
 const pygpu_nccl_api *pygpu_nccl_api_get(void);
 /* (major, minor, patch) of an ncclGetVersion code. */
 void pygpu_nccl_version_split(int code, int *major, int *minor, int *patch);
+/* Nonzero when the loaded library is NCCL major.minor or later. */
+int pygpu_nccl_at_least(const pygpu_nccl_api *api, int major, int minor);
 /* RuntimeError "NCCL error in <call>: <ncclGetErrorString> (<code>),
  * NCCL version x.y.z; last error: <ncclGetLastError>".  Returns -1. */
 int pygpu_nccl_raise(const pygpu_nccl_api *api, ncclComm_t comm,
@@ -74,6 +77,11 @@ typedef struct {
     int device;
     double timeout;             /* seconds; <= 0: none */
     int busy;                   /* a call is under way without the GIL */
+    /* A call failed or timed out, or NCCL reported an asynchronous error
+     * (a peer may be gone): releasing it aborts rather than finalizes,
+     * which would wait for the peers. */
+    int failed;
+    long pid;                   /* the process that made it (see close) */
 } NcclCommObject;
 
 /* For an NCCL call on self's communicator that returned rc: when rc is
@@ -101,6 +109,9 @@ PYGPU_NCCL_DECLARE_FASTKW(reduce_scatter_tensor)
 PYGPU_NCCL_DECLARE_FASTKW(send)
 PYGPU_NCCL_DECLARE_FASTKW(recv)
 #undef PYGPU_NCCL_DECLARE_FASTKW
+/* {"dtypes": [names], "ops": [names]}: the dtypes and reduce ops the
+ * loaded library serves, in pygpu's order (nccl_ops.c). */
+PyObject *pygpu_nccl_capabilities(const pygpu_nccl_api *api);
 
 /* The module functions (nccl_loader.c) and the type's spec (nccl_comm.c)
  * are declared in core/pygpu.h: module.c registers them. */

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <time.h>
+#include <unistd.h>
 
 static double
 now_s(void)
@@ -72,6 +73,12 @@ pygpu_nccl_check(NcclCommObject *self, ncclResult_t rc, const char *call)
 {
     if (rc == ncclSuccess) {
         return 0;
+    }
+    /* Only a refused argument leaves the communicator as it was; after
+     * any other failure, or a call still queued at the deadline, a peer
+     * may be gone and finalizing would wait for it. */
+    if (rc != ncclInvalidArgument && rc != ncclInvalidUsage) {
+        self->failed = 1;
     }
     if (rc == ncclInProgress) {
         PyErr_Format(PyExc_RuntimeError,
@@ -182,6 +189,7 @@ NcclComm_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
         goto fail;
     }
     self->api = api;
+    self->pid = (long)getpid();
     self->world_size = world_size;
     self->rank = rank;
     self->device = device_index;
@@ -221,8 +229,10 @@ fail:
     return NULL;
 }
 
-/* Release self's communicator: abort it (or when it reports an error),
- * else finalize and destroy it.  Without the GIL; calls no Python API. */
+/* Release self's communicator: abort it when asked, when a call on it
+ * failed (self->failed) or when it reports an error, since finalizing
+ * waits for every peer's share of the work and a peer may be gone; else
+ * finalize and destroy it.  Without the GIL; calls no Python API. */
 static ncclResult_t
 close_comm(NcclCommObject *self, int abort, const char **call)
 {
@@ -231,6 +241,9 @@ close_comm(NcclCommObject *self, int abort, const char **call)
     ncclResult_t state = ncclSuccess, rc;
 
     self->comm = NULL;
+    if (self->failed) {
+        abort = 1;
+    }
     if (!abort && api->ncclCommGetAsyncError(comm, &state) == ncclSuccess &&
         state != ncclSuccess && state != ncclInProgress) {
         abort = 1;
@@ -253,13 +266,24 @@ close_comm(NcclCommObject *self, int abort, const char **call)
     return rc == ncclInProgress ? ncclSuccess : rc;
 }
 
+/* In a child forked after the communicator was made, it is a copy of the
+ * parent's: NCCL's threads, sockets and device memory are the parent's,
+ * and finalizing or aborting would join threads the child does not have
+ * (which never returns) and free what the parent still uses.  The child
+ * only forgets it. */
+static int
+forked_copy(const NcclCommObject *self)
+{
+    return self->pid != (long)getpid();
+}
+
 static void
 NcclComm_dealloc(NcclCommObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     const char *call = NULL;
 
-    if (self->comm != NULL) {
+    if (self->comm != NULL && !forked_copy(self)) {
         Py_BEGIN_ALLOW_THREADS
         (void)close_comm(self, 0, &call);
         Py_END_ALLOW_THREADS
@@ -282,6 +306,7 @@ close_py(NcclCommObject *self, int abort)
     if (pygpu_nccl_check_open(self, fname) < 0) {
         return NULL;
     }
+    /* In a forked child this refuses in torch's words (see forked_copy). */
     prev = pygpu_cuda_device_guard(self->device);
     if (prev < 0) {
         return NULL;
@@ -326,6 +351,7 @@ NcclComm_async_error(NcclCommObject *self, PyObject *noargs)
     if (state == ncclSuccess || state == ncclInProgress) {
         Py_RETURN_NONE;
     }
+    self->failed = 1;
 #if PYGPU_NCCL_HAS_LAST_ERROR
     if (self->api->ncclGetLastError != NULL) {
         last = self->api->ncclGetLastError(self->comm);

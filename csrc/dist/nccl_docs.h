@@ -5,6 +5,17 @@
 #ifndef PYGPU_NCCL_DOCS_H
 #define PYGPU_NCCL_DOCS_H
 
+#define PYGPU_DOC_NCCL_IS_BUILT \
+    "_nccl_is_built($module, /)\n--\n\n" \
+    "Whether this build has the NCCL layer (a CUDA build that found\n" \
+    "nccl.h); without it every NCCL request says why."
+
+#define PYGPU_DOC_NCCL_CAPABILITIES \
+    "_nccl_capabilities($module, /)\n--\n\n" \
+    "{'dtypes': [...], 'ops': [...]}: the dtype names and reduce ops the\n" \
+    "loaded NCCL serves (bfloat16 and AVG from NCCL 2.10).  RuntimeError\n" \
+    "when NCCL cannot be loaded."
+
 #define PYGPU_DOC_NCCL_VERSION \
     "_nccl_version($module, /)\n--\n\n" \
     "(major, minor, patch) of the NCCL library loaded, or None when it\n" \
@@ -17,11 +28,12 @@
 
 #define PYGPU_DOC_NCCL_LOAD \
     "_nccl_load($module, paths=(), /)\n--\n\n" \
-    "Load NCCL now, trying libnccl.so.2 by the loader's search, then next\n" \
-    "to the CUDA toolkit pygpu was built with, then each of `paths` (a\n" \
-    "sequence of file names); PYGPU_NCCL_LIBRARY, when set, is the only\n" \
-    "path tried.  A library once loaded stays.  Returns None on success,\n" \
-    "else the reason, as _nccl_load_error does."
+    "Load NCCL now, trying libnccl.so.2 by the loader's search, then in\n" \
+    "the folder where the build found NCCL (the CUDA toolkit's or pip's\n" \
+    "nvidia-nccl-cu*), then each of `paths` (a sequence of file names);\n" \
+    "PYGPU_NCCL_LIBRARY, when set, is the only path tried.  A library\n" \
+    "once loaded stays.  Returns None on success, else the reason, as\n" \
+    "_nccl_load_error does."
 
 #define PYGPU_DOC_NCCL_UNIQUE_ID \
     "_nccl_unique_id($module, /)\n--\n\n" \

@@ -4,9 +4,11 @@
  *
  * Where it is looked for, in order: PYGPU_NCCL_LIBRARY alone when set;
  * otherwise libnccl.so.2 by the dynamic loader's search (LD_LIBRARY_PATH,
- * the system, a copy already loaded in the process), then next to the
- * CUDA toolkit pygpu was built with (PYGPU_NCCL_LIBDIR, from setup.py),
- * then the paths Python hands to _nccl_load (pip's NCCL wheels). */
+ * the system, a copy already loaded in the process), then in the folder
+ * where the build found NCCL (PYGPU_NCCL_LIBDIR, from setup.py: the CUDA
+ * toolkit's, or the nvidia-nccl-cu* pip package's of the Python that
+ * built pygpu), then the paths Python hands to _nccl_load (pip's NCCL
+ * wheels on sys.path). */
 #include "dist/nccl_api.h"
 #include "dist/nccl_docs.h"
 
@@ -39,6 +41,15 @@ pygpu_nccl_version_split(int code, int *major, int *minor, int *patch)
         *minor = (code % 10000) / 100;
     }
     *patch = code % 100;
+}
+
+int
+pygpu_nccl_at_least(const pygpu_nccl_api *api, int major, int minor)
+{
+    int have_major, have_minor, patch;
+
+    pygpu_nccl_version_split(api->version, &have_major, &have_minor, &patch);
+    return have_major > major || (have_major == major && have_minor >= minor);
 }
 
 static void
@@ -290,8 +301,26 @@ nccl_unique_id_py(PyObject *m, PyObject *noargs)
     return PyBytes_FromStringAndSize(id.internal, sizeof(id.internal));
 }
 
+static PyObject *
+nccl_capabilities_py(PyObject *m, PyObject *noargs)
+{
+    const pygpu_nccl_api *api = pygpu_nccl_api_get();
+
+    return api != NULL ? pygpu_nccl_capabilities(api) : NULL;
+}
+
+static PyObject *
+nccl_is_built_py(PyObject *m, PyObject *noargs)
+{
+    Py_RETURN_TRUE;
+}
+
 PyMethodDef pygpu_nccl_module_functions[] = {
+    {"_nccl_is_built", nccl_is_built_py, METH_NOARGS,
+     PYGPU_DOC_NCCL_IS_BUILT},
     {"_nccl_version", nccl_version_py, METH_NOARGS, PYGPU_DOC_NCCL_VERSION},
+    {"_nccl_capabilities", nccl_capabilities_py, METH_NOARGS,
+     PYGPU_DOC_NCCL_CAPABILITIES},
     {"_nccl_load_error", nccl_load_error_py, METH_NOARGS,
      PYGPU_DOC_NCCL_LOAD_ERROR},
     {"_nccl_load", FAST(nccl_load_py), PYGPU_DOC_NCCL_LOAD},

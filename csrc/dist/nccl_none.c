@@ -70,8 +70,17 @@ reason_fast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     return PyUnicode_FromString(PYGPU_NO_NCCL_MESSAGE);
 }
 
+static PyObject *
+false_noargs(PyObject *m, PyObject *noargs)
+{
+    Py_RETURN_FALSE;
+}
+
 PyMethodDef pygpu_nccl_module_functions[] = {
+    {"_nccl_is_built", false_noargs, METH_NOARGS, PYGPU_DOC_NCCL_IS_BUILT},
     {"_nccl_version", none_noargs, METH_NOARGS, PYGPU_DOC_NCCL_VERSION},
+    {"_nccl_capabilities", refuse_noargs, METH_NOARGS,
+     PYGPU_DOC_NCCL_CAPABILITIES},
     {"_nccl_load_error", reason_noargs, METH_NOARGS,
      PYGPU_DOC_NCCL_LOAD_ERROR},
     {"_nccl_load", FAST(reason_fast), PYGPU_DOC_NCCL_LOAD},

@@ -127,26 +127,49 @@ check_tensor(NcclCommObject *self, const char *fname, const char *argname,
     return 0;
 }
 
-/* pygpu's dtypes as NCCL's; bool as bytes holding 0 or 1 (-1: none). */
+/* pygpu's dtypes as NCCL's; bool as bytes holding 0 or 1.  bfloat16 only
+ * where the library is NCCL 2.10 or later (nccl_api.h). */
 static const int nccl_dtypes[PYGPU_NDTYPES] = {
     [PYGPU_FLOAT32] = ncclFloat32, [PYGPU_FLOAT16] = ncclFloat16,
     [PYGPU_FLOAT64] = ncclFloat64, [PYGPU_INT64] = ncclInt64,
     [PYGPU_BOOL] = ncclUint8,      [PYGPU_UINT8] = ncclUint8,
-    [PYGPU_INT32] = ncclInt32,
-#if PYGPU_NCCL_HAS_BF16
-    [PYGPU_BFLOAT16] = ncclBfloat16,
-#else
-    [PYGPU_BFLOAT16] = -1,
-#endif
+    [PYGPU_INT32] = ncclInt32,     [PYGPU_BFLOAT16] = PYGPU_NCCL_BFLOAT16,
 };
 
+/* Nonzero when the library serves pygpu's dtype. */
 static int
-nccl_dtype(const char *fname, const TensorObject *t, ncclDataType_t *out)
+dtype_supported(const pygpu_nccl_api *api, int dtype)
 {
-    if (nccl_dtypes[t->dtype] < 0) {
-        PyErr_Format(PyExc_TypeError, "%s(): this NCCL does not support "
-                     "dtype %s", fname, pygpu_dtype_table[t->dtype].name);
-        return -1;
+    return dtype != PYGPU_BFLOAT16 ||
+           pygpu_nccl_at_least(api, PYGPU_NCCL_AVG_BF16_MAJOR,
+                               PYGPU_NCCL_AVG_BF16_MINOR);
+}
+
+/* TypeError naming what `what` (a dtype or reduce op) needs. */
+static int
+raise_too_old(const pygpu_nccl_api *api, const char *fname,
+              const char *what)
+{
+    int major, minor, patch;
+
+    pygpu_nccl_version_split(api->version, &major, &minor, &patch);
+    PyErr_Format(PyExc_TypeError, "%s(): %s needs NCCL %d.%d or later; "
+                 "this is NCCL %d.%d.%d", fname, what,
+                 PYGPU_NCCL_AVG_BF16_MAJOR, PYGPU_NCCL_AVG_BF16_MINOR, major,
+                 minor, patch);
+    return -1;
+}
+
+static int
+nccl_dtype(const NcclCommObject *self, const char *fname,
+           const TensorObject *t, ncclDataType_t *out)
+{
+    char what[64];
+
+    if (!dtype_supported(self->api, t->dtype)) {
+        snprintf(what, sizeof(what), "dtype %s",
+                 pygpu_dtype_table[t->dtype].name);
+        return raise_too_old(self->api, fname, what);
     }
     *out = (ncclDataType_t)nccl_dtypes[t->dtype];
     return 0;
@@ -155,16 +178,25 @@ nccl_dtype(const char *fname, const TensorObject *t, ncclDataType_t *out)
 /* op ('SUM', 'PRODUCT', 'MAX', 'MIN', 'AVG', any case) for a tensor of
  * `dtype`.  Bool tensors as torch has them: SUM is a logical or (MAX),
  * PRODUCT a logical and (MIN), AVG refused. */
+static const struct { const char *name; ncclRedOp_t op; } nccl_ops[] = {
+    {"SUM", ncclSum}, {"PRODUCT", ncclProd}, {"MAX", ncclMax},
+    {"MIN", ncclMin}, {"AVG", PYGPU_NCCL_AVG},
+};
+#define N_OPS (sizeof(nccl_ops) / sizeof(nccl_ops[0]))
+
+/* Nonzero when the library has reduce op `op` (AVG: NCCL 2.10). */
 static int
-parse_op(const char *fname, PyObject *obj, int dtype, ncclRedOp_t *out)
+op_supported(const pygpu_nccl_api *api, ncclRedOp_t op)
 {
-    static const struct { const char *name; ncclRedOp_t op; } ops[] = {
-        {"SUM", ncclSum}, {"PRODUCT", ncclProd}, {"MAX", ncclMax},
-        {"MIN", ncclMin},
-#if PYGPU_NCCL_HAS_AVG
-        {"AVG", ncclAvg},
-#endif
-    };
+    return op != PYGPU_NCCL_AVG ||
+           pygpu_nccl_at_least(api, PYGPU_NCCL_AVG_BF16_MAJOR,
+                               PYGPU_NCCL_AVG_BF16_MINOR);
+}
+
+static int
+parse_op(const NcclCommObject *self, const char *fname, PyObject *obj,
+         int dtype, ncclRedOp_t *out)
+{
     const char *name;
 
     if (!PyUnicode_Check(obj)) {
@@ -177,19 +209,23 @@ parse_op(const char *fname, PyObject *obj, int dtype, ncclRedOp_t *out)
     if (name == NULL) {
         return -1;
     }
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        if (PyOS_stricmp(name, ops[i].name) != 0) {
+    for (size_t i = 0; i < N_OPS; i++) {
+        ncclRedOp_t op = nccl_ops[i].op;
+        if (PyOS_stricmp(name, nccl_ops[i].name) != 0) {
             continue;
         }
-        *out = ops[i].op;
+        if (dtype != PYGPU_BOOL && !op_supported(self->api, op)) {
+            return raise_too_old(self->api, fname, "ReduceOp.AVG");
+        }
+        *out = op;
         if (dtype != PYGPU_BOOL) {
             return 0;
         }
-        if (ops[i].op == ncclSum || ops[i].op == ncclProd) {
-            *out = ops[i].op == ncclSum ? ncclMax : ncclMin;
+        if (op == ncclSum || op == ncclProd) {
+            *out = op == ncclSum ? ncclMax : ncclMin;
             return 0;
         }
-        if (ops[i].op == ncclMax || ops[i].op == ncclMin) {
+        if (op == ncclMax || op == ncclMin) {
             return 0;
         }
         PyErr_SetString(PyExc_ValueError,
@@ -245,7 +281,7 @@ one_tensor(NcclCommObject *self, const char *fname, PyObject *const *args,
         pygpu_parse_args(fname, args, nargs, kwnames, names, nnames, nnames,
                          nnames, argv) < 0 ||
         check_tensor(self, fname, names[0], argv[0], write, &t) < 0 ||
-        nccl_dtype(fname, t, &c->dtype) < 0) {
+        nccl_dtype(self, fname, t, &c->dtype) < 0) {
         return -1;
     }
     c->send = t->data;
@@ -265,7 +301,7 @@ pygpu_nccl_all_reduce(NcclCommObject *self, PyObject *const *args,
 
     if (one_tensor(self, "all_reduce", args, nargs, kwnames, names, 2, argv,
                    1, &c) < 0 ||
-        parse_op("all_reduce", argv[1],
+        parse_op(self, "all_reduce", argv[1],
                  ((TensorObject *)argv[0])->dtype, &c.op) < 0) {
         return NULL;
     }
@@ -298,7 +334,7 @@ pygpu_nccl_reduce(NcclCommObject *self, PyObject *const *args,
 
     if (one_tensor(self, "reduce", args, nargs, kwnames, names, 3, argv, 1,
                    &c) < 0 ||
-        parse_op("reduce", argv[1], ((TensorObject *)argv[0])->dtype,
+        parse_op(self, "reduce", argv[1], ((TensorObject *)argv[0])->dtype,
                  &c.op) < 0 ||
         parse_rank(self, "reduce", "root", argv[2], &c.peer) < 0) {
         return NULL;
@@ -353,8 +389,8 @@ two_tensors(NcclCommObject *self, const char *fname, PyObject *const *args,
                          nnames, argv) < 0 ||
         check_tensor(self, fname, names[1], argv[1], 0, &in) < 0 ||
         check_tensor(self, fname, names[0], argv[0], 1, &out) < 0 ||
-        nccl_dtype(fname, out, &c->dtype) < 0 ||
-        nccl_dtype(fname, in, &in_dtype) < 0) {
+        nccl_dtype(self, fname, out, &c->dtype) < 0 ||
+        nccl_dtype(self, fname, in, &in_dtype) < 0) {
         return -1;
     }
     if (out->dtype != in->dtype) {
@@ -411,9 +447,49 @@ pygpu_nccl_reduce_scatter_tensor(NcclCommObject *self,
 
     if (two_tensors(self, "reduce_scatter_tensor", args, nargs, kwnames,
                     names, 3, argv, 0, &c) < 0 ||
-        parse_op("reduce_scatter_tensor", argv[2],
+        parse_op(self, "reduce_scatter_tensor", argv[2],
                  ((TensorObject *)argv[0])->dtype, &c.op) < 0) {
         return NULL;
     }
     return run(self, &c);
+}
+
+/* {"dtypes": [...], "ops": [...]}: what the library serves. */
+PyObject *
+pygpu_nccl_capabilities(const pygpu_nccl_api *api)
+{
+    PyObject *dtypes = NULL, *ops = NULL, *r = NULL, *name;
+
+    dtypes = PyList_New(0);
+    ops = PyList_New(0);
+    if (dtypes == NULL || ops == NULL) {
+        goto fail;
+    }
+    for (int d = 0; d < PYGPU_NDTYPES; d++) {
+        if (!dtype_supported(api, d)) {
+            continue;
+        }
+        name = PyUnicode_FromString(pygpu_dtype_table[d].name);
+        if (name == NULL || PyList_Append(dtypes, name) < 0) {
+            Py_XDECREF(name);
+            goto fail;
+        }
+        Py_DECREF(name);
+    }
+    for (size_t i = 0; i < N_OPS; i++) {
+        if (!op_supported(api, nccl_ops[i].op)) {
+            continue;
+        }
+        name = PyUnicode_FromString(nccl_ops[i].name);
+        if (name == NULL || PyList_Append(ops, name) < 0) {
+            Py_XDECREF(name);
+            goto fail;
+        }
+        Py_DECREF(name);
+    }
+    r = Py_BuildValue("{s:O,s:O}", "dtypes", dtypes, "ops", ops);
+fail:
+    Py_XDECREF(dtypes);
+    Py_XDECREF(ops);
+    return r;
 }

@@ -1,7 +1,7 @@
 /* ops_linear.c - linear(x, w, bias) = x @ w.T + bias over any number of
- * leading dims, and its fused form with relu: one cuBLASLt call with the
- * BIAS / RELU_BIAS epilogue on CUDA, NumPy's matmul then one bias+relu
- * pass on the CPU. */
+ * leading dims, and its form with relu in one call: one cuBLASLt call with
+ * the BIAS epilogue then the relu kernel on CUDA (which keeps NaN, as
+ * torch's relu does), NumPy's matmul then one bias+relu pass on the CPU. */
 #include "ops/autograd.h"
 #include "ops/autocast.h"
 #include "cuda/blas.h"
@@ -158,6 +158,7 @@ PyMethodDef pygpu_linear_functions[] = {
      "input @ weight.T + bias (one cuBLASLt call with the bias epilogue)."},
     {"_linear_relu", FASTKW(linear_relu_fn),
      "_linear_relu($module, input, weight, bias=None)\n--\n\n"
-     "relu(input @ weight.T + bias) (cuBLASLt's RELU_BIAS epilogue)."},
+     "relu(input @ weight.T + bias) in one call (on CUDA cuBLASLt's bias\n"
+     "epilogue, then the relu kernel, which keeps NaN)."},
     {NULL},
 };

@@ -44,8 +44,9 @@ def linear(input, weight, bias=None):
 
 
 def linear_relu(input, weight, bias=None):
-    """relu(linear(input, weight, bias)) in one call (cuBLASLt's RELU_BIAS
-    epilogue on CUDA): what a Linear directly followed by a ReLU runs."""
+    """relu(linear(input, weight, bias)) in one call (on CUDA cuBLASLt's
+    bias epilogue then the relu kernel, so NaN stays NaN as in torch's
+    relu): what a Linear directly followed by a ReLU runs."""
     return _C._linear_relu(input, weight, bias)
 
 

@@ -13,8 +13,8 @@
  * algorithm, or a bias under 16-byte alignment) the output is filled with
  * the bias (here by a copy from the host, in the extension by the bias_act
  * kernel's PYGPU_BIAS_FILL mode) and the real gemm accumulates into it
- * (beta 1); only the relu kernel is applied on the host, so the gemm part
- * is still checked.
+ * (beta 1); linear_relu's relu kernel, which follows either path, is
+ * applied on the host.
  *
  * The files of tests/native/blas_selftest/:
  *   harness.c          globals, host conversions, operands and buffers,
@@ -24,7 +24,7 @@
  *                      stream switch
  *   true_fp32.c        float32 without TF32 is true FP32
  *   linear_paths.c     NaN / -0.0 through the linear paths, fused against
- *                      fallback
+ *                      fallback within a float64 reference's tolerance
  *   large_ld_timing.c  a leading dim past INT_MAX, host cost per call
  *   main.c             setup, the order of the cases, the summary
  *
@@ -156,7 +156,13 @@ cublasStatus_t run_gemm(int dtype, int tf32, int kind,
 
 /* A cuBLASLt plan (pygpu_lt_plan, cuda_blas_internal.h), built fresh. */
 void lt_build(pygpu_lt_plan *s, int dtype, int tf32, const pygpu_gemm_plan *p,
-              const void *out, const void *bias, int relu);
+              const void *out, const void *bias);
+/* The same with cuBLASLt's RELU_BIAS epilogue, which the extension does
+ * not use (its relu is the relu kernel, which keeps NaN): built only to
+ * observe what cuBLASLt's relu does. */
+void lt_build_relu_bias(pygpu_lt_plan *s, int dtype, int tf32,
+                        const pygpu_gemm_plan *p, const void *out,
+                        const void *bias);
 void lt_free(pygpu_lt_plan *s);
 /* lt_run of cuda_blaslt.c on a built plan: 1 done, 0 fallback. */
 int lt_exec(pygpu_lt_plan *s, const pygpu_gemm_plan *p, void *out,
@@ -178,10 +184,11 @@ enum {
                        * fallback ran it, as in the extension */
 };
 
-/* pygpu_cuda_linear on one problem with a fresh plan (see sequences.c). */
+/* pygpu_cuda_linear on one problem with a fresh plan, before its relu
+ * (see sequences.c). */
 int linear_exec(int dtype, int tf32, int kind, const pygpu_gemm_plan *p,
                 void *out, const void *bias_d, const double *bias_h,
-                int64_t rows, int64_t out_f, int relu, cublasStatus_t *st);
+                int64_t rows, int64_t out_f, cublasStatus_t *st);
 
 /* ---------------------------------------------------------------- cases */
 /* gemm.c */

@@ -56,13 +56,26 @@ cublasStatus_t run_gemm(int dtype, int tf32, int kind,
 }
 
 void lt_build(pygpu_lt_plan *s, int dtype, int tf32, const pygpu_gemm_plan *p,
-              const void *out, const void *bias, int relu)
+              const void *out, const void *bias)
 {
     pygpu_blas_err e = {PYGPU_BLAS_ERR_NONE, 0, NULL, NULL, 0};
     pygpu_lt_key key;
 
     memset(s, 0, sizeof(*s));
-    pygpu_lt_key_make(&key, 0, dtype, tf32, p, out, bias, relu);
+    pygpu_lt_key_make(&key, 0, dtype, tf32, p, out, bias);
+    plan_ok(pygpu_lt_plan_build(device_state(), s, &key, p, bias, &e), &e);
+}
+
+void lt_build_relu_bias(pygpu_lt_plan *s, int dtype, int tf32,
+                        const pygpu_gemm_plan *p, const void *out,
+                        const void *bias)
+{
+    pygpu_blas_err e = {PYGPU_BLAS_ERR_NONE, 0, NULL, NULL, 0};
+    pygpu_lt_key key;
+
+    memset(s, 0, sizeof(*s));
+    pygpu_lt_key_make(&key, 0, dtype, tf32, p, out, bias);
+    key.epilogue = CUBLASLT_EPILOGUE_RELU_BIAS;
     plan_ok(pygpu_lt_plan_build(device_state(), s, &key, p, bias, &e), &e);
 }
 
@@ -92,9 +105,9 @@ int lt_exec(pygpu_lt_plan *s, const pygpu_gemm_plan *p, void *out,
  * bias[col] in every row (the kernel's PYGPU_BIAS_FILL mode; here a copy
  * from the host of the same values) and the gemm accumulates into it
  * (beta 1), so the bias is added in the FP32 accumulator and the sum is
- * rounded once, as in the fused epilogue; for k == 0 out is left holding
- * the bias.  A relu (the relu kernel) is left to the caller, which applies
- * it on the host. */
+ * rounded once; for k == 0 out is left holding the bias.  linear_relu's
+ * relu (the relu kernel, after either path) is left to the caller, which
+ * applies it on the host. */
 cublasStatus_t linear_fallback(int dtype, int tf32, int kind,
                                const pygpu_gemm_plan *p, void *out,
                                const double *bias_h, int64_t rows,
@@ -121,14 +134,13 @@ cublasStatus_t linear_fallback(int dtype, int tf32, int kind,
     return run_gemm(dtype, tf32, kind, p, out, 0, 0, bias_h != NULL);
 }
 
-/* pygpu_cuda_linear on one problem with a fresh plan: its routing
- * (pygpu_lt_eligible), then cuBLASLt, else linear_fallback (whose relu
- * the caller applies).  bias_d and bias_h hold the same values (device,
- * host).  *st is the fallback gemm's status (success when it did not
- * run). */
+/* pygpu_cuda_linear on one problem with a fresh plan, before its relu:
+ * its routing (pygpu_lt_eligible), then cuBLASLt, else linear_fallback.
+ * bias_d and bias_h hold the same values (device, host).  *st is the
+ * fallback gemm's status (success when it did not run). */
 int linear_exec(int dtype, int tf32, int kind, const pygpu_gemm_plan *p,
                 void *out, const void *bias_d, const double *bias_h,
-                int64_t rows, int64_t out_f, int relu, cublasStatus_t *st)
+                int64_t rows, int64_t out_f, cublasStatus_t *st)
 {
     int path = LIN_FALLBACK;
 
@@ -136,7 +148,7 @@ int linear_exec(int dtype, int tf32, int kind, const pygpu_gemm_plan *p,
     if (pygpu_lt_eligible(kind, p, bias_d)) {
         pygpu_lt_plan plan;
 
-        lt_build(&plan, dtype, tf32, p, out, bias_d, relu);
+        lt_build(&plan, dtype, tf32, p, out, bias_d);
         if (!plan.use_lt) {
             path = LIN_NO_ALGO;
         } else {

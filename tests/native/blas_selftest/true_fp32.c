@@ -49,7 +49,7 @@ void test_true_fp32(int use_lt, int tf32)
     pygpu_gemm_plan_make(&a, &b, 1, &p);
     if (use_lt) {
         pygpu_lt_plan plan;
-        lt_build(&plan, F32, tf32, &p, dc, NULL, 0);
+        lt_build(&plan, F32, tf32, &p, dc, NULL);
         if (!plan.use_lt) {
             skip(name, "no cuBLASLt algorithm for this problem; the "
                        "extension runs it with cublasGemmEx, checked by "

@@ -27,7 +27,7 @@ static void test_invalid_codes(void)
         pygpu_cuda_copy(PYGPU_FLOAT32, nullptr, PYGPU_NDTYPES, nullptr, &g,
                         g_stream),
         pygpu_cuda_fill(-1, nullptr, s, 4, g_stream),
-        pygpu_cuda_reduce(PYGPU_NREDOPS, PYGPU_FLOAT32, nullptr, nullptr,
+        pygpu_cuda_reduce(PYGPU_NREDOPS, PYGPU_FLOAT32, 0, nullptr, nullptr,
                           nullptr, 1, 4, 1, nullptr, g_stream),
         pygpu_cuda_random(PYGPU_INT64, nullptr, 4, 0, st, g_stream),
         pygpu_cuda_relu_contig(9, nullptr, nullptr, 4, g_stream),
@@ -116,8 +116,8 @@ static void bench(void)
         CHECK(cudaMalloc(&ws, wsize));
     }
     float sum_ms = median_ms([&] {
-        return pygpu_cuda_reduce(PYGPU_SUM, PYGPU_FLOAT32, out, nullptr, in, 1,
-                                 n, 1, ws, g_stream);
+        return pygpu_cuda_reduce(PYGPU_SUM, PYGPU_FLOAT32, 0, out, nullptr,
+                                 in, 1, n, 1, ws, g_stream);
     });
 
     /* Bytes read plus bytes written, in GB/s. */

@@ -1,5 +1,6 @@
-/* reduce.cu - sum, mean and max (with indices) over [outer, n, inner]
- * against a host reference, and int64 wrap-around (selftest.h). */
+/* reduce.cu - sum, mean, max and min (with indices) and prod over
+ * [outer, n, inner] against a host reference, float16 into its float32
+ * accumulator (to_acc), and int64 wrap-around (selftest.h). */
 #include "selftest.h"
 
 #include <algorithm>
@@ -21,13 +22,38 @@ static double ulp_of(int dt, double x)
 /* Values k/4 for |k| <= kmax (int64: k itself); kmax is 8 (|x| <= 2)
  * unless n * kmax would pass 2^24: then every partial sum of an output, a
  * multiple of 1/4 no larger than its sum of |x| <= n * kmax / 4, is exact
- * in a float32 accumulator.  Maxima repeat, so the first index matters;
- * for max on floats a third of the outputs get one or two NaN. */
+ * in a float32 accumulator.  Maxima and minima repeat, so the first index
+ * matters; for max and min on floats a third of the outputs get one or two
+ * NaN.  For prod: +-1, and at about 48 places of each output (never more
+ * than PROD_MAX_OTHERS) +-2 or +-1/2 (int64: +-2 or +-3), so that every
+ * partial product of floats, in any order, is a power of two within
+ * 2^+-PROD_MAX_OTHERS: exact in a float32 accumulator. */
+static const int64_t PROD_MAX_OTHERS = 100;
+
 static HostArr reduce_input(int dt, int op, int64_t outer, int64_t n,
                             int64_t inner)
 {
     const int64_t total = outer * n * inner;
     HostArr h(dt, total);
+    if (op == PYGPU_PROD) {
+        const uint64_t per_2_20 =
+            n > 0 ? (uint64_t)std::min<int64_t>((1 << 17), (48 << 20) / n) : 0;
+        std::vector<int64_t> others((size_t)(outer * inner), 0);
+        for (int64_t e = 0; e < total; e++) {
+            const int64_t k = (e / (n * inner)) * inner + e % inner;
+            const uint64_t r = rng_next();
+            const double sign = (r & 1) ? -1.0 : 1.0;
+            double v = sign;
+            if (((r >> 1) & 0xFFFFF) < per_2_20 &&
+                others[(size_t)k] < PROD_MAX_OTHERS) {
+                others[(size_t)k]++;
+                v = dt == PYGPU_INT64 ? sign * (double)(2 + ((r >> 21) & 1))
+                                      : sign * (((r >> 21) & 1) ? 2.0 : 0.5);
+            }
+            h.set(e, v);
+        }
+        return h;
+    }
     int64_t kmax = 8;
     if (dt != PYGPU_INT64 && n > 0) {
         kmax = std::min<int64_t>(
@@ -40,7 +66,7 @@ static HostArr reduce_input(int dt, int op, int64_t outer, int64_t n,
     for (int64_t e = 0; e < total; e++) {
         h.copy_elem(e, table, (int64_t)rng_below((uint64_t)(2 * kmax + 1)));
     }
-    if (op == PYGPU_MAX && dt != PYGPU_INT64 && n > 0) {
+    if ((op == PYGPU_MAX || op == PYGPU_MIN) && dt != PYGPU_INT64 && n > 0) {
         for (int64_t o = 0; o < outer; o++) {
             for (int64_t i = 0; i < inner; i++) {
                 int nans = (int)(rng_next() % 6);
@@ -58,25 +84,27 @@ struct ReduceOut {
 };
 
 /* pygpu_cuda_reduce over hin seen as [outer, n, inner], with its
- * workspace; checks the guards of the output, indices and workspace. */
-static ReduceOut run_reduce(Case &c, int dt, int op, int64_t outer, int64_t n,
-                            int64_t inner, const HostArr &hin,
-                            bool with_indices, int salt)
+ * workspace, into an output of pygpu_reduce_out_dtype(op, dt, to_acc);
+ * checks the guards of the output, indices and workspace. */
+static ReduceOut run_reduce(Case &c, int dt, int op, int to_acc,
+                            int64_t outer, int64_t n, int64_t inner,
+                            const HostArr &hin, bool with_indices, int salt)
 {
     const int64_t nout = outer * inner;
+    const int out_dt = pygpu_reduce_out_dtype(op, dt, to_acc);
     DevArr in = dev_alloc(dt, outer * n * inner, salt % 4);
-    DevArr out = dev_alloc(dt, nout, (salt + 1) % 4);
+    DevArr out = dev_alloc(out_dt, nout, (salt + 1) % 4);
     DevArr idx = dev_alloc(PYGPU_INT64, with_indices ? nout : 0, 0);
     size_t wsize = pygpu_cuda_reduce_workspace(op, dt, outer, n, inner);
     DevArr ws = dev_alloc((size_t)1, (int64_t)wsize, 0);
     dev_put(in, hin);
-    c.expect_success(pygpu_cuda_reduce(op, dt, out.ptr(),
+    c.expect_success(pygpu_cuda_reduce(op, dt, to_acc, out.ptr(),
                                        with_indices ? (int64_t *)idx.ptr()
                                                     : nullptr,
                                        in.ptr(), outer, n, inner,
                                        wsize ? ws.ptr() : nullptr, g_stream),
                      "reduce");
-    ReduceOut r = {dev_get(out, dt), dev_get(idx, PYGPU_INT64)};
+    ReduceOut r = {dev_get(out, out_dt), dev_get(idx, PYGPU_INT64)};
     if (c.ok && !(dev_guards_ok(out) && dev_guards_ok(idx) &&
                   dev_guards_ok(ws))) {
         c.fail("[%lld,%lld,%lld]: wrote outside the output or workspace",
@@ -90,34 +118,48 @@ static ReduceOut run_reduce(Case &c, int dt, int op, int64_t outer, int64_t n,
 }
 
 /* Tolerances: a sum whose accumulator is exact (see reduce_input) must be
- * the exact sum rounded once to the dtype, so it is compared exactly
- * (float16 included: one rounding of the exact float32 accumulator).  A
- * mean is that exact sum divided once in the accumulator type (float32 for
- * float16) and, for float16, rounded once more: at most half an ulp of each
- * (plus the reference's own double rounding).  Max and its index are
- * exact.  Only an accumulator that cannot be exact (not reached by the
- * shapes here) falls back to the worst-case bound of n - 1 roundings. */
-static void check_reduce(Case &c, int dt, int op, int64_t outer, int64_t n,
-                         int64_t inner, bool with_indices, int salt)
+ * the exact sum rounded once to the output dtype, so it is compared
+ * exactly (float16 included: one rounding of the exact float32
+ * accumulator; none with to_acc, whose output is that accumulator).  A
+ * mean is that exact sum divided once in the accumulator type (float32
+ * for float16) and, for a float16 output, rounded once more: at most half
+ * an ulp of each (plus the reference's own double rounding).  A product
+ * of the powers of two of reduce_input is exact, then rounded once to the
+ * output dtype (int64 wraps: compared as integers).  Max, min and their
+ * indices are exact.  Only an accumulator that cannot be exact (not
+ * reached by the shapes here) falls back to the worst-case bound of n - 1
+ * roundings. */
+static void check_reduce(Case &c, int dt, int op, int to_acc, int64_t outer,
+                         int64_t n, int64_t inner, bool with_indices,
+                         int salt)
 {
     const int64_t nout = outer * inner;
+    const bool extremum = op == PYGPU_MAX || op == PYGPU_MIN;
     const HostArr hin = reduce_input(dt, op, outer, n, inner);
-    const ReduceOut r =
-        run_reduce(c, dt, op, outer, n, inner, hin, with_indices, salt);
+    const ReduceOut r = run_reduce(c, dt, op, to_acc, outer, n, inner, hin,
+                                   with_indices, salt);
 
     /* The reference in one pass over the input in memory order. */
-    std::vector<double> acc(nout, 0.0), acc_abs(nout, 0.0);
+    std::vector<double> acc(nout, op == PYGPU_PROD ? 1.0 : 0.0);
+    std::vector<double> acc_abs(nout, 0.0);
+    std::vector<uint64_t> acc_i64(nout, op == PYGPU_PROD ? 1 : 0);
     std::vector<int64_t> acc_idx(nout, 0);
     for (int64_t o = 0, e = 0; o < outer; o++) {
         for (int64_t j = 0; j < n; j++) {
             for (int64_t i = 0; i < inner; i++, e++) {
                 const double x = hin.get(e);
                 const int64_t k = o * inner + i;
-                if (op != PYGPU_MAX) {
+                if (op == PYGPU_PROD && dt == PYGPU_INT64) {
+                    acc_i64[k] *= (uint64_t)hin.get_i64(e); /* wraps */
+                } else if (op == PYGPU_PROD) {
+                    acc[k] *= x;
+                } else if (!extremum) {
                     acc[k] += x;
                     acc_abs[k] += fabs(x);
                 } else if (j == 0 ||
-                           (!isnan(acc[k]) && (isnan(x) || x > acc[k]))) {
+                           (!isnan(acc[k]) &&
+                            (isnan(x) || (op == PYGPU_MAX ? x > acc[k]
+                                                          : x < acc[k])))) {
                     acc[k] = x;
                     acc_idx[k] = j;
                 }
@@ -125,24 +167,40 @@ static void check_reduce(Case &c, int dt, int op, int64_t outer, int64_t n,
         }
     }
 
+    const int out_dt = pygpu_reduce_out_dtype(op, dt, to_acc);
     const int acc_dt = dt == PYGPU_FLOAT16 ? PYGPU_FLOAT32 : dt;
     /* An accumulator of multiples of 1/4 is exact while every partial sum
      * (at most the sum of |x|) is below 2^24 / 4 in float32. */
     const double acc_limit = acc_dt == PYGPU_FLOAT64 ? 0x1p51 : 0x1p22;
     const double acc_eps = acc_dt == PYGPU_FLOAT64 ? 0x1p-53 : 0x1p-24;
     for (int64_t k = 0; c.ok && k < nout; k++) {
+        const int64_t o = k / inner, i = k % inner;
+        if (op == PYGPU_PROD && dt == PYGPU_INT64) {
+            const int64_t got = r.val.get_i64(k), want = (int64_t)acc_i64[k];
+            if (got != want) {
+                c.fail("[%lld,%lld,%lld] output (%lld,%lld): got %lld, want "
+                       "%lld",
+                       (long long)outer, (long long)n, (long long)inner,
+                       (long long)o, (long long)i, (long long)got,
+                       (long long)want);
+            }
+            continue;
+        }
         const double s = acc[k], sum_abs = acc_abs[k];
         const bool exact = dt == PYGPU_INT64 || sum_abs <= acc_limit;
         const double acc_err = exact ? 0 : (double)(n - 1) * acc_eps * sum_abs;
         double want, tol = 0;
-        if (op == PYGPU_MAX) {
+        if (extremum) {
             want = s;
         } else if (n == 0) {
-            want = op == PYGPU_SUM ? 0.0 : NAN;
+            want = op == PYGPU_SUM ? 0.0 : op == PYGPU_PROD ? 1.0 : NAN;
+        } else if (op == PYGPU_PROD) {
+            want = round_to(out_dt, s);
         } else if (op == PYGPU_SUM) {
-            want = round_to(dt, s);
+            want = round_to(out_dt, s);
             if (!exact) {
-                tol = acc_err + (dt == PYGPU_FLOAT16 ? 0.5 * ulp_of(dt, s) : 0);
+                tol = acc_err +
+                      (out_dt == PYGPU_FLOAT16 ? 0.5 * ulp_of(out_dt, s) : 0);
             }
         } else {
             want = s / (double)n;
@@ -151,15 +209,14 @@ static void check_reduce(Case &c, int dt, int op, int64_t outer, int64_t n,
             if (acc_dt == PYGPU_FLOAT32 && n > ((int64_t)1 << 24)) {
                 tol += fabs(want) * 0x1p-24; /* n itself rounded to float */
             }
-            if (dt == PYGPU_FLOAT16) {
-                tol += 0.5 * ulp_of(dt, fabs(want) * (1 + 0x1p-22));
+            if (out_dt == PYGPU_FLOAT16) {
+                tol += 0.5 * ulp_of(out_dt, fabs(want) * (1 + 0x1p-22));
             }
         }
         const double got = r.val.get(k);
         const bool close = tol == 0 ? same(got, want)
                                     : same(got, want) ||
                                           fabs(got - want) <= tol;
-        const int64_t o = k / inner, i = k % inner;
         if (!close) {
             c.fail("[%lld,%lld,%lld] output (%lld,%lld): got %.17g, want "
                    "%.17g (tolerance %.3g)",
@@ -183,7 +240,9 @@ void test_reduce(void)
      * 20000 block rows (of 1100: more than a warp's 1024), 100003 warp
      * rows, 600002 column threads, and
      * columns cut in 32768 chunks whose second pass strides along rows of
-     * 32768 partials. */
+     * 32768 partials.  The two largest (over 10M elements) run for sum,
+     * mean and max of each dtype; min, prod and the float32 outputs of
+     * float16 (to_acc) share every other path with them. */
     const int64_t shapes[][3] = {
         {1, 0, 1},          {3, 0, 4},
         {0, 5, 3},          {4, 5, 0},
@@ -203,17 +262,27 @@ void test_reduce(void)
             if (op == PYGPU_MEAN && dt == PYGPU_INT64) {
                 continue; /* never asked */
             }
-            Case c("reduce %s %s", DTYPE_NAME[dt], REDOP_NAME[op]);
-            int salt = 0;
-            for (const auto &s : shapes) {
-                if (op == PYGPU_MAX && s[1] == 0) {
-                    continue; /* refused by the caller */
+            const bool extremum = op == PYGPU_MAX || op == PYGPU_MIN;
+            /* to_acc = 1: float16 sum, mean and prod into float32. */
+            const int acc_variants = dt == PYGPU_FLOAT16 && !extremum ? 2 : 1;
+            for (int to_acc = 0; to_acc < acc_variants; to_acc++) {
+                const bool all_shapes = op <= PYGPU_MAX && !to_acc;
+                Case c("reduce %s %s%s", DTYPE_NAME[dt], REDOP_NAME[op],
+                       to_acc ? " to float32" : "");
+                int salt = 0;
+                for (const auto &s : shapes) {
+                    if (extremum && s[1] == 0) {
+                        continue; /* refused by the caller */
+                    }
+                    if (!all_shapes && s[0] * s[1] * s[2] > 10000000) {
+                        continue;
+                    }
+                    check_reduce(c, dt, op, to_acc, s[0], s[1], s[2],
+                                 extremum && salt % 4 != 3, salt);
+                    salt++;
                 }
-                check_reduce(c, dt, op, s[0], s[1], s[2],
-                             op == PYGPU_MAX && salt % 4 != 3, salt);
-                salt++;
+                report(c);
             }
-            report(c);
         }
     }
 }
@@ -252,9 +321,9 @@ void test_reduce_int64_wrap(void)
                                    ? (int64_t)rng_next()
                                    : sh.values[(size_t)e % sh.values.size()]);
             }
-            const ReduceOut r = run_reduce(c, PYGPU_INT64, op, sh.outer, sh.n,
-                                           sh.inner, hin, op == PYGPU_MAX,
-                                           salt++);
+            const ReduceOut r = run_reduce(c, PYGPU_INT64, op, 0, sh.outer,
+                                           sh.n, sh.inner, hin,
+                                           op == PYGPU_MAX, salt++);
             for (int64_t o = 0; c.ok && o < sh.outer; o++) {
                 for (int64_t i = 0; c.ok && i < sh.inner; i++) {
                     uint64_t sum = 0;

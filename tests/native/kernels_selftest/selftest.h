@@ -25,7 +25,9 @@
  * would get no ordering with them (and likely be caught).
  *
  * Results are compared exactly, -0.0 against +0.0 included (NaN matches any
- * NaN), except where a tolerance is spelled out (reduce mean, normals).
+ * NaN), except where a tolerance is spelled out (the floating functions,
+ * with an absolute slack for the gelu family where its rules cancel:
+ * gelu_slack.h; reduce mean; normals).
  * Several shapes exceed one wave of threads (about 132 SMs x 2048 threads
  * on an H100), so every grid-stride loop makes several trips.
  *
@@ -35,9 +37,12 @@
  *   harness.cu      its globals, reporting, random data, device arrays
  *   geometry.cu     the shapes and strides of the elementwise tests
  *   elementwise.cu  binary, binary_scalar, unary, copy, fill
+ *   gelu_slack.h    the gelu family's error bound (plain C; checked on
+ *                   the host by tests/native/gelu_slack_check.c)
  *   int64_edges.cu  int64 wrap-around and float-to-int64 edge values
  *   relu_bias.cu    relu_contig and bias_act
- *   reduce.cu       reduce, int64 reduce edge values
+ *   reduce.cu       reduce (every op, float16 into float32 too), int64
+ *                   reduce edge values
  *   random.cu       uniform and normal random numbers
  *   gather.cu       gather and scatter by an index, bad indices
  *   main.cu         refused codes, the benchmark, the order of the run
@@ -72,7 +77,10 @@ inline constexpr const char *const BINOP_NAME[] = {
     PYGPU_BINARY_OPS(SELFTEST_OP_NAME)};
 inline constexpr const char *const UNOP_NAME[] = {
     PYGPU_UNARY_OPS(SELFTEST_OP_NAME)};
-inline constexpr const char *const REDOP_NAME[] = {"sum", "mean", "max"};
+inline constexpr const char *const REDOP_NAME[] = {"sum", "mean", "max",
+                                                  "min", "prod"};
+static_assert(sizeof REDOP_NAME / sizeof REDOP_NAME[0] == PYGPU_NREDOPS,
+              "a name for every reduce op");
 
 /* Defined in harness.cu. */
 extern cudaStream_t g_stream;
