@@ -136,7 +136,12 @@ getitem_view(PyObject *op, PyObject *key)
                 (Py_ssize_t)t->shape[src], &start, &stop, step);
             offset += (int64_t)start * t->strides[src];
             shape[n] = len;
-            strides[n] = t->strides[src] * step;
+            /* The stride of one element or none does not matter: a step
+             * past the size keeps the old one instead of overflowing. */
+            if (__builtin_mul_overflow(t->strides[src], (int64_t)step,
+                                       &strides[n])) {
+                strides[n] = t->strides[src];
+            }
             n++;
             src++;
         }
