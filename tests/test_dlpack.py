@@ -197,6 +197,33 @@ def test_read_only_flag_both_ways():
         u.add_(1)
 
 
+def test_legacy_capsule_of_read_only_tensor_is_refused():
+    """A legacy capsule has no read-only flag: a consumer would write into
+    immutable memory (bytes, a read-only mmap).  Refused as NumPy refuses;
+    a versioned capsule carries the flag, and copy=True exports a copy."""
+    data = np.arange(1.0, 7.0).tobytes()
+    t = pygpu.from_numpy(np.frombuffer(data, dtype=np.float64))
+    for export in (lambda: t.__dlpack__(), lambda: pdl.to_dlpack(t),
+                   lambda: t.__dlpack__(max_version=(0, 8)),
+                   lambda: t[1:].__dlpack__(copy=False)):
+        with pytest.raises(BufferError, match="Cannot export readonly "
+                           "tensor since signalling readonly is "
+                           "unsupported by DLPack"):
+            export()
+    cap = t.__dlpack__(max_version=(1, 0))
+    m, _ = managed(cap)
+    assert m.flags & READ_ONLY
+    u = pygpu.from_dlpack(t.__dlpack__(copy=True))  # legacy, of a copy
+    assert u.data_ptr() != t.data_ptr()
+    u.add_(1)
+    assert np.frombuffer(data).tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert u.tolist() == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    v = pygpu.from_dlpack(t)  # asks for a versioned capsule: read-only
+    assert v.data_ptr() == t.data_ptr()
+    with pytest.raises(ValueError, match="read-only"):
+        v.add_(1)
+
+
 def test_copy_true_makes_a_flagged_copy():
     t = pygpu.arange(6.0)
     cap = t.__dlpack__(max_version=(1, 0), copy=True)
@@ -516,3 +543,53 @@ def test_cuda_array_interface_objects_without_a_gpu():
     bad.__cuda_array_interface__ = [1]
     with pytest.raises(TypeError, match="dict"):
         pygpu.as_tensor(bad)
+
+
+def test_cuda_array_interface_entries_emptied_while_read():
+    """An __index__ or __bool__ in the interface that empties its dict
+    frees the entries the reader has not finished with: it holds them."""
+    class Index:
+        def __init__(self, v):
+            self.v = v
+
+        def __index__(self):
+            return self.v
+
+    class Empties(Index):
+        def __init__(self, v, owner):
+            super().__init__(v)
+            self.owner = owner
+
+        def __index__(self):
+            self.owner.cai.clear()
+            return self.v
+
+        def __bool__(self):
+            self.owner.cai.clear()
+            return False
+
+    class Producer:
+        def __init__(self, field):
+            self.field = field
+
+        @property
+        def __cuda_array_interface__(self):
+            # a new dict each time: it alone holds its entries
+            self.cai = dict(shape=(0, 3), typestr="<f4", data=(0, False),
+                            version=3, strides=(12, 4))
+            if self.field == "shape":
+                self.cai["shape"] = (Empties(0, self), Index(3))
+            elif self.field == "strides":
+                self.cai["strides"] = (Empties(12, self), Index(4))
+            else:
+                self.cai["data"] = (0, Empties(0, self))
+            return self.cai
+
+    for field in ("shape", "strides", "data"):
+        p = Producer(field)
+        if pygpu.cuda.is_available():
+            assert pygpu.as_tensor(p).shape == (0, 3)
+        else:
+            with pytest.raises(RuntimeError):
+                pygpu.as_tensor(p)
+        assert p.cai == {}
