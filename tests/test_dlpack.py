@@ -381,6 +381,24 @@ def test_failed_import_consumes_nothing():
         pygpu.from_dlpack(np.arange(5.0)[::-1])
 
 
+@pytest.mark.parametrize("n,stride,exc,msg", [
+    (3, 2**59 + 1, RuntimeError, "Storage size calculation overflowed "
+     r"with sizes=\[3\] and strides=\[576460752303423489\]"),
+    (1, 2**61, BufferError, "DLPack stride 2305843009213693952 overflows "
+     "int64 in bytes")])
+def test_import_refuses_strides_past_int64(n, stride, exc, msg):
+    """A producer's strides whose span (or bytes) pass int64 would wrap
+    into a view of memory the producer never gave."""
+    x = np.zeros(n)
+    cap = x.__dlpack__()
+    m, _ = managed(cap)
+    assert bool(m.dl_tensor.strides)
+    m.dl_tensor.strides[0] = stride
+    with pytest.raises(exc, match=msg):
+        pygpu.from_dlpack(cap)
+    assert capsule_name(cap) == "dltensor"  # not consumed
+
+
 def test_deleter_without_gil_from_another_thread():
     """A consumer may call the deleter from any thread without the GIL
     (a ctypes call releases it)."""

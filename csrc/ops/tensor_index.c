@@ -136,12 +136,10 @@ getitem_view(PyObject *op, PyObject *key)
                 (Py_ssize_t)t->shape[src], &start, &stop, step);
             offset += (int64_t)start * t->strides[src];
             shape[n] = len;
-            /* The stride of one element or none does not matter: a step
-             * past the size keeps the old one instead of overflowing. */
-            if (__builtin_mul_overflow(t->strides[src], (int64_t)step,
-                                       &strides[n])) {
-                strides[n] = t->strides[src];
-            }
+            /* With two elements or more, step < size, so the product
+             * fits; the stride of one element or none does not matter,
+             * and a step past the size would overflow it: kept. */
+            strides[n] = t->strides[src] * (len > 1 ? step : 1);
             n++;
             src++;
         }
