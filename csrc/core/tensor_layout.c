@@ -93,23 +93,20 @@ storage_overflow(int ndim, const int64_t *shape, const int64_t *strides)
 int
 pygpu_shape_nbytes(int ndim, const int64_t *shape, int dtype, size_t *out)
 {
-    int64_t numel, nbytes;
+    int64_t n = 1;
+    int overflow = 0;
     for (int d = 0; d < ndim; d++) {
         if (shape[d] < 0) {
-            return pygpu_shape_numel(ndim, shape, &numel); /* its error */
+            return pygpu_shape_numel(ndim, shape, &n); /* its error */
         }
+        overflow |= __builtin_mul_overflow(n, shape[d], &n);
     }
-    if (pygpu_shape_numel(ndim, shape, &numel) < 0) {
-        PyErr_Clear();
+    overflow |= __builtin_mul_overflow(
+        n, (int64_t)pygpu_dtype_table[dtype].itemsize, &n);
+    if (overflow || (uint64_t)n > (uint64_t)SIZE_MAX) {
         return storage_overflow(ndim, shape, NULL);
     }
-    if (__builtin_mul_overflow(numel,
-                               (int64_t)pygpu_dtype_table[dtype].itemsize,
-                               &nbytes) ||
-        (uint64_t)nbytes > (uint64_t)SIZE_MAX) {
-        return storage_overflow(ndim, shape, NULL);
-    }
-    *out = (size_t)nbytes;
+    *out = (size_t)n;
     return 0;
 }
 
