@@ -15,9 +15,10 @@ Environment:
                           number of usable cores).
   PYGPU_SANITIZE=1        compile and link the C sources with AddressSanitizer
                           and UndefinedBehaviorSanitizer (-O1 -g), in a build
-                          folder of its own (flavour "<flavour>-asan"); the
-                          interpreter then needs libasan preloaded
-                          (scripts/sanitize.sh).
+                          folder of its own (flavour "<flavour>-asan"), and
+                          without Python's -fwrapv, so that a signed
+                          overflow is reported; the interpreter then needs
+                          libasan preloaded (scripts/sanitize.sh).
 
 Each flavour (and Python) builds in its own folder, build/<flavour>-<platform>-
 <python>/, kept between builds whatever temporary folder pip gives the build:
@@ -261,6 +262,12 @@ class BuildExt(build_ext):
     when up to date, and the C and CUDA sources compiled in parallel."""
 
     def build_extension(self, ext):
+        if SANITIZE:
+            # Python's own CFLAGS carry -fwrapv (signed overflow wraps), so
+            # UndefinedBehaviorSanitizer would never see a signed overflow:
+            # the sanitized objects are compiled without it.
+            self.compiler.compiler_so = [
+                f for f in self.compiler.compiler_so if f != "-fwrapv"]
         os.makedirs(BUILD_DIR, exist_ok=True)
         stamp_path = os.path.join(BUILD_DIR, "flags.json")
         linked = os.path.join(BUILD_DIR, os.path.basename(

@@ -10,7 +10,9 @@ negative sizes and out-of-range dims and indices, which must raise
 TypeError, ValueError, RuntimeError or IndexError with a message: never
 SystemError, never another class, never a message-less error.  The
 families of scripts/fuzz_ops.py cover the wider API (comparisons, math,
-more reductions, joining, selecting, casts and promotion).  A crash ends
+more reductions, joining, selecting, casts and promotion), and the
+"bad_sizes" family of scripts/fuzz_sizes.py counts at the corners of int64
+and size lists emptied while they are read.  A crash ends
 the process, so the figures printed then are the crash's report.
 
     python scripts/fuzz.py [-n CALLS] [--seed S] [--device cpu|cuda]
@@ -28,6 +30,7 @@ import numpy as np
 
 import pygpu
 import fuzz_ops
+import fuzz_sizes
 
 DTYPES = {
     "float16": (pygpu.float16, np.float16, 1e-2),
@@ -42,7 +45,8 @@ CLEAN = (TypeError, ValueError, RuntimeError, IndexError)
 KNOWN = ()
 KNOWN_SEEN = []
 FAMILIES = ["unary", "binary", "in_place", "reduce", "matmul", "shape",
-            "index", "bad", "bad_more"] + fuzz_ops.FAMILIES
+            "index", "bad", "bad_more"] + fuzz_ops.FAMILIES + \
+    fuzz_sizes.FAMILIES
 DEVICE = "cpu"
 
 
@@ -648,10 +652,11 @@ def fam_bad_more(rng):
 
 
 def check_one(rng, family):
-    if family in fuzz_ops.FAMILIES:
-        getattr(fuzz_ops, "fam_" + family)(rng, sys.modules[__name__])
-    else:
-        globals()["fam_" + family](rng)
+    for mod in (fuzz_ops, fuzz_sizes):
+        if family in mod.FAMILIES:
+            getattr(mod, "fam_" + family)(rng, sys.modules[__name__])
+            return
+    globals()["fam_" + family](rng)
 
 
 # ------------------------------------------------------------- long run

@@ -3,6 +3,7 @@ float64 (gradcheck), the engine's accumulation, retain_graph, grad of
 non-leaves, grad modes, version counters and views, against torch's
 behaviour and messages."""
 import gc
+import os
 import sys
 
 import numpy as np
@@ -465,3 +466,68 @@ def test_comparisons_are_not_recorded(device):
     m = x > 0
     assert m.dtype == pygpu.bool and not m.requires_grad
     assert x[m].grad_fn.name() == "IndexBackward0"  # the mask is not
+
+
+# ------------------------------------------------ graphs a million nodes deep
+
+# Run in a child process, so that a crash (a C stack overflow) fails the
+# test instead of ending the run.  The cyclic GC is off while the chain is
+# built: with a million tracked Nodes it would make building quadratic.
+DEEP_GRAPH = r"""
+import gc, sys
+import pygpu
+kind, n = sys.argv[1], int(sys.argv[2])
+gc.disable()
+w = pygpu.ones(1, requires_grad=True)
+if kind == "sum":  # total = total + w * 1.0: two Nodes a step
+    total = pygpu.zeros(1)
+    for _ in range(n):
+        total = total + w * 1.0
+    want = float(n)
+else:  # -t: one Node a step
+    total = w
+    for _ in range(n):
+        total = -total
+    want = -1.0 if n % 2 else 1.0
+if kind != "free":
+    total.backward()
+    assert w.grad.item() == want, (w.grad.item(), want)
+    assert total.grad_fn is not None
+del total  # frees every Node, one after another
+gc.enable()
+gc.collect()
+print("freed", n)
+"""
+
+
+# Under scripts/sanitize.sh the child runs sanitized too (some five times
+# slower): a tenth of the depth, still some ten times what overflowed the
+# (larger) sanitized frames before.
+DEEP = 10**5 if os.environ.get("PYGPU_SANITIZED") == "1" else 10**6
+
+
+def run_deep_graph(kind, n, timeout=300):
+    import subprocess
+    r = subprocess.run([sys.executable, "-c", DEEP_GRAPH, kind, str(n)],
+                       capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert r.stdout.split() == ["freed", str(n)]
+
+
+def test_freeing_a_deep_graph_does_not_recurse():
+    """A chain of a million Nodes is freed without a C recursion per Node
+    (each Node's last reference is in the next one); it overflowed the C
+    stack at some 10^5 Nodes."""
+    run_deep_graph("free", DEEP)
+
+
+def test_backward_over_a_deep_graph_then_free():
+    """The engine walks the chain with a stack of its own, and the graph
+    is freed after it: 400,000 Nodes of total = total + w * 1.0."""
+    run_deep_graph("sum", DEEP // 5)
+
+
+@pytest.mark.skipif(os.environ.get("PYGPU_SLOW_TESTS") != "1",
+                    reason="some minutes: set PYGPU_SLOW_TESTS=1")
+def test_backward_over_ten_million_nodes_then_free():
+    run_deep_graph("neg", 10**7, timeout=1800)

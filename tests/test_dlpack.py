@@ -197,6 +197,33 @@ def test_read_only_flag_both_ways():
         u.add_(1)
 
 
+def test_legacy_capsule_of_read_only_tensor_is_refused():
+    """A legacy capsule has no read-only flag: a consumer would write into
+    immutable memory (bytes, a read-only mmap).  Refused as NumPy refuses;
+    a versioned capsule carries the flag, and copy=True exports a copy."""
+    data = np.arange(1.0, 7.0).tobytes()
+    t = pygpu.from_numpy(np.frombuffer(data, dtype=np.float64))
+    for export in (lambda: t.__dlpack__(), lambda: pdl.to_dlpack(t),
+                   lambda: t.__dlpack__(max_version=(0, 8)),
+                   lambda: t[1:].__dlpack__(copy=False)):
+        with pytest.raises(BufferError, match="Cannot export readonly "
+                           "tensor since signalling readonly is "
+                           "unsupported by DLPack"):
+            export()
+    cap = t.__dlpack__(max_version=(1, 0))
+    m, _ = managed(cap)
+    assert m.flags & READ_ONLY
+    u = pygpu.from_dlpack(t.__dlpack__(copy=True))  # legacy, of a copy
+    assert u.data_ptr() != t.data_ptr()
+    u.add_(1)
+    assert np.frombuffer(data).tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert u.tolist() == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    v = pygpu.from_dlpack(t)  # asks for a versioned capsule: read-only
+    assert v.data_ptr() == t.data_ptr()
+    with pytest.raises(ValueError, match="read-only"):
+        v.add_(1)
+
+
 def test_copy_true_makes_a_flagged_copy():
     t = pygpu.arange(6.0)
     cap = t.__dlpack__(max_version=(1, 0), copy=True)
@@ -352,6 +379,24 @@ def test_failed_import_consumes_nothing():
         pygpu.from_dlpack(np.zeros(3, dtype=np.complex64))
     with pytest.raises(BufferError, match="negative strides"):
         pygpu.from_dlpack(np.arange(5.0)[::-1])
+
+
+@pytest.mark.parametrize("n,stride,exc,msg", [
+    (3, 2**59 + 1, RuntimeError, "Storage size calculation overflowed "
+     r"with sizes=\[3\] and strides=\[576460752303423489\]"),
+    (1, 2**61, BufferError, "DLPack stride 2305843009213693952 overflows "
+     "int64 in bytes")])
+def test_import_refuses_strides_past_int64(n, stride, exc, msg):
+    """A producer's strides whose span (or bytes) pass int64 would wrap
+    into a view of memory the producer never gave."""
+    x = np.zeros(n)
+    cap = x.__dlpack__()
+    m, _ = managed(cap)
+    assert bool(m.dl_tensor.strides)
+    m.dl_tensor.strides[0] = stride
+    with pytest.raises(exc, match=msg):
+        pygpu.from_dlpack(cap)
+    assert capsule_name(cap) == "dltensor"  # not consumed
 
 
 def test_deleter_without_gil_from_another_thread():
@@ -516,3 +561,53 @@ def test_cuda_array_interface_objects_without_a_gpu():
     bad.__cuda_array_interface__ = [1]
     with pytest.raises(TypeError, match="dict"):
         pygpu.as_tensor(bad)
+
+
+def test_cuda_array_interface_entries_emptied_while_read():
+    """An __index__ or __bool__ in the interface that empties its dict
+    frees the entries the reader has not finished with: it holds them."""
+    class Index:
+        def __init__(self, v):
+            self.v = v
+
+        def __index__(self):
+            return self.v
+
+    class Empties(Index):
+        def __init__(self, v, owner):
+            super().__init__(v)
+            self.owner = owner
+
+        def __index__(self):
+            self.owner.cai.clear()
+            return self.v
+
+        def __bool__(self):
+            self.owner.cai.clear()
+            return False
+
+    class Producer:
+        def __init__(self, field):
+            self.field = field
+
+        @property
+        def __cuda_array_interface__(self):
+            # a new dict each time: it alone holds its entries
+            self.cai = dict(shape=(0, 3), typestr="<f4", data=(0, False),
+                            version=3, strides=(12, 4))
+            if self.field == "shape":
+                self.cai["shape"] = (Empties(0, self), Index(3))
+            elif self.field == "strides":
+                self.cai["strides"] = (Empties(12, self), Index(4))
+            else:
+                self.cai["data"] = (0, Empties(0, self))
+            return self.cai
+
+    for field in ("shape", "strides", "data"):
+        p = Producer(field)
+        if pygpu.cuda.is_available():
+            assert pygpu.as_tensor(p).shape == (0, 3)
+        else:
+            with pytest.raises(RuntimeError):
+                pygpu.as_tensor(p)
+        assert p.cai == {}

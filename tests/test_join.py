@@ -256,6 +256,55 @@ def test_narrow(device, rng):
         pygpu.tensor(1.0).narrow(0, 0, 1)
 
 
+def test_split_chunk_narrow_sizes_near_int64_max(device):
+    """Sizes whose sums and roundings pass int64: no wrap-around into a
+    wrong count of pieces, or into views past the memory."""
+    x = pygpu.arange(2.0, device=device)
+    big = 2**63 - 1
+    assert [p.tolist() for p in x.chunk(big)] == [[0.0], [1.0]]
+    assert [p.tolist() for p in x.chunk(2**62)] == [[0.0], [1.0]]
+    assert [p.tolist() for p in x.split(big)] == [[0.0, 1.0]]
+    with pytest.raises(RuntimeError, match="split_with_sizes expects "
+                       "split_sizes to sum exactly to 2"):
+        x.split([big, big, 4])  # sums to 2 when it wraps
+    with pytest.raises(RuntimeError, match="split_with_sizes expects "
+                       "split_sizes to sum exactly to 2"):
+        x.split([2**62, 2**62, 2**62, 2**62, 2])
+    with pytest.raises(RuntimeError, match=r"start \(1\) \+ length "
+                       r"\(9223372036854775807\) exceeds dimension size"):
+        x.narrow(0, 1, big)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        pygpu.zeros(0, device=device).chunk(big)  # big empty pieces
+
+
+def test_split_sizes_emptied_by_index_are_read_from_a_copy(device):
+    class Index:
+        def __init__(self, v):
+            self.v = v
+
+        def __index__(self):
+            return self.v
+
+    class Empties(Index):
+        def __index__(self):
+            sizes.clear()
+            return self.v
+
+    sizes = [Empties(1), Index(2), Index(3)]
+    pieces = pygpu.arange(6.0, device=device).split(sizes)
+    assert sizes == []
+    assert [p.tolist() for p in pieces] == [[0.0], [1.0, 2.0],
+                                            [3.0, 4.0, 5.0]]
+
+
+def test_cat_size_overflow_is_an_error():
+    e = pygpu.ones(1).expand(2**62)
+    with pytest.raises(RuntimeError, match="cat\\(\\): the result's size "
+                       "along dim 0 overflows int64") as info:
+        pygpu.cat([e, e])
+    assert "negative" not in str(info.value)
+
+
 # -- flip, repeat, expand_as: copies and views -------------------------------
 
 @pytest.mark.parametrize("shape,dims", [((5,), (0,)), ((3, 4), (0,)),
@@ -313,6 +362,23 @@ def test_repeat_strided_and_errors(device, rng):
         t.repeat(-1, 1)
     with pytest.raises(TypeError, match="repeats"):
         t.repeat()
+
+
+def test_repeat_counts_near_int64_limits():
+    """A negative count is an error however large, and a size past int64
+    says so, instead of wrapping to an empty or "negative" tensor."""
+    x = pygpu.ones(2)
+    for reps in [(-2**63,), (-2**62,), (-1,), (2, -2**63)]:
+        with pytest.raises(RuntimeError, match="negative dimension"):
+            x.repeat(*reps)
+    for reps in [(2**63 - 1,), (2**62,), (2**62, 2**62)]:
+        with pytest.raises(RuntimeError, match="overflows int64") as info:
+            x.repeat(*reps)
+        assert "negative" not in str(info.value)
+    with pytest.raises(RuntimeError, match="numel: integer multiplication "
+                       "overflow"):
+        pygpu.ones(1, 1).repeat(2**62, 2**62)
+    assert x.repeat(0, 3).shape == (0, 6)
 
 
 def test_expand_as(device, rng):

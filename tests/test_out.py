@@ -230,6 +230,23 @@ def test_resize_reuses_or_reallocates(device):
     assert v.shape == (8,) and v.tolist()[:3] == [2.0, 3.0, 4.0]
 
 
+@pytest.mark.parametrize("dtype,shape", [
+    (pygpu.float32, (2**62,)), (pygpu.float32, (2**61,)),
+    (pygpu.float32, (2**31, 2**31)), (pygpu.float64, (2**60,)),
+    (pygpu.float16, (2**62,)), (pygpu.int64, (2**30, 2**30, 4))])
+def test_resize_byte_count_overflow(device, dtype, shape):
+    """The new byte count is checked as allocation checks it: 2**62 float32
+    are 2**64 bytes, which wrapped to 0 and kept the old 16 bytes under a
+    shape of 2**62 elements."""
+    x = pygpu.tensor([1, 2, 3, 4], dtype=dtype, device=device)
+    ptr = x.data_ptr()
+    with pytest.raises(RuntimeError, match=r"Storage size calculation "
+                       r"overflowed with sizes=\["):
+        x.resize_(*shape)
+    assert x.shape == (4,) and x.data_ptr() == ptr
+    assert x.tolist() == [1, 2, 3, 4]
+
+
 def test_resize_errors():
     x = pygpu.zeros(2, 3)
     with pytest.raises(RuntimeError, match="negative dimension"):

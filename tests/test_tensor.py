@@ -69,6 +69,60 @@ def test_factory_size_forms(device):
     assert pygpu.full((2,), 7.0, device=device).dtype is pygpu.float32
 
 
+class _Index:
+    """An integer only a list holds: freed when the list is emptied."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __index__(self):
+        return self.value
+
+
+class _EmptiesList(_Index):
+    """__index__ empties the list being read, freeing the items not read
+    yet: sizes must be read from a copy of the list."""
+
+    def __init__(self, value, target):
+        super().__init__(value)
+        self.target = target
+
+    def __index__(self):
+        self.target.clear()
+        return self.value
+
+
+def _emptied_list(*values):
+    lst = []
+    lst.append(_EmptiesList(values[0], lst))
+    lst.extend(_Index(v) for v in values[1:])
+    return lst
+
+
+def test_size_list_emptied_by_index(device):
+    for make in (pygpu.zeros, pygpu.ones, pygpu.empty, pygpu.rand):
+        lst = _emptied_list(2, 3, 4)
+        assert make(lst, device=device).shape == (2, 3, 4)
+        assert lst == []
+    lst = _emptied_list(5, 6)
+    assert pygpu.Size(lst) == (5, 6) and lst == []
+    lst = _emptied_list(2, 7)
+    assert pygpu.zeros(1, device=device).new_zeros(lst).shape == (2, 7)
+
+
+def test_byte_counts_past_int64_are_errors():
+    """Bytes of a shape are counted with the overflow check allocation
+    has: an expanded tensor of 2**62 float32 (2**64 bytes) has no byte
+    count, and cannot be pinned into 0 bytes."""
+    e = pygpu.ones(1).expand(2**62)
+    assert e.numel() == 2**62
+    for f in (lambda: e.nbytes, lambda: e.pin_memory()):
+        with pytest.raises(RuntimeError, match=r"Storage size calculation "
+                           r"overflowed with sizes=\[4611686018427387904\]"):
+            f()
+    assert pygpu.ones(1).expand(2**40).nbytes == 2**42
+
+
 def test_like_factories(device):
     t = pygpu.ones(2, 3, dtype=pygpu.float64, device=device)
     for f in (pygpu.zeros_like, pygpu.ones_like, pygpu.empty_like,

@@ -137,3 +137,78 @@ def test_contiguous_clone_copy(device, rng):
     assert d.sum().item() == 30.0
     d.T.zero_()
     assert d.sum().item() == 0.0
+
+
+# ------------------------------------- a size list changed while it is read
+
+class Index:
+    """An integer only the list holds: freed when the list is emptied."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __index__(self):
+        return self.value
+
+
+class EmptiesList(Index):
+    """An integer whose __index__ empties the list it is read from, freeing
+    the items not read yet: the parser must read them from a copy."""
+
+    def __init__(self, value, target):
+        super().__init__(value)
+        self.target = target
+
+    def __index__(self):
+        self.target.clear()
+        return self.value
+
+
+def emptied_list(*values):
+    """[EmptiesList(values[0]), Index(values[1]), ...]: the list's only
+    references to all but the first item."""
+    lst = []
+    lst.append(EmptiesList(values[0], lst))
+    lst.extend(Index(v) for v in values[1:])
+    return lst
+
+
+def test_size_list_emptied_by_index_is_read_from_a_copy(device):
+    t = pygpu.arange(24.0, device=device).view(2, 3, 4)
+    a = np.arange(24.0).reshape(2, 3, 4)
+    cases = [
+        (lambda l: t.view(l), (4, 6, 1), a.reshape(4, 6, 1)),
+        (lambda l: t.reshape(l), (6, 2, 2), a.reshape(6, 2, 2)),
+        (lambda l: t.permute(l), (2, 0, 1), a.transpose(2, 0, 1)),
+        (lambda l: t.repeat(l), (1, 2, 1), np.tile(a, (1, 2, 1))),
+        (lambda l: t[:, :1].expand(l), (2, 3, 4),
+         np.broadcast_to(a[:, :1], (2, 3, 4))),
+        (lambda l: t.flip(l), (0, 2), np.flip(a, (0, 2))),
+    ]
+    for op, sizes, ref in cases:
+        lst = emptied_list(*sizes)
+        r = op(lst)
+        assert lst == []
+        np.testing.assert_array_equal(r.cpu().numpy(), ref)
+    lst = emptied_list(3, 4)
+    u = pygpu.zeros(2, device=device)
+    assert u.resize_(lst) is u and u.shape == (3, 4)
+
+
+def test_strides_of_huge_sizes_never_overflow(device):
+    """Every tensor's contiguous strides fit int64: a shape with no
+    elements whose other sizes multiply past it is refused, and a slice
+    step past the size keeps a stride that fits."""
+    for make in (lambda: pygpu.zeros(0, 2**62, 2**62, device=device),
+                 lambda: pygpu.zeros(0, device=device).view(0, 2**62, 4),
+                 lambda: pygpu.zeros(0, 1, 1, device=device).expand(
+                     0, 2**62, 2**62)):
+        with pytest.raises(RuntimeError, match="strides cannot be "
+                           "represented"):
+            make()
+    assert pygpu.zeros(0, 2**60, device=device).stride() == (2**60, 1)
+    a, t = arange((2, 3), device)
+    for key in [np.s_[::2**62], np.s_[1::2**63 - 1], np.s_[:, ::2**62]]:
+        v = t[key]
+        np.testing.assert_array_equal(v.cpu().numpy(), a[key])
+        np.testing.assert_array_equal(v.contiguous().cpu().numpy(), a[key])

@@ -107,6 +107,16 @@ pygpu_parse_bool(PyObject *obj, int def, int *out)
     return 0;
 }
 
+PyObject *
+pygpu_sequence_tuple(PyObject *obj, const char *msg)
+{
+    PyObject *seq = PySequence_Fast(obj, msg);
+    if (seq != NULL && !PyTuple_Check(seq)) {
+        Py_SETREF(seq, PyList_AsTuple(seq));
+    }
+    return seq;
+}
+
 int
 pygpu_unpack_dims(PyObject *const *args, Py_ssize_t nargs, PyObject **seq,
                   PyObject *const **items, Py_ssize_t *n)
@@ -115,7 +125,7 @@ pygpu_unpack_dims(PyObject *const *args, Py_ssize_t nargs, PyObject **seq,
     *items = args;
     *n = nargs;
     if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
-        *seq = PySequence_Fast(args[0], "expected a sequence of ints");
+        *seq = pygpu_sequence_tuple(args[0], "expected a sequence of ints");
         if (*seq == NULL) {
             return -1;
         }

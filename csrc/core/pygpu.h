@@ -169,9 +169,15 @@ int pygpu_parse_args(const char *fname, PyObject *const *args,
  * end); IndexError in torch's words otherwise. */
 int pygpu_parse_dim(PyObject *obj, int ndim, int *dim);
 int pygpu_parse_bool(PyObject *obj, int def, int *out);
+/* The items of a list or tuple (any iterable) as a tuple: a tuple itself,
+ * a list copied, so that items read from it stay alive while Python code
+ * (an __index__) runs that may change the list.  TypeError(msg) for what
+ * is no iterable.  A new reference, or NULL with an exception. */
+PyObject *pygpu_sequence_tuple(PyObject *obj, const char *msg);
 /* `*args` or one tuple/list argument as items[0..n); *seq holds the
- * reference to release (NULL when args itself was used).  n is checked
- * against PYGPU_MAX_DIMS.  -1 with an exception. */
+ * reference to release (NULL when args itself was used): a tuple, a list
+ * copied (pygpu_sequence_tuple).  n is checked against PYGPU_MAX_DIMS.
+ * -1 with an exception. */
 int pygpu_unpack_dims(PyObject *const *args, Py_ssize_t nargs,
                       PyObject **seq, PyObject *const **items,
                       Py_ssize_t *n);
@@ -217,8 +223,22 @@ int pygpu_dtype_category(int dtype);
 int64_t pygpu_numel(int ndim, const int64_t *shape);
 /* The number of elements of a new shape: RuntimeError for a negative dim
  * or a product past int64 (torch's "numel: integer multiplication
- * overflow"), naming the shape.  0 or -1. */
+ * overflow"), naming the shape; also when the product of the non-zero
+ * sizes passes int64 (no elements, but strides that would not fit), so
+ * that every tensor's contiguous strides fit.  0 or -1. */
 int pygpu_shape_numel(int ndim, const int64_t *shape, int64_t *out);
+/* The bytes of a dense tensor of this shape and dtype: the one
+ * overflow-checked size product, for every byte count formed from a shape
+ * (numel * itemsize).  RuntimeError for a negative dim (as
+ * pygpu_shape_numel) or a count past int64 (torch's "Storage size
+ * calculation overflowed with sizes=[...]").  0 or -1. */
+int pygpu_shape_nbytes(int ndim, const int64_t *shape, int dtype,
+                       size_t *out);
+/* The bytes from element 0 to one past the last element of a layout of
+ * non-negative strides (elements), 0 when it has no element; the same
+ * RuntimeError ("... sizes=[...] and strides=[...]") past int64. */
+int pygpu_strided_nbytes(int ndim, const int64_t *shape,
+                         const int64_t *strides, int dtype, size_t *out);
 /* "2, 3, 4" into buf (truncated with "..." when it does not fit). */
 void pygpu_format_shape(char *buf, size_t n, int ndim,
                         const int64_t *shape);

@@ -49,7 +49,8 @@ size_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
     if (it == NULL) {
         return tp->tp_alloc(tp, 0);
     }
-    seq = PySequence_Fast(it, "pygpu.Size() takes an iterable of 'int'");
+    seq = pygpu_sequence_tuple(it, "pygpu.Size() takes an iterable of "
+                                   "'int'");
     if (seq == NULL) {
         return NULL;
     }

@@ -36,8 +36,8 @@ int
 pygpu_shape_numel(int ndim, const int64_t *shape, int64_t *out)
 {
     char buf[256];
-    int64_t n = 1;
-    int overflow = 0;
+    int64_t n = 1, span = 1; /* span: the product of the non-zero sizes */
+    int overflow = 0, span_overflow = 0;
     for (int d = 0; d < ndim; d++) {
         if (shape[d] < 0) {
             pygpu_format_shape(buf, sizeof(buf), ndim, shape);
@@ -47,6 +47,8 @@ pygpu_shape_numel(int ndim, const int64_t *shape, int64_t *out)
             return -1;
         }
         overflow |= __builtin_mul_overflow(n, shape[d], &n);
+        span_overflow |=
+            __builtin_mul_overflow(span, shape[d] ? shape[d] : 1, &span);
     }
     if (overflow) {
         pygpu_format_shape(buf, sizeof(buf), ndim, shape);
@@ -55,7 +57,83 @@ pygpu_shape_numel(int ndim, const int64_t *shape, int64_t *out)
                      buf);
         return -1;
     }
+    if (span_overflow) {
+        /* No elements, but contiguous strides that would not fit. */
+        pygpu_format_shape(buf, sizeof(buf), ndim, shape);
+        PyErr_Format(PyExc_RuntimeError,
+                     "shape [%s]: the product of its non-zero sizes "
+                     "overflows int64, so its strides cannot be represented",
+                     buf);
+        return -1;
+    }
     *out = n;
+    return 0;
+}
+
+/* Byte counts: the one overflow-checked size product.  A count must fit
+ * int64 (torch's storage_max) as well as size_t. */
+static int
+storage_overflow(int ndim, const int64_t *shape, const int64_t *strides)
+{
+    char sizes[256], strs[256];
+    pygpu_format_shape(sizes, sizeof(sizes), ndim, shape);
+    if (strides == NULL) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "Storage size calculation overflowed with sizes=[%s]",
+                     sizes);
+        return -1;
+    }
+    pygpu_format_shape(strs, sizeof(strs), ndim, strides);
+    PyErr_Format(PyExc_RuntimeError,
+                 "Storage size calculation overflowed with sizes=[%s] and "
+                 "strides=[%s]", sizes, strs);
+    return -1;
+}
+
+int
+pygpu_shape_nbytes(int ndim, const int64_t *shape, int dtype, size_t *out)
+{
+    int64_t n = 1;
+    int overflow = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0) {
+            return pygpu_shape_numel(ndim, shape, &n); /* its error */
+        }
+        overflow |= __builtin_mul_overflow(n, shape[d], &n);
+    }
+    overflow |= __builtin_mul_overflow(
+        n, (int64_t)pygpu_dtype_table[dtype].itemsize, &n);
+    if (overflow || (uint64_t)n > (uint64_t)SIZE_MAX) {
+        return storage_overflow(ndim, shape, NULL);
+    }
+    *out = (size_t)n;
+    return 0;
+}
+
+int
+pygpu_strided_nbytes(int ndim, const int64_t *shape, const int64_t *strides,
+                     int dtype, size_t *out)
+{
+    int64_t last = 0, step, nbytes;
+    int overflow = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            *out = 0;
+            return 0;
+        }
+    }
+    for (int d = 0; d < ndim; d++) {
+        /* shape[d] > 0 and strides[d] >= 0: (shape - 1) cannot overflow */
+        overflow |= __builtin_mul_overflow(shape[d] - 1, strides[d], &step);
+        overflow |= __builtin_add_overflow(last, step, &last);
+    }
+    overflow |= __builtin_add_overflow(last, (int64_t)1, &last);
+    overflow |= __builtin_mul_overflow(
+        last, (int64_t)pygpu_dtype_table[dtype].itemsize, &nbytes);
+    if (overflow || (uint64_t)nbytes > (uint64_t)SIZE_MAX) {
+        return storage_overflow(ndim, shape, strides);
+    }
+    *out = (size_t)nbytes;
     return 0;
 }
 

@@ -153,14 +153,21 @@ order_after(PyObject *entry, int device)
                                    pygpu_cuda_current_stream(device));
 }
 
+/* The interface's entries, each held (a borrowed one could be freed by
+ * an __index__ or __bool__ that changes the dict while it is read). */
+enum { E_TYPESTR, E_DATA, E_SHAPE, E_MASK, E_STRIDES, E_STREAM, E_COUNT };
+static const char *const entry_names[E_COUNT] = {
+    "typestr", "data", "shape", "mask", "strides", "stream"};
+
 PyObject *
 pygpu_from_cuda_array_interface(PyObject *m, PyObject *obj)
 {
-    PyObject *cai = NULL, *data, *item, *r = NULL;
+    PyObject *cai = NULL, *e[E_COUNT] = {NULL}, *r = NULL;
     StorageObject *st = NULL;
     TensorObject *t;
-    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS], numel, last = 0;
+    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS], numel;
     int ndim, nstrides, dtype, readonly, itemsize;
+    size_t span;
     pygpu_device dev = {PYGPU_CUDA, -1};
     void *ptr;
     (void)m;
@@ -173,36 +180,34 @@ pygpu_from_cuda_array_interface(PyObject *m, PyObject *obj)
                         "__cuda_array_interface__ must be a dict");
         goto fail;
     }
-    item = PyDict_GetItemString(cai, "typestr");
-    data = PyDict_GetItemString(cai, "data");
-    if (item == NULL || data == NULL || !PyTuple_Check(data) ||
-        PyTuple_GET_SIZE(data) != 2 ||
-        PyDict_GetItemString(cai, "shape") == NULL) {
+    for (int i = 0; i < E_COUNT; i++) {
+        e[i] = Py_XNewRef(PyDict_GetItemString(cai, entry_names[i]));
+    }
+    if (e[E_TYPESTR] == NULL || e[E_DATA] == NULL ||
+        !PyTuple_Check(e[E_DATA]) || PyTuple_GET_SIZE(e[E_DATA]) != 2 ||
+        e[E_SHAPE] == NULL) {
         PyErr_SetString(PyExc_TypeError,
                         "__cuda_array_interface__ needs shape, typestr and "
                         "data=(ptr, readonly)");
         goto fail;
     }
-    if ((dtype = dtype_of_typestr(item)) < 0 ||
-        int_tuple(PyDict_GetItemString(cai, "shape"), "shape", shape,
-                  &ndim) < 0 ||
+    if ((dtype = dtype_of_typestr(e[E_TYPESTR])) < 0 ||
+        int_tuple(e[E_SHAPE], "shape", shape, &ndim) < 0 ||
         pygpu_shape_numel(ndim, shape, &numel) < 0) {
         goto fail;
     }
-    item = PyDict_GetItemString(cai, "mask");
-    if (item != NULL && item != Py_None) {
+    if (e[E_MASK] != NULL && e[E_MASK] != Py_None) {
         PyErr_SetString(PyExc_TypeError,
                         "__cuda_array_interface__ with a mask is not "
                         "supported");
         goto fail;
     }
     itemsize = pygpu_dtype_table[dtype].itemsize;
-    item = PyDict_GetItemString(cai, "strides");
-    if (item == NULL || item == Py_None) {
+    if (e[E_STRIDES] == NULL || e[E_STRIDES] == Py_None) {
         pygpu_contiguous_strides(ndim, shape, strides);
     }
     else {
-        if (int_tuple(item, "strides", strides, &nstrides) < 0) {
+        if (int_tuple(e[E_STRIDES], "strides", strides, &nstrides) < 0) {
             goto fail;
         }
         for (int d = 0; d < ndim; d++) {
@@ -217,8 +222,11 @@ pygpu_from_cuda_array_interface(PyObject *m, PyObject *obj)
             strides[d] /= itemsize;
         }
     }
-    ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
-    readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+    if (pygpu_strided_nbytes(ndim, shape, strides, dtype, &span) < 0) {
+        goto fail;
+    }
+    ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(e[E_DATA], 0));
+    readonly = PyObject_IsTrue(PyTuple_GET_ITEM(e[E_DATA], 1));
     if ((ptr == NULL && PyErr_Occurred()) || readonly < 0) {
         goto fail;
     }
@@ -226,15 +234,10 @@ pygpu_from_cuda_array_interface(PyObject *m, PyObject *obj)
                     : pygpu_device_resolve(&dev) < 0) {
         goto fail;
     }
-    if (order_after(PyDict_GetItemString(cai, "stream"), dev.index) < 0) {
+    if (order_after(e[E_STREAM], dev.index) < 0) {
         goto fail;
     }
-    for (int d = 0; d < ndim && numel > 0; d++) {
-        last += (shape[d] - 1) * strides[d];
-    }
-    st = pygpu_storage_foreign(dev, ptr,
-                               numel > 0 ? (size_t)(last + 1) * itemsize : 0,
-                               obj);
+    st = pygpu_storage_foreign(dev, ptr, span, obj);
     if (st == NULL) {
         goto fail;
     }
@@ -247,6 +250,9 @@ pygpu_from_cuda_array_interface(PyObject *m, PyObject *obj)
     r = (PyObject *)t;
 fail:
     Py_XDECREF(st);
+    for (int i = 0; i < E_COUNT; i++) {
+        Py_XDECREF(e[i]);
+    }
     Py_XDECREF(cai);
     return r;
 }

@@ -210,11 +210,16 @@ node_clear(PyObject *self)
     return 0;
 }
 
+/* Freeing a Node frees the Nodes only it held, and so on down the graph:
+ * within CPython's trashcan, which defers a free nested too deep and runs
+ * the deferred ones in a loop, so that a graph of millions of Nodes in a
+ * chain is freed without a C recursion as deep as the chain. */
 static void
 node_dealloc(PyObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
+    Py_TRASHCAN_BEGIN(self, node_dealloc)
     if (((pygpu_node *)self)->weakreflist != NULL) {
         PyObject_ClearWeakRefs(self);
     }
@@ -222,6 +227,7 @@ node_dealloc(PyObject *self)
     PyMem_Free(((pygpu_node *)self)->in_shape); /* the inputs' block */
     tp->tp_free(self);
     Py_DECREF(tp);
+    Py_TRASHCAN_END
 }
 
 static PyObject *

@@ -313,6 +313,17 @@ pygpu_t_dlpack(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         t = pygpu_tensor_to(self, target, self->dtype);
         flags |= PYGPU_DL_FLAG_IS_COPIED;
     }
+    else if (self->readonly && !versioned) {
+        /* A legacy capsule cannot say that its memory must not be
+         * written (a bytes object, a read-only mmap): refused, as NumPy
+         * refuses, unless copy=True asks for a copy. */
+        PyErr_SetString(PyExc_BufferError,
+                        "Cannot export readonly tensor since signalling "
+                        "readonly is unsupported by DLPack (supported by "
+                        "newer DLPack version). Pass max_version=(1, 0), "
+                        "or copy=True for a writable copy.");
+        return NULL;
+    }
     else {
         t = (TensorObject *)Py_NewRef(op);
         if (self->readonly) {

@@ -69,7 +69,7 @@ describe_device(const pygpu_dl_device *d, pygpu_device *out)
 static int
 describe(const pygpu_dl_tensor *dl, described *out)
 {
-    int64_t numel = 1, last = 0;
+    int64_t numel = 1, bytes;
     size_t itemsize;
     if (dl->ndim < 0 || dl->ndim > PYGPU_MAX_DIMS) {
         PyErr_Format(PyExc_BufferError,
@@ -105,7 +105,17 @@ describe(const pygpu_dl_tensor *dl, described *out)
                             "pygpu tensors cannot have negative strides");
             return -1;
         }
-        last += (out->shape[d] - 1) * out->strides[d];
+    }
+    for (int d = 0; d < out->ndim; d++) {
+        /* NumPy's strides are in bytes: each must fit (any stride may
+         * come with a dim of one element or none). */
+        if (__builtin_mul_overflow(out->strides[d], (int64_t)itemsize,
+                                   &bytes)) {
+            PyErr_Format(PyExc_BufferError,
+                         "DLPack stride %lld overflows int64 in bytes",
+                         (long long)out->strides[d]);
+            return -1;
+        }
     }
     out->data = (char *)dl->data + dl->byte_offset;
     if (numel > 0 && (uintptr_t)out->data % itemsize != 0) {
@@ -113,8 +123,8 @@ describe(const pygpu_dl_tensor *dl, described *out)
                         "DLPack data is not aligned to its element size");
         return -1;
     }
-    out->span = numel > 0 ? (size_t)(last + 1) * itemsize : 0;
-    return 0;
+    return pygpu_strided_nbytes(out->ndim, out->shape, out->strides,
+                                out->dtype, &out->span);
 }
 
 static TensorObject *

@@ -149,9 +149,19 @@ pygpu_t_repeat(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
     int nd = (int)n, lead = nd - t->ndim;
     for (int d = 0; d < nd; d++) {
         int64_t s = d < lead ? 1 : t->shape[d - lead];
-        shape[d] = reps[d] * s;
         if (reps[d] < 0) {
-            shape[d] = reps[d] * (s > 0 ? s : 1);
+            /* torch's error names the negative size rep * s; when that
+             * is past int64, the repeat itself */
+            if (__builtin_mul_overflow(reps[d], s > 0 ? s : 1, &shape[d])) {
+                shape[d] = reps[d];
+            }
+        }
+        else if (__builtin_mul_overflow(reps[d], s, &shape[d])) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "repeat(): size %lld repeated %lld times overflows "
+                         "int64 at dim %d", (long long)s, (long long)reps[d],
+                         d);
+            goto fail;
         }
     }
     res = pygpu_tensor_empty(nd, shape, t->dtype, t->device);

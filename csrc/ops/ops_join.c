@@ -39,7 +39,7 @@ parse_tensor_list(const char *fname, PyObject *obj, PyObject **seq,
                      "Tensors, not %.100s", fname, Py_TYPE(obj)->tp_name);
         return -1;
     }
-    *seq = PySequence_Fast(obj, "tensors");
+    *seq = pygpu_sequence_tuple(obj, "tensors");
     if (*seq == NULL) {
         return -1;
     }
@@ -202,7 +202,13 @@ cat_impl(const char *fname, PyObject *const *args, Py_ssize_t nargs,
                 goto fail;
             }
         }
-        shape[dim] += t->shape[dim];
+        if (__builtin_add_overflow(shape[dim], t->shape[dim], &shape[dim])) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s(): the result's size along dim %d overflows "
+                         "int64 (at tensor number %zd in the list)", fname,
+                         dim, i);
+            goto fail;
+        }
     }
     res = make_result(fname, a[2], ndim, shape, dtype, items, n);
     if (res == NULL) {

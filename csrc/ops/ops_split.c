@@ -26,6 +26,11 @@ pieces(TensorObject *t, int dim, Py_ssize_t n, int64_t step,
 {
     PyObject *r = PyTuple_New(n);
     int64_t at = 0;
+    if (r == NULL && PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "cannot make %zd views: out of memory", n);
+        return NULL;
+    }
     for (Py_ssize_t i = 0; r != NULL && i < n; i++) {
         int64_t left = t->shape[dim] - at;
         int64_t len = sizes ? sizes[i] : (step < left ? step : left);
@@ -68,9 +73,9 @@ int_arg(PyObject *obj, const char *fname, const char *arg, int64_t *out)
 static PyObject *
 split_sizes(TensorObject *t, int dim, PyObject *seq_obj)
 {
-    PyObject *seq = PySequence_Fast(seq_obj, "split sizes"), *r = NULL;
+    PyObject *seq = pygpu_sequence_tuple(seq_obj, "split sizes"), *r = NULL;
     int64_t *sizes = NULL, sum = 0;
-    int negative = 0;
+    int negative = 0, overflow = 0;
     if (seq == NULL) {
         return NULL;
     }
@@ -86,19 +91,19 @@ split_sizes(TensorObject *t, int dim, PyObject *seq_obj)
             goto fail;
         }
         negative |= sizes[i] < 0;
-        sum += sizes[i];
+        overflow |= __builtin_add_overflow(sum, sizes[i], &sum);
     }
     if (negative) {
         PyErr_Format(PyExc_RuntimeError,
                      "split_with_sizes expects split_sizes have only "
-                     "non-negative entries, but got split_sizes=%R", seq);
+                     "non-negative entries, but got split_sizes=%R", seq_obj);
         goto fail;
     }
-    if (sum != t->shape[dim]) {
+    if (overflow || sum != t->shape[dim]) {
         PyErr_Format(PyExc_RuntimeError,
                      "split_with_sizes expects split_sizes to sum exactly to "
                      "%lld (input tensor's size at dimension %d), but got "
-                     "split_sizes=%R", (long long)t->shape[dim], dim, seq);
+                     "split_sizes=%R", (long long)t->shape[dim], dim, seq_obj);
         goto fail;
     }
     r = pieces(t, dim, n, 0, sizes);
@@ -137,7 +142,8 @@ split_impl(TensorObject *t, PyObject **a)
                      "got dimension size of %lld", (long long)size);
         return NULL;
     }
-    int64_t n = step == 0 ? 1 : (size + step - 1) / step;
+    /* ceil(size / step), which size + step - 1 could overflow */
+    int64_t n = step == 0 ? 1 : size / step + (size % step != 0);
     return pieces(t, dim, (Py_ssize_t)(n > 0 ? n : 1), step, NULL);
 }
 
@@ -160,12 +166,13 @@ chunk_impl(TensorObject *t, PyObject **a)
         return NULL;
     }
     int64_t size = t->shape[dim];
-    int64_t step = (size + chunks - 1) / chunks;
+    /* ceil(size / chunks), which size + chunks - 1 could overflow */
+    int64_t step = size / chunks + (size % chunks != 0);
     if (step == 0) { /* an empty dim: `chunks` empty pieces */
         return pieces(t, dim, (Py_ssize_t)chunks, 0, NULL);
     }
-    return pieces(t, dim, (Py_ssize_t)((size + step - 1) / step), step,
-                  NULL);
+    return pieces(t, dim, (Py_ssize_t)(size / step + (size % step != 0)),
+                  step, NULL);
 }
 
 /* a: dim.  The views t.select(dim, i). */
@@ -237,7 +244,7 @@ narrow_impl(TensorObject *t, PyObject **a)
     if (start < 0) {
         start += size;
     }
-    if (start + length > size) {
+    if (length > size - start) { /* start + length could overflow */
         PyErr_Format(PyExc_RuntimeError,
                      "start (%lld) + length (%lld) exceeds dimension size "
                      "(%lld).", (long long)start, (long long)length,

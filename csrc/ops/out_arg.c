@@ -78,15 +78,17 @@ int
 pygpu_tensor_resize(TensorObject *t, int ndim, const int64_t *shape)
 {
     int64_t n;
+    size_t need, have;
     if (ndim == t->ndim &&
         memcmp(shape, t->shape, sizeof(int64_t) * (size_t)ndim) == 0) {
         return 0;
     }
-    if (pygpu_check_writable(t) < 0 || pygpu_shape_numel(ndim, shape, &n) < 0) {
+    if (pygpu_check_writable(t) < 0 ||
+        pygpu_shape_nbytes(ndim, shape, t->dtype, &need) < 0) {
         return -1;
     }
-    size_t need = (size_t)n * (size_t)pygpu_dtype_table[t->dtype].itemsize;
-    size_t have = bytes_available(t);
+    n = pygpu_numel(ndim, shape);
+    have = bytes_available(t);
     if (need > have) {
         /* New memory, the old bytes copied to its start, as torch's
          * storage resize; this tensor alone moves to it. */

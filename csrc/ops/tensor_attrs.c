@@ -50,8 +50,12 @@ t_get_itemsize(PyObject *op, void *c)
 static PyObject *
 t_get_nbytes(PyObject *op, void *c)
 {
-    return PyLong_FromLongLong(pygpu_numel(SELF->ndim, SELF->shape) *
-                               pygpu_dtype_table[SELF->dtype].itemsize);
+    size_t nbytes;
+    if (pygpu_shape_nbytes(SELF->ndim, SELF->shape, SELF->dtype, &nbytes) <
+        0) {
+        return NULL;
+    }
+    return PyLong_FromSize_t(nbytes);
 }
 
 static PyObject *

@@ -7,15 +7,6 @@
 
 #include <string.h>
 
-/* Bytes between element 0 and one past the last element of a contiguous
- * tensor. */
-static size_t
-contiguous_nbytes(const TensorObject *t)
-{
-    return (size_t)pygpu_numel(t->ndim, t->shape) *
-           (size_t)pygpu_dtype_table[t->dtype].itemsize;
-}
-
 TensorObject *
 pygpu_tensor_contiguous(TensorObject *src)
 {
@@ -50,11 +41,14 @@ host_destination(const TensorObject *src, int dtype, pygpu_device dev,
 {
     StorageObject *st;
     TensorObject *t;
+    size_t nbytes;
     if (!non_blocking) {
         return pygpu_tensor_empty(src->ndim, src->shape, dtype, dev);
     }
-    st = pygpu_storage_new(dev, (size_t)pygpu_numel(src->ndim, src->shape) *
-                                    (size_t)pygpu_dtype_table[dtype].itemsize);
+    if (pygpu_shape_nbytes(src->ndim, src->shape, dtype, &nbytes) < 0) {
+        return NULL;
+    }
+    st = pygpu_storage_new(dev, nbytes);
     if (st == NULL) {
         return NULL;
     }
@@ -110,7 +104,10 @@ to_other_device(TensorObject *src, pygpu_device dev, int dtype,
     if (dst == NULL) {
         goto fail;
     }
-    size_t nbytes = contiguous_nbytes(dst);
+    size_t nbytes;
+    if (pygpu_shape_nbytes(dst->ndim, dst->shape, dst->dtype, &nbytes) < 0) {
+        goto fail;
+    }
     if (nbytes > 0) {
         int to = to_host ? PYGPU_HOST : dev.index;
         int from = src->device.type == PYGPU_CPU ? PYGPU_HOST

@@ -136,7 +136,10 @@ getitem_view(PyObject *op, PyObject *key)
                 (Py_ssize_t)t->shape[src], &start, &stop, step);
             offset += (int64_t)start * t->strides[src];
             shape[n] = len;
-            strides[n] = t->strides[src] * step;
+            /* With two elements or more, step < size, so the product
+             * fits; the stride of one element or none does not matter,
+             * and a step past the size would overflow it: kept. */
+            strides[n] = t->strides[src] * (len > 1 ? step : 1);
             n++;
             src++;
         }

@@ -133,8 +133,11 @@ t_pin_memory(PyObject *op, PyObject *noargs)
     if (PyObject_TypeCheck(SELF->base, pygpu_state->Storage_Type)) {
         return Py_NewRef(op); /* already pinned */
     }
-    size_t nbytes = (size_t)pygpu_numel(SELF->ndim, SELF->shape) *
-                    (size_t)pygpu_dtype_table[SELF->dtype].itemsize;
+    size_t nbytes;
+    if (pygpu_shape_nbytes(SELF->ndim, SELF->shape, SELF->dtype, &nbytes) <
+        0) {
+        return NULL;
+    }
     st = pygpu_storage_new(SELF->device, nbytes);
     if (st == NULL) {
         return NULL;
