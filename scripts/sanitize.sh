@@ -11,8 +11,13 @@
 # ASan too, so that overruns of objects the extension allocates are caught.
 # Any report fails the run: ASan aborts on the first error, UBSan halts on
 # the first error (-fno-sanitize-recover), and LSan's leak report at exit
-# makes the exit status non-zero.  Reports go to files, printed at the end
-# (pytest's capture would swallow a report written by a dying process).
+# makes the exit status non-zero.  ASan's and LSan's reports go to files,
+# printed at the end (pytest's capture would swallow a report written by a
+# dying process); UBSan's runtime, loaded beside ASan's, ignores its
+# log_path and writes to stderr, so pytest captures only at the Python
+# level (--capture=sys) and a C-level report reaches the terminal.  The
+# build leaves out Python's -fwrapv (setup.py), so that UBSan sees signed
+# overflow.
 #
 # Usage: scripts/sanitize.sh [pytest arguments]   (given: those tests, with
 # leak checks; default: the two passes below)
@@ -65,7 +70,7 @@ sanitized() {  # sanitized LEAKS ASAN_EXTRA pytest-args...
         ASAN_OPTIONS="detect_leaks=$leaks:$extra:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1:strict_init_order=1:log_path=$LOGS/asan" \
         LSAN_OPTIONS="suppressions=$TREE/scripts/lsan.supp:print_suppressions=0" \
         UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$LOGS/ubsan" \
-        python -m pytest -q -p no:cacheprovider "$@"
+        python -m pytest -q -p no:cacheprovider --capture=sys "$@"
 }
 status=0
 if [ $# -gt 0 ]; then

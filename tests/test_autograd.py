@@ -471,38 +471,45 @@ def test_comparisons_are_not_recorded(device):
 # ------------------------------------------------ graphs a million nodes deep
 
 # Run in a child process, so that a crash (a C stack overflow) fails the
-# test instead of ending the run.  The cyclic GC is off while the chain is
-# built: with a million tracked Nodes it would make building quadratic.
+# test instead of ending the run, and in a thread of a 1 MiB stack, so that
+# a C recursion per Node overflows it at a depth of some 10^4 whatever the
+# build.  The cyclic GC is off while the chain is built: with a million
+# tracked Nodes it would make building quadratic.
 DEEP_GRAPH = r"""
-import gc, sys
+import gc, sys, threading
 import pygpu
 kind, n = sys.argv[1], int(sys.argv[2])
+
+def run():
+    w = pygpu.ones(1, requires_grad=True)
+    if kind == "sum":  # total = total + w * 1.0: two Nodes a step
+        total = pygpu.zeros(1)
+        for _ in range(n):
+            total = total + w * 1.0
+        want = float(n)
+    else:  # -t: one Node a step
+        total = w
+        for _ in range(n):
+            total = -total
+        want = -1.0 if n % 2 else 1.0
+    if kind != "free":
+        total.backward()
+        assert w.grad.item() == want, (w.grad.item(), want)
+        assert total.grad_fn is not None
+    del total  # frees every Node, one after another
+    print("freed", n)
+
 gc.disable()
-w = pygpu.ones(1, requires_grad=True)
-if kind == "sum":  # total = total + w * 1.0: two Nodes a step
-    total = pygpu.zeros(1)
-    for _ in range(n):
-        total = total + w * 1.0
-    want = float(n)
-else:  # -t: one Node a step
-    total = w
-    for _ in range(n):
-        total = -total
-    want = -1.0 if n % 2 else 1.0
-if kind != "free":
-    total.backward()
-    assert w.grad.item() == want, (w.grad.item(), want)
-    assert total.grad_fn is not None
-del total  # frees every Node, one after another
+threading.stack_size(1 << 20)
+t = threading.Thread(target=run)
+t.start()
+t.join()
 gc.enable()
 gc.collect()
-print("freed", n)
 """
 
-
 # Under scripts/sanitize.sh the child runs sanitized too (some five times
-# slower): a tenth of the depth, still some ten times what overflowed the
-# (larger) sanitized frames before.
+# slower): a tenth of the depth.
 DEEP = 10**5 if os.environ.get("PYGPU_SANITIZED") == "1" else 10**6
 
 
@@ -516,14 +523,15 @@ def run_deep_graph(kind, n, timeout=300):
 
 def test_freeing_a_deep_graph_does_not_recurse():
     """A chain of a million Nodes is freed without a C recursion per Node
-    (each Node's last reference is in the next one); it overflowed the C
-    stack at some 10^5 Nodes."""
+    (each Node's last reference is in the next one); a recursion per Node
+    overflowed the C stack (8 MiB) at some 10^5 Nodes."""
     run_deep_graph("free", DEEP)
 
 
 def test_backward_over_a_deep_graph_then_free():
     """The engine walks the chain with a stack of its own, and the graph
-    is freed after it: 400,000 Nodes of total = total + w * 1.0."""
+    is freed after it: 400,000 Nodes of total = total + w * 1.0 (a tenth
+    under the sanitizers)."""
     run_deep_graph("sum", DEEP // 5)
 
 
