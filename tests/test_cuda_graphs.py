@@ -8,6 +8,7 @@ NumPy float64 with fresh inputs, the private pool's rules, memory figures,
 what cannot be captured (raised during the capture, which is discarded,
 and the stream still usable) and the tutorial's model graphed.
 """
+import functools
 import gc
 import inspect
 import subprocess
@@ -138,6 +139,27 @@ def to_cuda(a):
     return pygpu.tensor(np.ascontiguousarray(a), device="cuda")
 
 
+@pytest.fixture(autouse=True)
+def end_captures_left_open(monkeypatch):
+    """A test that fails inside a capture leaves it open, and a global
+    capture left open makes every later allocation of the process fail:
+    each graph a test began a capture on is reset after it."""
+    begun = []
+    begin = cuda.CUDAGraph.capture_begin
+
+    @functools.wraps(begin)
+    def capture_begin(self, *args, **kwargs):
+        begun.append(self)
+        return begin(self, *args, **kwargs)
+    monkeypatch.setattr(cuda.CUDAGraph, "capture_begin", capture_begin)
+    yield
+    for g in begun:
+        try:
+            g.reset()
+        except RuntimeError:
+            pass
+
+
 def warm_up(fn, *args, iters=3):
     """Run fn on a side stream first (kernels loaded, cuBLAS handles
     made), as torch's documentation asks before a capture."""
@@ -214,6 +236,7 @@ def test_replay_on_the_default_and_other_streams(rng):
     for s in (cuda.default_stream(), cuda.Stream(), cuda.Stream()):
         xn = rng.standard_normal(1000).astype(np.float32)
         x.copy_(pygpu.tensor(xn))
+        s.wait_stream(cuda.current_stream())  # x is written there
         with cuda.stream(s):
             g.replay()
         s.synchronize()
@@ -509,7 +532,7 @@ def test_capture_end_raises_after_a_refusal():
         g.capture_begin()
         y = x * 2
         with pytest.raises(RuntimeError, match=CAPTURING):
-            y.item()
+            y.cpu()
         with pytest.raises(RuntimeError,
                            match="invalidated and is discarded: a copy"):
             g.capture_end()

@@ -216,10 +216,11 @@ def test_non_blocking_copies():
 @pytest.mark.cuda
 def test_dlpack_stream_handshake_with_pygpu_streams():
     s = cuda.Stream()
+    consumer = cuda.Stream()
     with cuda.stream(s):
         x = pygpu.ones(1 << 20, device="cuda") * 3
-    consumer = cuda.Stream()
-    cap = x.__dlpack__(stream=consumer.cuda_stream)  # consumer waits on s
+        # The producer's current stream is s: the consumer waits on it.
+        cap = x.__dlpack__(stream=consumer.cuda_stream)
     with cuda.stream(consumer):
         y = pygpu.from_dlpack(cap) + 1
     consumer.synchronize()
