@@ -123,3 +123,38 @@ def exact(t, ref):
     got = host(t)
     assert got.shape == ref.shape, (got.shape, ref.shape)
     assert np.array_equal(got, ref, equal_nan=True), rel_err(got, ref)
+
+
+class Index:
+    """An integer only the list holds: freed when the list is emptied."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __index__(self):
+        return self.value
+
+    def __repr__(self):
+        return f"Index({self.value})"
+
+
+class EmptiesList(Index):
+    """An integer whose __index__ empties the list it is read from, freeing
+    the items not read yet: the parser must read them from a copy."""
+
+    def __init__(self, value, target):
+        super().__init__(value)
+        self.target = target
+
+    def __index__(self):
+        self.target.clear()
+        return self.value
+
+
+def emptied_list(*values):
+    """[EmptiesList(values[0]), Index(values[1]), ...]: the list's only
+    references to all but the first item."""
+    lst = []
+    lst.append(EmptiesList(values[0], lst))
+    lst.extend(Index(v) for v in values[1:])
+    return lst

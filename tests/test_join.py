@@ -5,7 +5,7 @@ import pytest
 
 import pygpu
 
-from conftest import NP, exact, host, make
+from conftest import NP, emptied_list, exact, host, make
 
 
 # -- cat --------------------------------------------------------------------
@@ -278,19 +278,7 @@ def test_split_chunk_narrow_sizes_near_int64_max(device):
 
 
 def test_split_sizes_emptied_by_index_are_read_from_a_copy(device):
-    class Index:
-        def __init__(self, v):
-            self.v = v
-
-        def __index__(self):
-            return self.v
-
-    class Empties(Index):
-        def __index__(self):
-            sizes.clear()
-            return self.v
-
-    sizes = [Empties(1), Index(2), Index(3)]
+    sizes = emptied_list(1, 2, 3)
     pieces = pygpu.arange(6.0, device=device).split(sizes)
     assert sizes == []
     assert [p.tolist() for p in pieces] == [[0.0], [1.0, 2.0],

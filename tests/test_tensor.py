@@ -5,7 +5,7 @@ import pytest
 
 import pygpu
 
-from conftest import rel_err
+from conftest import emptied_list, rel_err
 
 DTYPES = [pygpu.float32, pygpu.float16, pygpu.float64, pygpu.int64]
 SHAPES = [(), (0,), (1,), (7,), (3, 0), (1, 1), (3, 5), (2, 3, 4),
@@ -69,44 +69,14 @@ def test_factory_size_forms(device):
     assert pygpu.full((2,), 7.0, device=device).dtype is pygpu.float32
 
 
-class _Index:
-    """An integer only a list holds: freed when the list is emptied."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def __index__(self):
-        return self.value
-
-
-class _EmptiesList(_Index):
-    """__index__ empties the list being read, freeing the items not read
-    yet: sizes must be read from a copy of the list."""
-
-    def __init__(self, value, target):
-        super().__init__(value)
-        self.target = target
-
-    def __index__(self):
-        self.target.clear()
-        return self.value
-
-
-def _emptied_list(*values):
-    lst = []
-    lst.append(_EmptiesList(values[0], lst))
-    lst.extend(_Index(v) for v in values[1:])
-    return lst
-
-
 def test_size_list_emptied_by_index(device):
     for make in (pygpu.zeros, pygpu.ones, pygpu.empty, pygpu.rand):
-        lst = _emptied_list(2, 3, 4)
+        lst = emptied_list(2, 3, 4)
         assert make(lst, device=device).shape == (2, 3, 4)
         assert lst == []
-    lst = _emptied_list(5, 6)
+    lst = emptied_list(5, 6)
     assert pygpu.Size(lst) == (5, 6) and lst == []
-    lst = _emptied_list(2, 7)
+    lst = emptied_list(2, 7)
     assert pygpu.zeros(1, device=device).new_zeros(lst).shape == (2, 7)
 
 

@@ -5,6 +5,8 @@ import pytest
 
 import pygpu
 
+from conftest import emptied_list
+
 
 def arange(shape, device):
     a = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
@@ -140,38 +142,6 @@ def test_contiguous_clone_copy(device, rng):
 
 
 # ------------------------------------- a size list changed while it is read
-
-class Index:
-    """An integer only the list holds: freed when the list is emptied."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def __index__(self):
-        return self.value
-
-
-class EmptiesList(Index):
-    """An integer whose __index__ empties the list it is read from, freeing
-    the items not read yet: the parser must read them from a copy."""
-
-    def __init__(self, value, target):
-        super().__init__(value)
-        self.target = target
-
-    def __index__(self):
-        self.target.clear()
-        return self.value
-
-
-def emptied_list(*values):
-    """[EmptiesList(values[0]), Index(values[1]), ...]: the list's only
-    references to all but the first item."""
-    lst = []
-    lst.append(EmptiesList(values[0], lst))
-    lst.extend(Index(v) for v in values[1:])
-    return lst
-
 
 def test_size_list_emptied_by_index_is_read_from_a_copy(device):
     t = pygpu.arange(24.0, device=device).view(2, 3, 4)
