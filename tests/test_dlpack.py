@@ -187,10 +187,12 @@ def test_read_only_flag_both_ways():
     cap = t.__dlpack__(max_version=(1, 0))
     m, _ = managed(cap)
     assert m.flags & READ_ONLY
+    if not NUMPY2:  # NumPy 1.x asks for a legacy capsule: refused
+        with pytest.raises(BufferError, match="Cannot export readonly"):
+            np.from_dlpack(t)
+        return
     b = np.from_dlpack(t)
     assert not b.flags.writeable
-    if not NUMPY2:
-        return
     u = pygpu.from_dlpack(a)  # NumPy's versioned capsule, read-only
     assert u.data_ptr() == a.ctypes.data
     with pytest.raises(ValueError, match="read-only"):
@@ -392,6 +394,8 @@ def test_import_refuses_strides_past_int64(n, stride, exc, msg):
     x = np.zeros(n)
     cap = x.__dlpack__()
     m, _ = managed(cap)
+    if not NUMPY2 and not m.dl_tensor.strides:
+        pytest.skip("NumPy 1.x leaves a compact array's strides out")
     assert bool(m.dl_tensor.strides)
     m.dl_tensor.strides[0] = stride
     with pytest.raises(exc, match=msg):
