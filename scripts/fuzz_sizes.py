@@ -45,8 +45,9 @@ class EmptiesList(Index):
         return self.value
 
 
-def emptied(values):
-    """[EmptiesList(values[0]), Index(values[1]), ...]."""
+def emptied_list(*values):
+    """[EmptiesList(values[0]), Index(values[1]), ...]: the list's only
+    references to all but the first item (tests/conftest.py uses it too)."""
     lst = []
     lst.append(EmptiesList(values[0], lst))
     lst.extend(Index(v) for v in values[1:])
@@ -106,7 +107,7 @@ def emptied_lists(rng, h, t):
         (lambda s: u.clone().resize_(s), shape, a),
     ]
     op, values, ref = cases[int(rng.integers(len(cases)))]
-    lst = emptied(values)
+    lst = emptied_list(*values)
     got = op(lst)
     if lst:
         raise h.Wrong("the list was not emptied")

@@ -1,12 +1,20 @@
 """Test fixtures: a `device` fixture that runs a test body on the CPU and,
 when present, on CUDA; the `cuda` marker skips without a GPU, and
 --require-gpu turns those skips into failures (for runs on GPU machines)."""
+import os
+import sys
 import zlib
 
 import numpy as np
 import pytest
 
 import pygpu
+
+# The size-list helpers whose __index__ empties the list being read, shared
+# with the fuzzer's bad_sizes family.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "scripts"))
+from fuzz_sizes import emptied_list  # noqa: E402,F401
 
 HAS_CUDA = pygpu.cuda.is_available()
 NO_CUDA_REASON = None if HAS_CUDA else (
@@ -125,36 +133,39 @@ def exact(t, ref):
     assert np.array_equal(got, ref, equal_nan=True), rel_err(got, ref)
 
 
-class Index:
-    """An integer only the list holds: freed when the list is emptied."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def __index__(self):
-        return self.value
-
-    def __repr__(self):
-        return f"Index({self.value})"
+# The caching allocator's core over the host backend (tests of its rules
+# without a GPU).
+FLAVOURS = ("current", "peak", "allocated", "freed")
+STATS = ("allocated_bytes", "reserved_bytes", "active_bytes",
+         "requested_bytes", "segment", "allocation", "active",
+         "inactive_split", "inactive_split_bytes")
 
 
-class EmptiesList(Index):
-    """An integer whose __index__ empties the list it is read from, freeing
-    the items not read yet: the parser must read them from a copy."""
-
-    def __init__(self, value, target):
-        super().__init__(value)
-        self.target = target
-
-    def __index__(self):
-        self.target.clear()
-        return self.value
+def new_allocator(capacity=1 << 40, caching=True):
+    # The host backend takes memory from malloc only when a segment is made,
+    # so a huge capacity costs nothing.
+    return pygpu._C.Allocator(capacity, caching=caching)
 
 
-def emptied_list(*values):
-    """[EmptiesList(values[0]), Index(values[1]), ...]: the list's only
-    references to all but the first item."""
-    lst = []
-    lst.append(EmptiesList(values[0], lst))
-    lst.extend(Index(v) for v in values[1:])
-    return lst
+def cur(a, name):
+    return a.stats()[f"{name}.all.current"]
+
+
+def check_consistent(a):
+    """Identities every stats() snapshot satisfies."""
+    s = a.stats()
+    for name in STATS:
+        c, p, al, fr = (s[f"{name}.all.{f}"] for f in FLAVOURS)
+        assert c >= 0 and p >= c, name
+        assert al - fr == c, name
+    assert s["active_bytes.all.current"] == s["allocated_bytes.all.current"]
+    assert s["active.all.current"] == s["allocation.all.current"]
+    assert s["requested_bytes.all.current"] <= s["allocated_bytes.all.current"]
+    assert s["allocated_bytes.all.current"] + \
+        s["inactive_split_bytes.all.current"] <= s["reserved_bytes.all.current"]
+    segs = a.segments()
+    assert len(segs) == s["segment.all.current"]
+    assert sum(g["size"] for g in segs) == s["reserved_bytes.all.current"]
+    assert sum(g["allocated"] for g in segs) == \
+        s["allocated_bytes.all.current"]
+    return s

@@ -18,12 +18,10 @@ import pygpu
 from pygpu import _C
 from pygpu.cuda import memory as cmem
 
+from conftest import FLAVOURS, STATS, check_consistent, cur, new_allocator
+
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 HAS_CUDA = pygpu.cuda.is_available()
-FLAVOURS = ("current", "peak", "allocated", "freed")
-STATS = ("allocated_bytes", "reserved_bytes", "active_bytes",
-         "requested_bytes", "segment", "allocation", "active",
-         "inactive_split", "inactive_split_bytes")
 
 # (request, block handed out, segment created for it)
 SIZES = [
@@ -37,36 +35,6 @@ SIZES = [
     (10 * MiB, 10 * MiB, 10 * MiB),
     (100 * MiB, 100 * MiB, 100 * MiB),
 ]
-
-
-def new_allocator(capacity=1 << 40, caching=True):
-    # The host backend takes memory from malloc only when a segment is made,
-    # so a huge capacity costs nothing.
-    return _C.Allocator(capacity, caching=caching)
-
-
-def cur(a, name):
-    return a.stats()[f"{name}.all.current"]
-
-
-def check_consistent(a):
-    """Identities every stats() snapshot satisfies."""
-    s = a.stats()
-    for name in STATS:
-        c, p, al, fr = (s[f"{name}.all.{f}"] for f in FLAVOURS)
-        assert c >= 0 and p >= c, name
-        assert al - fr == c, name
-    assert s["active_bytes.all.current"] == s["allocated_bytes.all.current"]
-    assert s["active.all.current"] == s["allocation.all.current"]
-    assert s["requested_bytes.all.current"] <= s["allocated_bytes.all.current"]
-    assert s["allocated_bytes.all.current"] + \
-        s["inactive_split_bytes.all.current"] <= s["reserved_bytes.all.current"]
-    segs = a.segments()
-    assert len(segs) == s["segment.all.current"]
-    assert sum(g["size"] for g in segs) == s["reserved_bytes.all.current"]
-    assert sum(g["allocated"] for g in segs) == \
-        s["allocated_bytes.all.current"]
-    return s
 
 
 def accounting_case(a, size, block, segment, stream):

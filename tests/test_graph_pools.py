@@ -17,21 +17,14 @@ import pytest
 import pygpu
 from pygpu import _C
 
+from conftest import check_consistent, cur, new_allocator
+
 MiB = 1 << 20
-FLAVOURS = ("current", "peak", "allocated", "freed")
 _ids = itertools.count(1 << 40)  # distinct from any CUDA capture id
 
 
 def fresh_id():
     return next(_ids)
-
-
-def new_allocator(capacity=1 << 40, caching=True):
-    return _C.Allocator(capacity, caching=caching)
-
-
-def cur(a, name):
-    return a.stats()[f"{name}.all.current"]
 
 
 def pool_of(a, storage):
@@ -40,21 +33,6 @@ def pool_of(a, storage):
         if s["ptr"] <= storage.ptr < s["ptr"] + s["size"]:
             return s["pool"]
     raise AssertionError("no segment holds the storage")
-
-
-def check_consistent(a):
-    """The figures agree with the segments, pools included."""
-    s = a.stats()
-    for name in ("allocated_bytes", "reserved_bytes", "segment",
-                 "allocation"):
-        c, p, al, fr = (s[f"{name}.all.{f}"] for f in FLAVOURS)
-        assert c >= 0 and p >= c and al - fr == c, name
-    segs = a.segments()
-    assert len(segs) == s["segment.all.current"]
-    assert sum(g["size"] for g in segs) == s["reserved_bytes.all.current"]
-    assert sum(g["allocated"] for g in segs) == \
-        s["allocated_bytes.all.current"]
-    return s
 
 
 def pool_figures_match_segments(a, pool):
