@@ -1,6 +1,8 @@
 """Test fixtures: a `device` fixture that runs a test body on the CPU and,
 when present, on CUDA; the `cuda` marker skips without a GPU, and
 --require-gpu turns those skips into failures (for runs on GPU machines)."""
+import glob
+import importlib.machinery
 import os
 import sys
 import zlib
@@ -8,12 +10,22 @@ import zlib
 import numpy as np
 import pytest
 
-import pygpu
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# pygpu comes from where it was built: an install (regular or editable) or
+# an in-place build.  `python -m pytest` run at the root puts the root first
+# on sys.path; after a regular install the tree there holds no extension,
+# and importing it would shadow the installed package, so the root goes.
+if not any(glob.glob(os.path.join(ROOT, "pygpu", "_C" + suffix))
+           for suffix in importlib.machinery.EXTENSION_SUFFIXES):
+    sys.path[:] = [p for p in sys.path
+                   if os.path.abspath(p or os.curdir) != ROOT]
+
+import pygpu  # noqa: E402
 
 # The size-list helpers whose __index__ empties the list being read, shared
 # with the fuzzer's bad_sizes family.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from fuzz_sizes import emptied_list  # noqa: E402,F401
 
 HAS_CUDA = pygpu.cuda.is_available()
@@ -49,6 +61,42 @@ def pytest_runtest_setup(item):
     if not HAS_CUDA and item.config.getoption("--require-gpu") and \
             "cuda" in item.keywords:
         pytest.fail("--require-gpu given but " + NO_CUDA_REASON)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def children_import_this_pygpu(tmp_path_factory):
+    """Child processes (`python -c`, `-m`, spawned workers) start in a
+    directory outside the tree, so an unbuilt source tree under the working
+    directory never shadows the installed pygpu; when this process imports
+    an in-place build, children find that same build on PYTHONPATH."""
+    old_cwd, old_path = os.getcwd(), os.environ.get("PYTHONPATH")
+    os.chdir(tmp_path_factory.mktemp("cwd"))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(pygpu.__file__)))
+    if here == ROOT:
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [ROOT] + ([old_path] if old_path else []))
+    yield
+    os.chdir(old_cwd)
+    if old_path is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = old_path
+
+
+def import_from_root(name):
+    """Imports the top-level package `name` (benchmarks, ...) of the source
+    tree without putting the root itself on sys.path."""
+    import importlib.util
+    if name in sys.modules:
+        return sys.modules[name]
+    pkg = os.path.join(ROOT, name)
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(pkg, "__init__.py"),
+        submodule_search_locations=[pkg])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(autouse=True)

@@ -9,10 +9,9 @@ import pytest
 
 import pygpu
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+from conftest import ROOT, import_from_root
 
+import_from_root("benchmarks")
 from benchmarks.runner import main  # noqa: E402
 
 ARGS = ["--suite", "bandwidth", "--sizes", "1024,2^12", "--reps", "3",
