@@ -267,7 +267,7 @@ def test_leaf_flags_and_messages(device):
                        "requires_grad flags of leaf variables"):
         y.requires_grad = False
     with pytest.raises(RuntimeError, match="only Tensors of floating point "
-                       "dtype can require gradients"):
+                       "and complex dtype can require gradients"):
         pygpu.tensor([1, 2], device=device).requires_grad_()
     with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor "
                        "that requires grad"):

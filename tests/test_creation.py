@@ -77,7 +77,7 @@ def test_arange_requires_grad():
     assert pygpu.linspace(0, 1, 3, requires_grad=True).requires_grad
     assert pygpu.eye(2, requires_grad=True).requires_grad
     with pytest.raises(RuntimeError, match="only Tensors of floating point "
-                       "dtype can require gradients"):
+                       "and complex dtype can require gradients"):
         pygpu.arange(3, requires_grad=True)
 
 

@@ -443,7 +443,7 @@ def test_like_takes_requires_grad(fn):
     assert not getattr(pygpu, fn)(t, requires_grad=False).requires_grad
     if fn not in ("rand_like", "randn_like"):
         with pytest.raises(RuntimeError, match="only Tensors of floating "
-                           "point dtype can require gradients"):
+                           "point and complex dtype can require gradients"):
             getattr(pygpu, fn)(t.long(), requires_grad=True)
 
 

@@ -113,6 +113,10 @@ PyObject *pygpu_ag_logsumexp(TensorObject *t, PyObject *dim, int keepdim,
                              PyObject *res);
 PyObject *pygpu_ag_softmax(int op, TensorObject *t, int dim, PyObject *res);
 PyObject *pygpu_ag_scan(int op, TensorObject *t, int dim, PyObject *res);
+/* res = t.norm(p, dim, keepdim), computed: recorded with torch's rule
+ * (zero gradient where the norm is zero). */
+PyObject *pygpu_ag_norm(TensorObject *t, double p, PyObject *dim,
+                        int keepdim, PyObject *res);
 PyObject *pygpu_ag_matmul(TensorObject *a, TensorObject *b);
 PyObject *pygpu_ag_linear(TensorObject *x, TensorObject *w, TensorObject *b,
                           int relu);
@@ -209,6 +213,10 @@ TensorObject *pygpu_ag_as_dtype(TensorObject *g, int dtype);
 /* Zeros of a shape, dtype and device. */
 TensorObject *pygpu_ag_zeros(int ndim, const int64_t *shape, int dtype,
                              pygpu_device dev);
+/* t with zeros where cond (bool, broadcast to t) holds, torch's
+ * masked_fill_(cond, 0): t, a tensor of the rule's own, is written in
+ * place.  Steals both (either NULL: NULL). */
+TensorObject *pygpu_ag_zero_where(TensorObject *t, TensorObject *cond);
 /* t.method(*args), args built by Py_BuildValue(fmt, ...) (a tuple, or
  * one value); the result must be a tensor. */
 TensorObject *pygpu_ag_call(TensorObject *t, const char *method,
@@ -217,7 +225,9 @@ TensorObject *pygpu_ag_call(TensorObject *t, const char *method,
  * when n->flag), spread back over input 0's shape: a view, stride 0 along
  * the reduced dims (autograd_reduce.c). */
 TensorObject *pygpu_ag_spread(pygpu_node *n, TensorObject *r);
-/* res with node as its grad_fn (both stolen; either NULL: NULL). */
+/* res with node as its grad_fn (both stolen; either NULL: NULL); a
+ * result of an integer or bool dtype gets none (torch's: only floating
+ * tensors require grad). */
 PyObject *pygpu_ag_finish(PyObject *res, pygpu_node *node);
 /* RuntimeError "the derivative of <name> is not implemented ..."; releases
  * res; NULL. */

@@ -58,8 +58,20 @@ quotient_grad(TensorObject *g, PyObject *a, PyObject *b, int floor_q)
     return r;
 }
 
-/* pow: d(a^b)/da = b a^(b-1) (zero where b is the number 0, as torch),
- * d(a^b)/db = a^b log(a). */
+/* a <cmp> b as a bool tensor (a a tensor, b a tensor or a number). */
+static TensorObject *
+compare_s(int op, PyObject *a, double b)
+{
+    PyObject *v = PyFloat_FromDouble(b);
+    PyObject *r = v ? pygpu_op_compare(op, a, v, NULL) : NULL;
+    Py_XDECREF(v);
+    return (TensorObject *)r;
+}
+
+/* pow, torch's pow_backward: d(a^b)/da = b a^(b-1), zero where b is 0
+ * (a number 0 or an element), so that 0^0 has no 0 * inf; d(a^b)/db =
+ * a^b log(a), zero where a is 0 and b >= 0 (a^b is 0 or 1 there, and
+ * log(0) = -inf). */
 static int
 pow_grads(pygpu_node *n, TensorObject *g, PyObject *a, PyObject *b,
           TensorObject **grads)
@@ -84,6 +96,9 @@ pow_grads(pygpu_node *n, TensorObject *g, PyObject *a, PyObject *b,
         Py_XDECREF(p);
         if (t != NULL && !((n->flag & 2) && n->scalar == 0.0)) {
             Py_SETREF(t, pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)t));
+        }
+        if (t != NULL && !(n->flag & 2)) {
+            t = pygpu_ag_zero_where(t, compare_s(PYGPU_EQ, b, 0.0));
         }
         if (t == NULL) {
             return -1;
@@ -110,6 +125,19 @@ pow_grads(pygpu_node *n, TensorObject *g, PyObject *a, PyObject *b,
         Py_XDECREF(la);
         grads[1] = t ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)t) : NULL;
         Py_XDECREF(t);
+        if (grads[1] != NULL && (!(n->flag & 1) || n->scalar == 0.0)) {
+            /* where a == 0 and b >= 0 */
+            TensorObject *c = compare_s(PYGPU_GE, b, 0.0);
+            if (c != NULL && !(n->flag & 1)) {
+                TensorObject *z = compare_s(PYGPU_EQ, a, 0.0);
+                Py_SETREF(c, z ? (TensorObject *)pygpu_op_binary(
+                                     PYGPU_AND, (PyObject *)c, (PyObject *)z,
+                                     NULL)
+                               : NULL);
+                Py_XDECREF(z);
+            }
+            grads[1] = pygpu_ag_zero_where(grads[1], c);
+        }
         if (grads[1] == NULL) {
             return -1;
         }

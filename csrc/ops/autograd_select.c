@@ -6,7 +6,9 @@
  * A picked gradient goes back by adding into zeros at the picked places
  * (index_add_, scatter_add_), so an index repeated sums its gradients.
  * For a general key the places are found by indexing the flat positions
- * 0..n-1 of the input, viewed in its shape, with the same key.
+ * 0..n-1 of the input, viewed in its shape, with the same key, kept as it
+ * was: its index tensors checked against their versions, its NumPy arrays
+ * and lists copied.
  */
 #include "ops/autograd.h"
 
@@ -174,6 +176,97 @@ pygpu_ag_scatter_(TensorObject *self, int dim, TensorObject *index,
     return res;
 }
 
+/* ------------------------------------------ a key kept for backward */
+
+/* k as the backward pass will read it: each index tensor as an alias (its
+ * memory, its version counter) with (alias, version) appended to vers,
+ * NumPy arrays copied, lists and tuples rebuilt of such items, so that
+ * changing a NumPy array or a list after the op changes nothing, and an
+ * index tensor changed in place is caught, as torch's saved indices.
+ * New reference or NULL. */
+static PyObject *
+freeze(PyObject *k, PyObject *vers)
+{
+    if (Tensor_Check(k)) {
+        TensorObject *t = (TensorObject *)k;
+        TensorObject *alias = pygpu_tensor_view(t, t->ndim, t->shape,
+                                                t->strides, 0);
+        PyObject *item = alias ? Py_BuildValue(
+                                     "(Ok)", (PyObject *)alias,
+                                     (unsigned long)*pygpu_version_counter(t))
+                               : NULL;
+        if (item == NULL || PyList_Append(vers, item) < 0) {
+            Py_CLEAR(alias);
+        }
+        Py_XDECREF(item);
+        return (PyObject *)alias;
+    }
+    if (PyArray_Check(k)) {
+        return PyArray_NewCopy((PyArrayObject *)k, NPY_KEEPORDER);
+    }
+    if (!PyList_Check(k) && !PyTuple_Check(k)) {
+        return Py_NewRef(k);
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(k);
+    PyObject *r = PyList_Check(k) ? PyList_New(n) : PyTuple_New(n);
+    for (Py_ssize_t i = 0; r != NULL && i < n; i++) {
+        PyObject *item = freeze(PySequence_Fast_GET_ITEM(k, i), vers);
+        if (item == NULL) {
+            Py_CLEAR(r);
+            break;
+        }
+        if (PyList_Check(r)) {
+            PyList_SET_ITEM(r, i, item);
+        }
+        else {
+            PyTuple_SET_ITEM(r, i, item);
+        }
+    }
+    return r;
+}
+
+/* n->key for key: (the frozen key, ((alias, version), ...)).  0 or -1. */
+static int
+keep_key(pygpu_node *n, PyObject *key)
+{
+    PyObject *vers = PyList_New(0), *frozen = NULL, *t = NULL;
+    frozen = vers ? freeze(key, vers) : NULL;
+    t = frozen ? PyList_AsTuple(vers) : NULL;
+    n->key = t ? PyTuple_Pack(2, frozen, t) : NULL;
+    Py_XDECREF(vers);
+    Py_XDECREF(frozen);
+    Py_XDECREF(t);
+    return n->key == NULL ? -1 : 0;
+}
+
+/* The key of n (borrowed), once its index tensors are checked against the
+ * versions they had: NULL with torch's error if one was changed in place
+ * since. */
+static PyObject *
+kept_key(pygpu_node *n)
+{
+    PyObject *vers = PyTuple_GET_ITEM(n->key, 1);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vers); i++) {
+        PyObject *item = PyTuple_GET_ITEM(vers, i);
+        TensorObject *t = (TensorObject *)PyTuple_GET_ITEM(item, 0);
+        unsigned long was = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(item, 1));
+        uint32_t now = *pygpu_version_counter(t);
+        if (now != (uint32_t)was) {
+            char shape[256];
+            pygpu_format_shape(shape, sizeof(shape), t->ndim, t->shape);
+            PyErr_Format(PyExc_RuntimeError,
+                         "one of the variables needed for gradient "
+                         "computation has been modified by an inplace "
+                         "operation: [%s [%s]], which is needed by %s, is "
+                         "at version %u; expected version %u instead.",
+                         pygpu_dtype_table[t->dtype].name, shape, n->name,
+                         (unsigned)now, (unsigned)was);
+            return NULL;
+        }
+    }
+    return PyTuple_GET_ITEM(n->key, 0);
+}
+
 /* ------------------------------------------------------ t[key], any key */
 
 /* The flat positions 0..numel-1 as an int64 tensor of shape, on dev. */
@@ -203,9 +296,12 @@ put_back(pygpu_node *n, TensorObject *g)
 {
     int64_t numel = pygpu_numel(n->in_ndim[0], n->in_shape[0]);
     int64_t gnumel = pygpu_numel(g->ndim, g->shape);
-    TensorObject *pos = positions(n->in_ndim[0], n->in_shape[0], g->device);
+    PyObject *key = kept_key(n);
+    TensorObject *pos = key ? positions(n->in_ndim[0], n->in_shape[0],
+                                        g->device)
+                            : NULL;
     TensorObject *sel = pos ? (TensorObject *)pygpu_t_getitem(
-                                  (PyObject *)pos, n->key)
+                                  (PyObject *)pos, key)
                             : NULL;
     TensorObject *sel1 = sel ? pygpu_ag_reshaped(sel, 1, &gnumel) : NULL;
     TensorObject *g1 = sel1 ? pygpu_ag_reshaped(g, 1, &gnumel) : NULL;
@@ -238,8 +334,8 @@ pygpu_ag_index(TensorObject *t, PyObject *key, PyObject *res)
         return NULL;
     }
     pygpu_node *n = pygpu_ag_node("IndexBackward0", index_backward, 1, &t);
-    if (n != NULL) {
-        n->key = Py_NewRef(key);
+    if (n != NULL && keep_key(n, key) < 0) {
+        Py_CLEAR(n);
     }
     return pygpu_ag_finish(res, n);
 }
@@ -252,11 +348,15 @@ pygpu_ag_index(TensorObject *t, PyObject *key, PyObject *res)
 static int
 setitem_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 {
+    PyObject *key = kept_key(n);
+    if (key == NULL) {
+        return -1;
+    }
     if (n->next[0] != NULL) {
         PyObject *zero = PyFloat_FromDouble(0.0);
         TensorObject *c = zero ? pygpu_tensor_to(g, g->device, g->dtype)
                                : NULL;
-        if (c != NULL && pygpu_t_setitem((PyObject *)c, n->key, zero) < 0) {
+        if (c != NULL && pygpu_t_setitem((PyObject *)c, key, zero) < 0) {
             Py_CLEAR(c);
         }
         Py_XDECREF(zero);
@@ -267,7 +367,7 @@ setitem_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     }
     if (n->next[1] != NULL) {
         TensorObject *r = (TensorObject *)pygpu_t_getitem((PyObject *)g,
-                                                          n->key);
+                                                          key);
         if (r != NULL && r->ndim < n->in_ndim[1]) {
             Py_SETREF(r, pygpu_ag_reshaped(r, n->in_ndim[1],
                                            n->in_shape[1]));
@@ -286,15 +386,20 @@ pygpu_ag_setitem(TensorObject *t, PyObject *key, PyObject *value)
     TensorObject *in[2] = {t, Tensor_Check(value) ? (TensorObject *)value
                                                   : NULL};
     int rc;
+    if (!pygpu_dtype_table[t->dtype].is_floating_point) {
+        /* an integer or bool tensor takes no history (torch's rule) */
+        PYGPU_UNRECORDED(rc, pygpu_t_setitem((PyObject *)t, key, value));
+        return rc;
+    }
     if (rebase_refused(t, "t[k] = v") < 0) {
         return -1;
     }
     pygpu_node *n = pygpu_ag_node("IndexPutBackward0", setitem_backward, 2,
                                   in);
-    if (n == NULL) {
+    if (n == NULL || keep_key(n, key) < 0) {
+        Py_XDECREF(n);
         return -1;
     }
-    n->key = Py_NewRef(key);
     PYGPU_UNRECORDED(rc, pygpu_t_setitem((PyObject *)t, key, value));
     if (rc < 0) {
         Py_DECREF(n);

@@ -84,6 +84,12 @@ pygpu_ag_finish(PyObject *res, pygpu_node *node)
         Py_XDECREF(node);
         return NULL;
     }
+    /* Only floating results take part, as torch's: an integer or bool
+     * one (argmax, a cast to int64, sum(dtype=int64)) has no history. */
+    if (!pygpu_dtype_table[((TensorObject *)res)->dtype].is_floating_point) {
+        Py_DECREF(node);
+        return res;
+    }
     pygpu_ag_set_grad_fn((TensorObject *)res, node);
     return res;
 }
@@ -130,4 +136,18 @@ pygpu_ag_call(TensorObject *t, const char *method, const char *fmt, ...)
         Py_CLEAR(r);
     }
     return (TensorObject *)r;
+}
+
+TensorObject *
+pygpu_ag_zero_where(TensorObject *t, TensorObject *cond)
+{
+    TensorObject *z = t && cond ? pygpu_ag_zeros(0, NULL, t->dtype,
+                                                 t->device)
+                                : NULL;
+    if (z == NULL || pygpu_op_masked_copy(t, cond, z, "masked_fill_") < 0) {
+        Py_CLEAR(t);
+    }
+    Py_XDECREF(z);
+    Py_XDECREF(cond);
+    return t;
 }

@@ -8,7 +8,8 @@
  * float32 (float64 in float64) and rounds once at the end.
  * norm: p = 2 (and 'fro') is sqrt(sum x^2), 1 sum |x|, inf max |x|, -inf
  * min |x|, 0 the count of nonzeros, another p (sum |x|^p)^(1/p) with
- * |x|^p taken as exp(p log |x|).
+ * |x|^p taken as exp(p log |x|).  Autograd records norm as one Node
+ * (autograd_reduce.c), var and std step by step.
  */
 #include "ops/autograd.h"
 #include "ops/reduce.h"
@@ -174,6 +175,11 @@ norm(TensorObject *t, double p, PyObject *dimobj, int keepdim)
     }
     if (pygpu_reduce_mark_dims(t, dimobj, "norm", mark, &all) < 0) {
         return NULL;
+    }
+    if (pygpu_ag_wanted(1, &t)) { /* one Node, with torch's rule */
+        PyObject *res;
+        PYGPU_UNRECORDED(res, norm(t, p, dimobj, keepdim));
+        return pygpu_ag_norm(t, p, dimobj, keepdim, res);
     }
     TensorObject *x = pygpu_as_dtype(t, compute_dtype(t->dtype)), *r = NULL;
     TensorObject *a = x ? (TensorObject *)pygpu_op_unary(PYGPU_ABS, x, 0)

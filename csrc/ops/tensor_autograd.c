@@ -36,8 +36,8 @@ set_requires_grad(TensorObject *t, int on)
     }
     if (on && !is_differentiable(t->dtype)) {
         PyErr_SetString(PyExc_RuntimeError,
-                        "only Tensors of floating point dtype can require "
-                        "gradients");
+                        "only Tensors of floating point and complex dtype "
+                        "can require gradients");
         return -1;
     }
     t->requires_grad = (unsigned char)on;
