@@ -55,10 +55,6 @@ struct pygpu_node {
     PyObject *retained;           /* weakref to an output keeping .grad */
     PyObject *pre_hooks;          /* its output's register_hook dict */
     PyObject *weakreflist;
-    /* The engine's bookkeeping during one backward pass. */
-    uint64_t pass;
-    int deps;
-    TensorObject *buf;
 };
 
 /* ---------------------------------------------------------- grad mode */
@@ -242,17 +238,28 @@ typedef struct {
     TensorObject **results;  /* their gradients (new refs) */
     int retain_graph;
 } pygpu_pass;
-/* One backward pass from roots with their gradients (borrowed), under the
- * engine's lock, grad mode off.  0 or -1 with an exception. */
+/* One backward pass from roots with their gradients (borrowed), grad mode
+ * off.  Its bookkeeping is its own, so passes run concurrently, from other
+ * threads or from a hook.  0 or -1 with an exception. */
 int pygpu_autograd_run(int nroots, pygpu_node *const *roots,
                        TensorObject *const *grads, const pygpu_pass *pa);
 /* grad reduced to shape (summing broadcast dims), new reference. */
 TensorObject *pygpu_sum_to(TensorObject *grad, int ndim,
                            const int64_t *shape);
 extern PyMethodDef pygpu_autograd_functions[];
-int pygpu_autograd_engine_init(void);
 /* _backward((tensors), (grads), retain_graph) as a tuple of arguments. */
 PyObject *pygpu_autograd_backward_args(PyObject *args);
+
+/* ------------------------ leaves' gradients (autograd_accumulate.c) */
+/* leaf.grad += g (a copy of g when leaf has no .grad), one pass at a time
+ * for a leaf, then the leaf's post-accumulate-grad hooks.  0 or -1. */
+int pygpu_ag_accumulate(TensorObject *leaf, TensorObject *g);
+/* A tensor of its own holding g's values (g itself when nothing else
+ * holds it), new reference. */
+TensorObject *pygpu_ag_own_copy(TensorObject *g);
+/* Registers the fork handlers of the engine's one shared state (the
+ * leaves being added into), once.  0 or -1. */
+int pygpu_autograd_engine_init(void);
 
 /* ------------------------------------- hooks (autograd_hooks.c) */
 /* The RemovableHandle type and the Tensor's register_hook and

@@ -135,7 +135,7 @@ TensorObject *
 pygpu_ag_saved(pygpu_node *node, int i)
 {
     TensorObject *t = (TensorObject *)node->saved[i];
-    if (node->released) {
+    if (node->released || t == NULL) {
         PyErr_SetString(PyExc_RuntimeError,
                         "Trying to backward through the graph a second time "
                         "(or directly access saved tensors after they have "
@@ -188,7 +188,6 @@ node_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(n->variable);
     Py_VISIT(n->retained);
     Py_VISIT(n->pre_hooks);
-    Py_VISIT((PyObject *)n->buf);
     return 0;
 }
 
@@ -206,7 +205,6 @@ node_clear(PyObject *self)
     Py_CLEAR(n->variable);
     Py_CLEAR(n->retained);
     Py_CLEAR(n->pre_hooks);
-    Py_CLEAR(n->buf);
     return 0;
 }
 
