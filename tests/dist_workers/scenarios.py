@@ -50,8 +50,17 @@ def rendezvous(directory):
     dist.init_process_group("mpi", init_method=f"tcp://127.0.0.1:{port}",
                             rank=rank, world_size=n, timeout=FIVE * 4)
     check_sum("tcp")
+    # A fresh server for env://: rank 0 picks a port that is free now and
+    # the group passes it on (MASTER_PORT + 1 may be anyone's).
+    fresh = torch.zeros(1, dtype=torch.float64)
+    if rank == 0:
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            fresh += s.getsockname()[1]
+    dist.all_reduce(fresh)
     dist.destroy_process_group()
-    os.environ["MASTER_PORT"] = str(port + 1)  # a fresh server
+    os.environ["MASTER_PORT"] = str(int(fresh.item()))
     dist.init_process_group(init_method="env://", timeout=FIVE * 4)
     assert dist.is_initialized() and dist.get_backend() == "mpi"
     check_sum("env")
