@@ -25,6 +25,7 @@ extern PyMethodDef pygpu_logical_functions[]; /* ops_logical.c */
 extern PyMethodDef pygpu_where_functions[];   /* ops_where.c */
 extern PyMethodDef pygpu_xent_functions[];    /* ops_xent.c */
 extern PyMethodDef pygpu_optim_functions[];   /* ops_optim.c */
+extern PyMethodDef pygpu_strided_functions[]; /* tensor_strided.c */
 /* Tensor methods, registered by pygpu_tensor_register. */
 extern PyMethodDef pygpu_compare_methods[];   /* ops_compare.c */
 extern PyMethodDef pygpu_logical_methods[];   /* ops_logical.c */
