@@ -12,7 +12,9 @@ from test_leaks import assert_no_leak, raising
 DTYPES = [pygpu.float32, pygpu.float16, pygpu.float64, pygpu.int64]
 
 
-def index_of(rng, n, shape, device, negative=True):
+def index_of(rng, n, shape, device, negative=False):
+    """Indices into a dim of n, negative ones too when asked (t[idx]
+    counts them from the end; index_select and gather refuse them)."""
     i = rng.integers(-n if negative else 0, n, shape)
     return i, pygpu.tensor(i, device=device)
 
@@ -48,11 +50,14 @@ def test_index_select_strided(device, rng):
     i, ti = index_of(rng, 6, (10,), device)
     exact(t.T.index_select(1, ti[::2]), np.take(a.T, i[::2], 1))
     exact(t[:, 1::3].index_select(0, ti), np.take(a[:, 1::3], i, 0))
-    # a 0-d index gives a dim of 1; a 0-d input takes index 0 or -1
+    # a 0-d index gives a dim of 1; a 0-d input takes index 0
     exact(t.index_select(0, pygpu.tensor(2, device=device)), a[2:3])
     s = pygpu.tensor(5.0, device=device)
-    exact(s.index_select(0, pygpu.tensor([-1], device=device)),
+    exact(s.index_select(0, pygpu.tensor([0], device=device)),
           np.array(5.0, np.float32))
+    if device == "cpu":
+        with pytest.raises(IndexError, match="index out of range in self"):
+            s.index_select(0, pygpu.tensor([-1]))
 
 
 def test_index_select_errors(device):
@@ -153,7 +158,7 @@ def test_getitem_int_index(device, rng, key, as_tensor):
 
 def test_getitem_index_shapes(device, rng):
     a, t = make(rng, (5, 3), pygpu.int64, device)
-    i, ti = index_of(rng, 5, (2, 3), device)
+    i, ti = index_of(rng, 5, (2, 3), device, negative=True)
     exact(t[ti], a[i])                    # a 2-d index
     exact(t.T[:, ti], a.T[:, i])          # strided source
     exact(t[ti[:, ::2]], a[i[:, ::2]])    # strided index

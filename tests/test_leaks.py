@@ -72,12 +72,12 @@ def _window(fn, cycles, shared):
             blocks1 - blocks0 if blocks0 else 0, rss1 - rss0)
 
 
-def assert_no_leak(fn, cycles=CYCLES, warmup=WARMUP):
+def assert_no_leak(fn, cycles=CYCLES, warmup=WARMUP, blocks=BLOCKS_BOUND):
     """fn() run warmup times, then cycles times in two halves: nothing may
-    stay behind.  A leak shows in both halves; a cache the interpreter or
-    NumPy fills once (or a reference one of them happens to hold at the
-    moment) shows in one at most, so each figure is the smaller of the
-    two."""
+    stay behind (at most `blocks` Python blocks).  A leak shows in both
+    halves; a cache the interpreter or NumPy fills once (or a reference one
+    of them happens to hold at the moment) shows in one at most, so each
+    figure is the smaller of the two."""
     shared = shared_objects()
     for _ in range(warmup):
         fn()
@@ -94,7 +94,7 @@ def assert_no_leak(fn, cycles=CYCLES, warmup=WARMUP):
     assert not changed, f"reference counts changed by {changed}"
     if SANITIZED:
         return
-    assert min(b1, b2) < BLOCKS_BOUND, \
+    assert min(b1, b2) < blocks, \
         f"{min(b1, b2)} Python blocks left by {cycles // 2} cycles"
     assert min(m1, m2) < RSS_BOUND, \
         f"resident set grew by {min(m1, m2) >> 10} KiB in {cycles // 2} cycles"
@@ -321,12 +321,19 @@ FAMILIES = {
 # The slow ones (Python-level work per cycle) run fewer cycles.
 FEWER = {"repr": 5, "save_load": 10, "factories": 2, "products": 2,
          "binary_math_out": 4}
+# Unpickling a storage and a view over it (a few dozen objects) moves
+# CPython's block count by up to ~110 over 200 cycles with nothing staying
+# behind (it comes back down over later cycles, and does as much for a
+# plain pickle.loads of the same bytes): a wider bound, still below the
+# 200 blocks that one object kept per cycle would leave.
+BLOCKS = {"save_load": 160}
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_no_leak(family):
     n = FEWER.get(family, 1)
-    assert_no_leak(FAMILIES[family], CYCLES // n, WARMUP // n)
+    assert_no_leak(FAMILIES[family], CYCLES // n, WARMUP // n,
+                   BLOCKS.get(family, BLOCKS_BOUND))
 
 
 def _z():

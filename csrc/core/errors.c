@@ -1,6 +1,7 @@
 /* errors.c - the extension's own errors: CudaError with the failing
  * status as `code` and its name as `name` (as CuPy's errors carry them),
- * and what a CPU-only build says to a request for CUDA. */
+ * what a CPU-only build says to a request for CUDA, and a MemoryError that
+ * says what could not be allocated. */
 #include "core/pygpu.h"
 
 #include <stdarg.h>
@@ -10,6 +11,18 @@ pygpu_raise_no_cuda(void)
 {
     PyErr_SetString(PyExc_RuntimeError, PYGPU_NO_CUDA_MESSAGE);
     return -1;
+}
+
+PyObject *
+pygpu_raise_no_memory(const char *what, size_t nbytes)
+{
+    if (nbytes == 0) {
+        return PyErr_Format(PyExc_MemoryError,
+                            "can't allocate memory for %s", what);
+    }
+    return PyErr_Format(PyExc_MemoryError,
+                        "can't allocate memory: you tried to allocate %zu "
+                        "bytes for %s", nbytes, what);
 }
 
 int

@@ -291,6 +291,11 @@ int pygpu_cuda_built(void);
 #define PYGPU_NO_CUDA_MESSAGE "pygpu was built without CUDA support"
 /* RuntimeError(PYGPU_NO_CUDA_MESSAGE); returns -1 (errors.c). */
 int pygpu_raise_no_cuda(void);
+/* MemoryError "can't allocate memory: you tried to allocate N bytes for
+ * <what>" (torch's CPU allocator's words; without the figure when nbytes is
+ * 0), for a failed host allocation, where PyErr_NoMemory() would leave an
+ * empty message.  Returns NULL (errors.c). */
+PyObject *pygpu_raise_no_memory(const char *what, size_t nbytes);
 /* Raise pygpu.CudaError with the message PyUnicode_FromFormat(format, ...)
  * and the failing status as its `code` and `name` attributes (name may be
  * NULL: None).  Returns -1. */

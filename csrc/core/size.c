@@ -92,7 +92,9 @@ size_numel(PyObject *self, PyObject *noargs)
     int64_t *shape = PyMem_New(int64_t, n > 0 ? n : 1), numel = 0;
     PyObject *r = NULL;
     if (shape == NULL) {
-        return PyErr_NoMemory();
+        return pygpu_raise_no_memory("the sizes of a Size",
+                                     sizeof(int64_t) * (size_t)(n > 0 ? n
+                                                                      : 1));
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         shape[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(self, i));

@@ -169,7 +169,8 @@ pygpu_version_share(TensorObject *view, TensorObject *src)
     if (src->shared == NULL) {
         src->shared = PyMem_Malloc(sizeof(pygpu_version));
         if (src->shared == NULL) {
-            PyErr_NoMemory();
+            pygpu_raise_no_memory("a shared version counter",
+                                  sizeof(pygpu_version));
             return -1;
         }
         src->shared->refs = 1;

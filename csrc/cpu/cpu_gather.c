@@ -4,9 +4,11 @@
  * (scatter_add, index_add_).  Plain C, no Python.h.
  *
  * Elements are moved as bytes, by their size, so that every dtype takes
- * the same loop; the index is read as int32 or int64.  The rows of the
- * geometry are walked in order and the walk stops at the first index out
- * of range, so that the error names it, as torch's CPU loops do.
+ * the same loop; the index is read as int32 or int64.  A negative index
+ * counts from the end unless the mode says PYGPU_GATHER_NO_WRAP.  The rows
+ * of the geometry are walked in order and the walk stops at the first
+ * index out of range, so that the error names it, as torch's CPU loops
+ * do.
  */
 #include <stdint.h>
 #include <string.h>
@@ -15,7 +17,7 @@
 #include "kernels/kernels.h"
 
 typedef struct gather_ctx {
-    int esize, index_esize, mode;
+    int esize, index_esize, mode, wrap;
     int64_t dim_stride, dim_size;
     int *failed;
     int64_t *bad;
@@ -29,7 +31,7 @@ index_at(const char *p, int64_t j, int64_t step, const gather_ctx *c,
 {
     int64_t i = c->index_esize == 4 ? ((const int32_t *)p)[j * step]
                                     : ((const int64_t *)p)[j * step];
-    *w = i < 0 ? i + c->dim_size : i;
+    *w = i < 0 && c->wrap ? i + c->dim_size : i;
     if (*w < 0 || *w >= c->dim_size) {
         *c->failed = 1;
         *c->bad = i;
@@ -169,7 +171,8 @@ pygpu_cpu_gather(int esize, void *dense, void *indexed, const void *index,
                  int64_t dim_size, int mode, int64_t *bad)
 {
     int failed = 0;
-    gather_ctx c = {esize, index_esize, mode, dim_stride, dim_size,
+    gather_ctx c = {esize, index_esize, pygpu_gather_base_mode(mode),
+                    !(mode & PYGPU_GATHER_NO_WRAP), dim_stride, dim_size,
                     &failed, bad};
     char *const base[3] = {(char *)dense, (char *)indexed, (char *)index};
     const size_t sizes[3] = {(size_t)esize, (size_t)esize,

@@ -124,7 +124,7 @@ pygpu_py_cuda_graph_new(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     }
     g = PyMem_RawCalloc(1, sizeof(*g));
     if (g == NULL) {
-        return PyErr_NoMemory();
+        return pygpu_raise_no_memory("a CUDA graph", sizeof(*g));
     }
     capsule = PyCapsule_New(g, CAPSULE, graph_capsule_free);
     if (capsule == NULL) {

@@ -4,6 +4,10 @@
  * atomicAdd (scatter_add, index_add_), or the checked offsets of one of
  * several indices.
  *
+ * A negative index counts from the end unless the mode carries
+ * PYGPU_GATHER_NO_WRAP (gather, scatter_add, index_select, index_add_),
+ * for which it is out of range, as torch's.
+ *
  * Elements move as unsigned integers of their size, so every dtype takes
  * the same four kernels (times two index types).  An index out of range
  * does not trap: the first thread to meet one records it in err[] (the
@@ -36,7 +40,7 @@ template <typename T, typename I>
 __global__ void gather_kernel(T *dense, T *indexed, const I *index,
                               const __grid_constant__ pygpu_geom g, int64_t n,
                               int64_t dim_stride, int64_t dim_size,
-                              int mode, unsigned long long *err)
+                              int mode, bool wrap, unsigned long long *err)
 {
     int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
@@ -44,7 +48,7 @@ __global__ void gather_kernel(T *dense, T *indexed, const I *index,
         int64_t off[3];
         geom_offsets<3>(g, e, off);
         int64_t i = (int64_t)index[off[2]];
-        int64_t w = i < 0 ? i + dim_size : i;
+        int64_t w = i < 0 && wrap ? i + dim_size : i;
         if (w < 0 || w >= dim_size) {
             if (atomicCAS(err, 0ull, 1ull) == 0ull) {
                 err[1] = (unsigned long long)i;
@@ -77,9 +81,10 @@ static cudaError_t launch_gather(void *dense, void *indexed,
                                  cudaStream_t stream)
 {
     constexpr auto kernel = gather_kernel<T, I>;
+    bool wrap = !(mode & PYGPU_GATHER_NO_WRAP);
     kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(
         (T *)dense, (T *)indexed, (const I *)index, *g, n, dim_stride,
-        dim_size, mode, err);
+        dim_size, pygpu_gather_base_mode(mode), wrap, err);
     return cudaGetLastError();
 }
 

@@ -321,21 +321,32 @@ enum pygpu_gather_mode {
     PYGPU_GATHER_ADD = 3,     /* indexed[o1 + i * dim_stride] += dense[o0]:
                                  float32 (esize 4) or float64 (esize 8);
                                  atomic on CUDA */
-    PYGPU_GATHER_ADD_INT = 4  /* the same for int64 (esize 8) */
+    PYGPU_GATHER_ADD_INT = 4, /* the same for int64 (esize 8) */
+    /* Or'ed into a mode: a negative index is out of range (gather,
+     * scatter_add, index_select, index_add_, as torch's) instead of
+     * counting from the end (t[idx]). */
+    PYGPU_GATHER_NO_WRAP = 8
 };
+/* The mode without the PYGPU_GATHER_NO_WRAP bit. */
+static inline int pygpu_gather_base_mode(int mode)
+{
+    return mode & ~PYGPU_GATHER_NO_WRAP;
+}
 /* Nonzero when mode writes the indexed operand (out) from the dense one. */
 static inline int pygpu_gather_writes_indexed(int mode)
 {
+    mode = pygpu_gather_base_mode(mode);
     return mode == PYGPU_GATHER_SCATTER || mode == PYGPU_GATHER_ADD ||
            mode == PYGPU_GATHER_ADD_INT;
 }
 /* For every element of g, whose operands are 0: dense, 1: indexed
  * (without its indexed dim), 2: index (int32 or int64: index_esize 4 or
- * 8 bytes), i is the index read there, plus dim_size when negative, and
- * the element is moved as `mode` says.  Elements are esize bytes (1, 2,
- * 4 or 8; 8 for OFFSETS), moved as they are, so every dtype takes the
- * same loop.  Stops at the first i outside [0, dim_size): returns 1 with
- * *bad set to the index as read, else 0. */
+ * 8 bytes), i is the index read there, plus dim_size when negative
+ * (unless mode has PYGPU_GATHER_NO_WRAP), and the element is moved as
+ * `mode` says.  Elements are esize bytes (1, 2, 4 or 8; 8 for OFFSETS),
+ * moved as they are, so every dtype takes the same loop.  Stops at the
+ * first i outside [0, dim_size): returns 1 with *bad set to the index as
+ * read, else 0. */
 int pygpu_cpu_gather(int esize, void *dense, void *indexed,
                      const void *index, int index_esize,
                      const pygpu_geom *g, int64_t dim_stride,

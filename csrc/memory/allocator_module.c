@@ -164,7 +164,7 @@ static PyObject *mod_begin_pool(PyObject *module, PyObject *args)
     }
     rc = pygpu_allocator_begin_pool(a->alloc, pool, route);
     if (rc == PYGPU_ALLOC_OOM) {
-        return PyErr_NoMemory();
+        return pygpu_raise_no_memory("a private memory pool's entry", 0);
     }
     if (rc != PYGPU_ALLOC_OK) {
         PyErr_Format(PyExc_ValueError,

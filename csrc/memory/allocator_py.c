@@ -74,7 +74,7 @@ AllocatorObject *pygpu_allocator_object_new(const pygpu_alloc_backend *backend,
     self->alloc = pygpu_allocator_new(&core, core_device, self->caching);
     if (self->alloc == NULL) {
         Py_DECREF(self);
-        PyErr_NoMemory();
+        pygpu_raise_no_memory("an allocator's state", 0);
         return NULL;
     }
     return self;
@@ -358,7 +358,8 @@ static PyObject *Allocator_segments(AllocatorObject *self, PyObject *unused)
         cap = n + 8;
         info = PyMem_Malloc(cap * sizeof(*info));
         if (info == NULL) {
-            PyErr_NoMemory();
+            pygpu_raise_no_memory("the allocator's segment list",
+                                  cap * sizeof(*info));
             goto fail;
         }
     }

@@ -230,6 +230,11 @@ pygpu_from_cuda_array_interface(PyObject *m, PyObject *obj)
     if ((ptr == NULL && PyErr_Occurred()) || readonly < 0) {
         goto fail;
     }
+    /* The memory is CUDA's: without a driver (or in a CPU-only build) the
+     * error every CUDA path gives, not the pointer query's. */
+    if (pygpu_cuda_require() < 0) {
+        goto fail;
+    }
     if (ptr != NULL ? pygpu_cuda_pointer_device(ptr, &dev.index) < 0
                     : pygpu_device_resolve(&dev) < 0) {
         goto fail;

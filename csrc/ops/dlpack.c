@@ -126,7 +126,8 @@ make_capsule(TensorObject *t, int versioned, uint64_t flags)
     pygpu_dl_tensor *dl;
     PyObject *cap;
     if (b == NULL) {
-        return PyErr_NoMemory();
+        return pygpu_raise_no_memory("a DLPack capsule",
+                                     sizeof(export_block));
     }
     b->owner = Py_NewRef(t->base);
     for (int d = 0; d < t->ndim; d++) {

@@ -197,6 +197,7 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_where_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_xent_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_optim_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_strided_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_cuda_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_stream_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_dlpack_functions) < 0 ||

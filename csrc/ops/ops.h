@@ -25,6 +25,7 @@ extern PyMethodDef pygpu_logical_functions[]; /* ops_logical.c */
 extern PyMethodDef pygpu_where_functions[];   /* ops_where.c */
 extern PyMethodDef pygpu_xent_functions[];    /* ops_xent.c */
 extern PyMethodDef pygpu_optim_functions[];   /* ops_optim.c */
+extern PyMethodDef pygpu_strided_functions[]; /* tensor_strided.c */
 /* Tensor methods, registered by pygpu_tensor_register. */
 extern PyMethodDef pygpu_compare_methods[];   /* ops_compare.c */
 extern PyMethodDef pygpu_logical_methods[];   /* ops_logical.c */
@@ -309,6 +310,15 @@ int pygpu_index_plan_run(const char *what, int nd, const int64_t *shape,
                          int64_t dim_size, int dim, TensorObject *dense,
                          TensorObject *indexed, TensorObject *index,
                          int mode);
+/* The same raising exc on the CPU for an index out of range: in_words, or
+ * with in_words NULL "index 5 is out of bounds ..." (torch words these by
+ * op: scatter_add's is a RuntimeError, index_add_'s an IndexError "index
+ * out of range in self"). */
+int pygpu_index_plan_run_as(const char *what, int nd, const int64_t *shape,
+                            const int64_t *const *st, int64_t dim_stride,
+                            int64_t dim_size, int dim, TensorObject *dense,
+                            TensorObject *indexed, TensorObject *index,
+                            int mode, PyObject *exc, const char *in_words);
 /* t[key] / t[key] = value for a key holding an integer index: an int32 or
  * int64 tensor, a list of ints, a NumPy integer array (tensor_index.c asks
  * pygpu_index_wants first; tensor_index_int.c). */

@@ -4,7 +4,9 @@
  * it).  All of them are one GATHER of the dispatch table (see dispatch.h):
  * a dense operand, an indexed one, an index, and the dim the index picks.
  *
- * Negative indices count from the end.  An index out of range raises
+ * Negative indices count from the end for t[idx] only: index_select,
+ * gather (and scatter_add, index_add_ in ops_scatter.c) refuse them, as
+ * torch's do (PYGPU_GATHER_NO_WRAP).  An index out of range raises
  * torch's error: on the CPU the loop stops at it; on CUDA the kernel
  * records it and the runner raises after reading it back (a sync per
  * call; cuda_dispatch.c).
@@ -68,10 +70,11 @@ run_plan(const char *what, const plan *p, TensorObject *dense,
 }
 
 int
-pygpu_index_plan_run(const char *what, int nd, const int64_t *shape,
-                     const int64_t *const *st, int64_t dim_stride,
-                     int64_t dim_size, int dim, TensorObject *dense,
-                     TensorObject *indexed, TensorObject *index, int mode)
+pygpu_index_plan_run_as(const char *what, int nd, const int64_t *shape,
+                        const int64_t *const *st, int64_t dim_stride,
+                        int64_t dim_size, int dim, TensorObject *dense,
+                        TensorObject *indexed, TensorObject *index, int mode,
+                        PyObject *exc, const char *in_words)
 {
     plan p;
     int64_t bad;
@@ -84,13 +87,28 @@ pygpu_index_plan_run(const char *what, int nd, const int64_t *shape,
     p.dim_size = dim_size;
     p.dim = dim;
     int rc = run_plan(what, &p, dense, indexed, index, mode, &bad);
+    if (rc == 1 && in_words != NULL) {
+        PyErr_SetString(exc, in_words);
+        return -1;
+    }
     if (rc == 1) {
-        PyErr_Format(PyExc_IndexError,
+        PyErr_Format(exc,
                      "index %lld is out of bounds for dimension %d with size "
                      "%lld", (long long)bad, dim, (long long)dim_size);
         return -1;
     }
     return rc;
+}
+
+int
+pygpu_index_plan_run(const char *what, int nd, const int64_t *shape,
+                     const int64_t *const *st, int64_t dim_stride,
+                     int64_t dim_size, int dim, TensorObject *dense,
+                     TensorObject *indexed, TensorObject *index, int mode)
+{
+    return pygpu_index_plan_run_as(what, nd, shape, st, dim_stride, dim_size,
+                                   dim, dense, indexed, index, mode,
+                                   PyExc_IndexError, NULL);
 }
 
 /* The new dense result of a gathering plan, then the gather into it. */
@@ -105,7 +123,8 @@ gather_new(const char *what, plan *p, TensorObject *src, TensorObject *index,
         return NULL;
     }
     memcpy(p->st[0], res->strides, sizeof(int64_t) * (size_t)p->nd);
-    int rc = run_plan(what, p, res, src, index, PYGPU_GATHER_READ, &bad);
+    int rc = run_plan(what, p, res, src, index,
+                      PYGPU_GATHER_READ | PYGPU_GATHER_NO_WRAP, &bad);
     if (rc == 1) {
         if (in_words != NULL) {
             PyErr_SetString(exc, in_words);
@@ -246,12 +265,12 @@ PyMethodDef pygpu_index_functions[] = {
     {"index_select", FASTKW(index_select_fn),
      "index_select($module, input, dim, index)\n--\n\n"
      "The entries index (a 1-d int32/int64 tensor) of input along dim, as\n"
-     "a new tensor; negative indices count from the end."},
+     "a new tensor; every index lies in [0, input.size(dim))."},
     {"gather", FASTKW(gather_fn),
      "gather($module, input, dim, index, *, sparse_grad=False)\n--\n\n"
      "out[i][j][k] = input[index[i][j][k]][j][k] (dim 0; likewise for the\n"
      "others): index has input's number of dims and no larger sizes\n"
-     "outside dim.  sparse_grad is accepted and ignored (the gradient is\n"
-     "dense)."},
+     "outside dim, and its entries lie in [0, input.size(dim)).\n"
+     "sparse_grad is accepted and ignored (the gradient is dense)."},
     {NULL},
 };

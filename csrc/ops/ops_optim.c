@@ -174,7 +174,9 @@ run_groups(const optim_call *c)
     char *done = PyMem_Calloc((size_t)n, 1);
     int rc = -1;
     if (ptrs == NULL || numel == NULL || done == NULL) {
-        PyErr_NoMemory();
+        pygpu_raise_no_memory("a fused step's parameter lists",
+                              (sizeof(void *) * PYGPU_OPT_NLISTS +
+                               sizeof(int64_t) + 1) * (size_t)n);
         goto fail;
     }
     for (Py_ssize_t i0 = 0; i0 < n; i0++) {

@@ -9,6 +9,11 @@
  * true, torch's logical or).  On the CPU the additions run in the index's
  * order; on CUDA they are atomic, so float sums may differ in the last
  * bits between runs, as torch's do.
+ *
+ * Every index lies in [0, self.size(dim)): a negative one is refused, as
+ * torch refuses it (RuntimeError "index -1 is out of bounds for dimension
+ * 0 with size 4" for scatter_add, IndexError "index out of range in self"
+ * for index_add_; on CUDA the CudaError of the gather runner).
  */
 #include "ops/autograd.h"
 
@@ -69,10 +74,14 @@ add_into(const char *what, TensorObject *self, TensorObject *src,
                                     : index->strides[d];
     }
     const int64_t *stp[3] = {st[0], st[1], st[2]};
-    if (pygpu_index_plan_run(what, nd, shape, stp,
-                             w->ndim ? w->strides[dim] : 0,
-                             w->ndim ? w->shape[dim] : 1, dim, s, w, index,
-                             mode) < 0) {
+    /* torch's CPU errors: scatter_add's names the index, index_add_'s
+     * does not; a negative index is out of range for both. */
+    if (pygpu_index_plan_run_as(
+            what, nd, shape, stp, w->ndim ? w->strides[dim] : 0,
+            w->ndim ? w->shape[dim] : 1, dim, s, w, index,
+            mode | PYGPU_GATHER_NO_WRAP,
+            along_index_only ? PyExc_IndexError : PyExc_RuntimeError,
+            along_index_only ? "index out of range in self" : NULL) < 0) {
         goto fail;
     }
     if (w != self && pygpu_tensor_copy_into(self, w) < 0) {

@@ -80,9 +80,10 @@ split_sizes(TensorObject *t, int dim, PyObject *seq_obj)
         return NULL;
     }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    sizes = PyMem_Malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+    size_t nbytes = sizeof(int64_t) * (size_t)(n > 0 ? n : 1);
+    sizes = PyMem_Malloc(nbytes);
     if (sizes == NULL) {
-        PyErr_NoMemory();
+        pygpu_raise_no_memory("the split sizes", nbytes);
         goto fail;
     }
     for (Py_ssize_t i = 0; i < n; i++) {

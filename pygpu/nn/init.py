@@ -2,6 +2,7 @@
 from pygpu's seeded generator on the tensor's own device.  As in torch,
 they write with grad mode off (parameters require grad)."""
 import math
+import warnings
 
 from .. import _C
 from ..autograd.grad_mode import no_grad
@@ -87,8 +88,19 @@ def ones_(tensor):
     return tensor.fill_(1.0)
 
 
+def _zero_element_no_op(tensor):
+    """As in torch, a He initialiser leaves a tensor with a zero in its
+    shape alone (its fan may be 0) and says so."""
+    if 0 in tuple(tensor.shape):
+        warnings.warn("Initializing zero-element tensors is a no-op")
+        return True
+    return False
+
+
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
     """U(-bound, bound), bound = gain * sqrt(3 / fan) (He et al.)."""
+    if _zero_element_no_op(tensor):
+        return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     bound = math.sqrt(3.0) * std
     return uniform_(tensor, -bound, bound)
@@ -96,6 +108,8 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
     """N(0, std^2), std = gain / sqrt(fan) (He et al.)."""
+    if _zero_element_no_op(tensor):
+        return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std)
 

@@ -35,7 +35,7 @@ class Linear(Module):
         # kaiming_uniform_ with a = sqrt(5) is U(+-1/sqrt(fan_in)).
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
-            fan_in = self.in_features
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             init.uniform_(self.bias, -bound, bound)
 

@@ -53,6 +53,21 @@ def l1_loss(input, target, reduction="mean"):
     return _reduce((input - target).abs(), reduction)
 
 
+def _check_weight(fname, input, weight, prefix=""):
+    """torch's refusal of a class weight that is not one value per class
+    (classes in dim 1, or dim 0 of a 1-d input); prefix starts the message
+    as torch's does for some ops."""
+    if weight is None:
+        return
+    _tensors(fname, weight=weight)
+    n = input.shape[1 if input.ndim > 1 else 0] if input.ndim else 1
+    if weight.ndim != 1 or weight.shape[0] != n:
+        raise RuntimeError(
+            f"{prefix}weight tensor should be defined either for all {n} "
+            f"classes or no classes but got weight tensor of shape: "
+            f"[{', '.join(str(s) for s in weight.shape)}]")
+
+
 def _picked(logp, target, weight, ignore_index):
     """(-logp[..., target] * w[target], w[target]) per sample, where w is
     the class weight (1 without one) and 0 for ignored samples: a gather
@@ -88,6 +103,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100,
     """-input[i, target[i]] * weight[target[i]], reduced; input holds
     log-probabilities with classes in dim 1."""
     _tensors("nll_loss", input=input, target=target)
+    _check_weight("nll_loss", input, weight)
     loss, w = _picked(_classes_last(input), target, weight, ignore_index)
     if reduction == "mean":
         return loss.sum() / w.sum()
@@ -108,6 +124,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100,
     if not target.dtype.is_floating_point:  # class indices
         return _cross_entropy(input, target, weight, ignore_index, reduction,
                               label_smoothing)
+    _check_weight("cross_entropy", input, weight, "cross_entropy: ")
     logp = _classes_last(log_softmax(input, 1 if input.ndim > 1 else 0))
     w = 1.0 if weight is None else weight.to(input.dtype)
     p = _classes_last(target)
@@ -121,7 +138,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None,
     """-(pos_weight * y * log sigmoid(x) + (1 - y) * log sigmoid(-x)),
     computed stably as (1 - y) x + l (log(1 + e^-|x|) + relu(-x)) with
     l = 1 + (pos_weight - 1) y."""
-    _check("binary_cross_entropy_with_logits", input, target)
+    _tensors("binary_cross_entropy_with_logits", input=input,
+             target=target)
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as "
+                         f"input size ({input.shape})")
     soft = (-input.abs()).exp().log1p() + (-input).relu()
     if pos_weight is None:
         loss = input - input * target + soft

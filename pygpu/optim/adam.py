@@ -24,14 +24,19 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
                  weight_decay=0, amsgrad=False, *, foreach=None,
                  maximize=False, fused=None):
-        if lr < 0.0:
+        # `not 0.0 <= x` also refuses NaN, which `x < 0.0` lets through.
+        if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
-        if eps < 0.0:
+        if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
+        betas = tuple(betas)
+        if len(betas) != 2:
+            raise ValueError(f"betas must be a pair (beta1, beta2), but got "
+                             f"{len(betas)} values")
         for i, b in enumerate(betas):
             if not 0.0 <= b < 1.0:
                 raise ValueError(f"Invalid beta parameter at index {i}: {b}")
-        if weight_decay < 0.0:
+        if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         check_switches(foreach, fused)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,

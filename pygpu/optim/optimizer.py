@@ -1,4 +1,5 @@
 """Optimizer: parameter groups, zero_grad and state dicts, as torch's."""
+import warnings
 from copy import deepcopy
 
 from .._C import Tensor
@@ -29,18 +30,35 @@ class Optimizer:
             self.add_param_group(g)
 
     def add_param_group(self, group):
+        """Adds a group (a dict with "params"); its missing
+        hyper-parameters take the optimizer's defaults. A parameter listed
+        twice in the group is warned about, one already in another group
+        refused, as in torch."""
         params = group["params"]
-        params = [params] if isinstance(params, Tensor) else list(params)
-        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError("optimizer parameters need to be organized in "
+                            "ordered collections, but the ordering of "
+                            "tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        else:
+            params = list(params)
         for p in params:
             if not isinstance(p, Tensor):
                 raise TypeError("optimizer can only optimize Tensors, but "
                                 "one of the params is " + type(p).__name__)
             if not p.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
-            if id(p) in seen:
-                raise ValueError("some parameters appear in more than one "
-                                 "parameter group")
+        mine = {id(p) for p in params}
+        if len(mine) != len(params):
+            warnings.warn("optimizer contains a parameter group with "
+                          "duplicate parameters; in future, this will cause "
+                          "an error; see github.com/pytorch/pytorch/issues/"
+                          "40967 for more information", stacklevel=3)
+        if any(id(p) in mine for g in self.param_groups for p in g["params"]):
+            raise ValueError("some parameters appear in more than one "
+                             "parameter group")
         group = dict(group, params=params)
         for k, v in self.defaults.items():
             group.setdefault(k, v)
@@ -91,8 +109,7 @@ class Optimizer:
             for p, i in zip(mine["params"], theirs["params"]):
                 if i in state_dict["state"]:
                     self.state[p] = {
-                        k: (v.to(p.device) if isinstance(v, Tensor)
-                            else deepcopy(v))
+                        k: _cast_state(p, v, k)
                         for k, v in state_dict["state"][i].items()}
             for k, v in theirs.items():
                 if k != "params":
@@ -107,3 +124,19 @@ class Optimizer:
                     lines.append(f"    {k}: {g[k]}")
         lines.append(")")
         return "\n".join(lines)
+
+
+def _cast_state(p, value, key):
+    """A loaded state value made to fit parameter p, as torch's
+    load_state_dict does: tensors move to p's device and, when p is
+    floating point, take p's dtype (all but the step count); containers
+    are walked; anything else is copied."""
+    if isinstance(value, Tensor):
+        if key != "step" and p.dtype.is_floating_point:
+            return value.to(device=p.device, dtype=p.dtype)
+        return value.to(p.device)
+    if isinstance(value, dict):
+        return {k: _cast_state(p, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(p, v, key) for v in value)
+    return deepcopy(value)

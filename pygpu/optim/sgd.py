@@ -20,11 +20,14 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0,
                  weight_decay=0, nesterov=False, *, maximize=False,
                  foreach=None, fused=None):
-        if lr < 0.0:
+        # `not 0.0 <= x` also refuses NaN, which `x < 0.0` lets through.
+        if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
+        if not 0.0 <= momentum:
             raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
+        if dampening != dampening:  # NaN (torch leaves dampening unchecked)
+            raise ValueError(f"Invalid dampening value: {dampening}")
+        if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero "
