@@ -104,7 +104,7 @@ claim_leaf(TensorObject *leaf)
         Py_END_ALLOW_THREADS
     }
     if (rc < 0) {
-        PyErr_NoMemory();
+        pygpu_raise_no_memory("a claim on a leaf's .grad", 0);
     }
     return rc;
 }

@@ -95,7 +95,8 @@ engine_run(PyObject *tensors, PyObject *grad_tensors, pygpu_pass *pa)
     roots = PyMem_Calloc(n ? n : 1, sizeof(*roots));
     grads = PyMem_Calloc(n ? n : 1, sizeof(*grads));
     if (roots == NULL || grads == NULL) {
-        PyErr_NoMemory();
+        pygpu_raise_no_memory("backward()'s roots",
+                              2 * sizeof(*roots) * (size_t)(n ? n : 1));
         goto fail;
     }
     for (; made < n; made++) {
@@ -159,7 +160,8 @@ grad_py(PyObject *self, PyObject *args)
     pa.targets = PyMem_Calloc(n ? n : 1, sizeof(*pa.targets));
     pa.results = PyMem_Calloc(n ? n : 1, sizeof(*pa.results));
     if (pa.targets == NULL || pa.results == NULL) {
-        PyErr_NoMemory();
+        pygpu_raise_no_memory("autograd.grad()'s inputs",
+                              2 * sizeof(*pa.targets) * (size_t)(n ? n : 1));
         goto fail;
     }
     for (Py_ssize_t i = 0; i < n; i++, pa.ntargets++) {

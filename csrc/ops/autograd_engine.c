@@ -153,7 +153,7 @@ reserve(void *items, Py_ssize_t *cap, Py_ssize_t n, size_t size)
     Py_ssize_t c = *cap ? 2 * *cap : 64;
     void *p = PyMem_Realloc(items, size * (size_t)c);
     if (p == NULL) {
-        PyErr_NoMemory();
+        pygpu_raise_no_memory("backward()'s node table", size * (size_t)c);
         return NULL;
     }
     *cap = c;
@@ -167,7 +167,8 @@ grow_index(pass_table *t)
     size_t size = t->index ? 2 * (t->mask + 1) : 64;
     index_slot *index = PyMem_Calloc(size, sizeof(*index));
     if (index == NULL) {
-        PyErr_NoMemory();
+        pygpu_raise_no_memory("backward()'s node index",
+                              size * sizeof(*index));
         return -1;
     }
     for (Py_ssize_t i = 0; i < t->n; i++) {
@@ -358,7 +359,8 @@ run_node(pass_table *t, Py_ssize_t p, TensorObject **gp,
     }
     if (n->nin > 4 &&
         (grads = PyMem_Calloc((size_t)n->nin, sizeof(*grads))) == NULL) {
-        PyErr_NoMemory();
+        pygpu_raise_no_memory("a node's gradients",
+                              (size_t)n->nin * sizeof(*grads));
         return -1;
     }
     if (g != NULL && apply_rule(n, g, grads) < 0) {

@@ -83,7 +83,7 @@ pygpu_ag_node(const char *name, pygpu_backward_fn fn, int n,
                                       2 * sizeof(int) * (size_t)n + 1);
     if (block == NULL) {
         Py_DECREF(node);
-        PyErr_NoMemory();
+        pygpu_raise_no_memory("an autograd node's inputs", 0);
         return NULL;
     }
     node->in_shape = (int64_t(*)[PYGPU_MAX_DIMS])block;
