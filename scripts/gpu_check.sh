@@ -317,6 +317,11 @@ fi
 if wanted fuzz; then
     step fuzz cuda 300 "$OUT/logs/fuzz_cuda.log" \
         "$PY" scripts/fuzz.py -n 100000 --device cuda
+    # The reliability probes on CUDA tensors (training, mutated
+    # checkpoints, fork during backward): crashes, hangs, leaks counted.
+    step probe cuda 240 "$OUT/logs/probe_cuda.log" \
+        "$PY" scripts/probe.py --device cuda --only train checkpoints fork \
+        --json "$OUT/probe_cuda.json"
     summary
 fi
 # finish (the EXIT trap) writes the summary and sets the exit status.
