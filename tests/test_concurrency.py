@@ -1,8 +1,8 @@
 """Threads: eight threads creating tensors, running ops and freeing them at
 once, each checking its results against NumPy; the memory figures agree
 at the end; a long loop that runs without the GIL stays correct while other
-threads write other tensors.  What is and is not thread-safe is in the
-README ("Threads and processes")."""
+threads write other tensors.  What is and is not thread-safe is in
+docs/api.md ("Threads and processes")."""
 import threading
 import time
 

@@ -1,6 +1,6 @@
 """pygpu.autograd: reverse-mode automatic differentiation, torch's names.
 
-The graph is recorded and run in C (see docs/architecture.md, "Autograd");
+The graph is recorded and run in C (see docs/autograd.md);
 this package holds the Python entry points: backward, grad, gradcheck and
 the grad-mode switches (per thread, restored on exit).
 """
