@@ -1,5 +1,5 @@
 """Type stubs for pygpu._C, the C core (kept in step with the extension by
-tests/test_typing.py: the same names and parameter names)."""
+tests/packaging/test_typing.py: the same names and parameter names)."""
 import builtins
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, overload
 

@@ -19,7 +19,8 @@ the process, so the figures printed then are the crash's report.
 
 prints the calls made, the wrong results and the unclean errors (each with
 the seed that replays it: --replay SEED --family NAME), and exits non-zero
-if there was any.  tests/test_fuzz.py runs the same checks, bounded.
+if there was any.  tests/packaging/test_fuzz.py runs the same checks,
+bounded.
 """
 import argparse
 import sys

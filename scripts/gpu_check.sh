@@ -240,7 +240,7 @@ if wanted tests; then
             -o faulthandler_timeout="$TEST_TIMEOUT" \
             --junitxml="$OUT/junit/exclusive.xml" tests
     else
-        for f in tests/test_*.py; do
+        for f in tests/*/test_*.py; do
             name=$(basename "$f" .py)
             step tests "$name" "$FILE_TIMEOUT" "$OUT/logs/tests_$name.log" \
                 "$PY" -m pytest -q -rs --require-gpu -p no:cacheprovider \
@@ -293,8 +293,8 @@ if wanted sanitizer; then
             >"$OUT/logs/sanitizer.log"
         printf 'sanitizer\tcompute-sanitizer\tfail\t0\n' >>"$STEPS"
     else
-        for f in tests/test_elementwise.py tests/test_matmul.py \
-            tests/test_reduce.py tests/test_views.py; do
+        for f in tests/ops/test_elementwise.py tests/ops/test_matmul.py \
+            tests/ops/test_reduce.py tests/tensor/test_views.py; do
             name=$(basename "$f" .py)
             step sanitizer "$name" "$SAN_FILE_TIMEOUT" \
                 "$OUT/logs/sanitizer_$name.log" \

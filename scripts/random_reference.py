@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Digests of CPU rand/randn outputs over a fixed set of seeds, dtypes and
 lengths.  Run once with a build whose numbers are the reference to write
-tests/data/random_reference.json; tests/test_random_reference.py checks
+tests/data/random_reference.json; tests/tensor/test_random_reference.py checks
 that later builds make the same numbers.
 
 The float32 / float16 randn digests were regenerated once, when float

@@ -80,7 +80,7 @@ else
     sanitized 0 fast_unwind_on_malloc=1 tests || status=$?
     echo "-- LSan (+ ASan, UBSan): leak and fuzz tests --"
     sanitized 1 fast_unwind_on_malloc=0:malloc_context_size=16 \
-        tests/test_leaks.py tests/test_fuzz.py || status=$?
+        tests/ops/test_leaks.py tests/packaging/test_fuzz.py || status=$?
 fi
 
 if compgen -G "$LOGS/*" > /dev/null; then

@@ -1,5 +1,6 @@
 """Everyday pygpu code, type-checked against the stubs in CI (mypy) and
-run by tests/test_typing.py, so both the stubs and the example stay true."""
+run by tests/packaging/test_typing.py, so both the stubs and the example
+stay true."""
 import io
 
 import pygpu

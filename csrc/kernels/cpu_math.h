@@ -1,10 +1,10 @@
 /* cpu_math.h - the CPU's float exp, log and tanh: branch-free, so that
  * gcc vectorizes the loops that call them (the C library's are a call per
  * element), each within 2 ulp of the C library over the whole float range
- * and equal to it at the edges (tests/test_cpu_vector_math.py).  Plain C,
- * for the host only: rules.h takes them as the float rules of exp, log
- * and tanh on the CPU, while the CUDA kernels keep CUDA's expf, logf and
- * tanhf. */
+ * and equal to it at the edges (tests/ops/test_cpu_vector_math.py).
+ * Plain C, for the host only: rules.h takes them as the float rules of
+ * exp, log and tanh on the CPU, while the CUDA kernels keep CUDA's expf,
+ * logf and tanhf. */
 #ifndef PYGPU_CPU_MATH_H
 #define PYGPU_CPU_MATH_H
 

@@ -67,7 +67,8 @@ root_of(PyObject *t_obj, PyObject *g_obj, int r, pygpu_node **node,
 }
 
 /* The common part of backward and grad: roots from the sequences, the
- * pass under the lock with grad mode off. */
+ * pass (its own state; other threads' passes may run beside it) with grad
+ * mode off. */
 static int
 engine_run(PyObject *tensors, PyObject *grad_tensors, pygpu_pass *pa)
 {

@@ -2,7 +2,7 @@
  * cpu/cpu_reduce.c (narrow vectors, and AVX2 where the CPU has it) give
  * the same bits on every leaf length and on inputs holding infinities,
  * NaNs of both signs and signed zeros; a NaN sum is the positive NaN.
- * Built and run by tests/test_sum_leaves.py.  Prints "P passed, F failed"
+ * Built and run by tests/ops/test_sum_leaves.py.  Prints "P passed, F failed"
  * last, or "skipped: ..." when there is no AVX2 version to compare. */
 #include "cpu/cpu_reduce.c"
 

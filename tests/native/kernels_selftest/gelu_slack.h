@@ -18,9 +18,9 @@
  * (tanh: CUDA's tanhf is within 2, the CPU's own within 3 of the exact
  * value), erfc within 8 (CUDA's erfcf 4, erfc 5) and exp within 2.
  *
- * Plain C with no CUDA: tests/test_native_build.py compiles it on the host
- * and checks that the host's own float and double rules stay within it,
- * and that wrong rules do not. */
+ * Plain C with no CUDA: tests/packaging/test_native_build.py compiles it on
+ * the host and checks that the host's own float and double rules stay
+ * within it, and that wrong rules do not. */
 #ifndef PYGPU_GELU_SLACK_H
 #define PYGPU_GELU_SLACK_H
 

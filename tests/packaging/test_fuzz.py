@@ -16,8 +16,9 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, HealthCheck  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "scripts"))
+from conftest import ROOT  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import fuzz  # noqa: E402  (scripts/fuzz.py: generators and checks)
 
 import pygpu  # noqa: E402

@@ -14,7 +14,6 @@ with fewer cycles: LeakSanitizer checks the memory at exit.
 """
 import gc
 import io
-import os
 import sys
 import warnings
 
@@ -23,93 +22,8 @@ import pytest
 
 import pygpu
 
-SANITIZED = os.environ.get("PYGPU_SANITIZED") == "1"
-CYCLES = 300 if SANITIZED else 4000
-WARMUP = 50 if SANITIZED else 300
-PAGE = os.sysconf("SC_PAGE_SIZE")
-# Resident-set growth allowed over CYCLES cycles: far below what a leaked
-# tensor (or even a leaked 32-byte object) per cycle would add.
-RSS_BOUND = 1 << 20
-# Python blocks allowed to stay (caches filled lazily by the interpreter,
-# e.g. method caches); a leaked object per cycle gives CYCLES.
-BLOCKS_BOUND = 64
-
-SIZE = pygpu.Size([2, 3])
-
-
-def shared_objects():
-    return {
-        "float16": pygpu.float16, "float32": pygpu.float32,
-        "float64": pygpu.float64, "int64": pygpu.int64,
-        "device cpu": pygpu.device("cpu"), "_C": pygpu._C,
-        "Tensor": pygpu.Tensor, "Size": SIZE, "None": None, "True": True,
-        "False": False, "NotImplemented": NotImplemented,
-        "Ellipsis": Ellipsis,
-    }
-
-
-INTERPRETER_SINGLETONS = {"None", "True", "False", "NotImplemented",
-                          "Ellipsis"}
-
-
-def rss_bytes():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * PAGE
-
-
-def snapshot(shared):
-    gc.collect()
-    return ({k: sys.getrefcount(v) for k, v in shared.items()},
-            sys.getallocatedblocks(), rss_bytes())
-
-
-def _window(fn, cycles, shared):
-    refs0, blocks0, rss0 = snapshot(shared)
-    for _ in range(cycles):
-        fn()
-    refs1, blocks1, rss1 = snapshot(shared)
-    return ({k: refs1[k] - refs0[k] for k in refs0},
-            blocks1 - blocks0 if blocks0 else 0, rss1 - rss0)
-
-
-def assert_no_leak(fn, cycles=CYCLES, warmup=WARMUP, blocks=BLOCKS_BOUND):
-    """fn() run warmup times, then cycles times in two halves: nothing may
-    stay behind (at most `blocks` Python blocks).  A leak shows in both
-    halves; a cache the interpreter or NumPy fills once (or a reference one
-    of them happens to hold at the moment) shows in one at most, so each
-    figure is the smaller of the two."""
-    shared = shared_objects()
-    for _ in range(warmup):
-        fn()
-    (r1, b1, m1), (r2, b2, m2) = (_window(fn, cycles // 2, shared)
-                                  for _ in range(2))
-    # The interpreter's singletons are referenced from everywhere (pytest
-    # included): for them, a leak is at least one reference every few
-    # cycles.
-    slack = {k: cycles // 20 if k in INTERPRETER_SINGLETONS else 0
-             for k in r1}
-    changed = {k: r2[k] for k in r1
-               if abs(r1[k]) > slack[k] and abs(r2[k]) > slack[k] and
-               (r1[k] > 0) == (r2[k] > 0)}
-    assert not changed, f"reference counts changed by {changed}"
-    if SANITIZED:
-        return
-    assert min(b1, b2) < blocks, \
-        f"{min(b1, b2)} Python blocks left by {cycles // 2} cycles"
-    assert min(m1, m2) < RSS_BOUND, \
-        f"resident set grew by {min(m1, m2) >> 10} KiB in {cycles // 2} cycles"
-
-
-def raising(exc, fn, *args, **kwargs):
-    """A cycle that must raise exc (with a message)."""
-    def cycle():
-        try:
-            fn(*args, **kwargs)
-        except exc as e:
-            assert str(e)
-        else:
-            raise AssertionError(f"{fn} did not raise {exc.__name__}")
-    return cycle
+from conftest import BLOCKS_BOUND, CYCLES, SANITIZED, SIZE, WARMUP, \
+    assert_no_leak, raising
 
 
 A = np.arange(12, dtype=np.float32).reshape(3, 4)

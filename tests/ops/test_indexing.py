@@ -6,8 +6,7 @@ import pytest
 
 import pygpu
 
-from conftest import NP, exact, host, make
-from test_leaks import assert_no_leak, raising
+from conftest import NP, assert_no_leak, exact, host, make, raising
 
 DTYPES = [pygpu.float32, pygpu.float16, pygpu.float64, pygpu.int64]
 

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from conftest import ROOT
 from test_distributed import HAS_MPI, launch, worker
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "dist_workers"))
@@ -20,7 +21,6 @@ from pygpu import nn  # noqa: E402
 needs_mpi = pytest.mark.skipif(
     not HAS_MPI, reason="mpi4py and an mpiexec are not installed "
                         "(pip install pygpu[distributed])")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_names():

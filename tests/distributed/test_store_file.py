@@ -13,7 +13,7 @@ import pytest
 from pygpu.distributed import _file_store as fs
 from pygpu.distributed.store import FileStore, StoreLimits
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
 
 
 def test_an_empty_existing_file_is_a_new_store(tmp_path):

@@ -30,7 +30,7 @@ import pytest
 
 from pygpu import _C
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
 NATIVE = os.path.join(ROOT, "tests", "native")
 CUDA_BUILD = _C._cuda_is_built()
 

@@ -25,7 +25,7 @@ from pygpu.distributed import _store_common as w
 from pygpu.distributed import _store_server
 from pygpu.distributed.store import StoreLimits, TCPStore
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
 HARD_TIMEOUT = 60
 
 # A master serving from a subprocess: prints "PORT <n>", answers "stats" on

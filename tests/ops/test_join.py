@@ -416,7 +416,7 @@ JOIN_ERRORS = {
 
 @pytest.mark.parametrize("case", ["ops"] + list(JOIN_ERRORS))
 def test_no_leak(case):
-    from test_leaks import assert_no_leak
+    from conftest import assert_no_leak
 
     def failing():
         with pytest.raises((TypeError, ValueError, RuntimeError,

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
 CHECK = os.path.join(ROOT, "tests", "native", "blas_layout_check.c")
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import pygpu
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
 CHECK = os.path.join(ROOT, "tests", "native", "sum_leaves_check.c")
 
 

@@ -9,7 +9,8 @@ import sys
 import textwrap
 
 import pygpu
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
+
 
 CHILD_TEST = textwrap.dedent('''
     import multiprocessing
@@ -59,12 +60,12 @@ def test_an_unbuilt_tree_does_not_shadow_the_install(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__", "_C.*.so",
                                                   "_C.*.pyd"))
     assert not glob.glob(str(tree / "pygpu" / "_C.*.so"))
-    (tree / "tests").mkdir()
+    (tree / "tests" / "packaging").mkdir(parents=True)
     (tree / "scripts").mkdir()
     shutil.copy(os.path.join(ROOT, "tests", "conftest.py"), tree / "tests")
     shutil.copy(os.path.join(ROOT, "scripts", "fuzz_sizes.py"),
                 tree / "scripts")
-    (tree / "tests" / "test_child.py").write_text(CHILD_TEST)
+    (tree / "tests" / "packaging" / "test_child.py").write_text(CHILD_TEST)
     env = dict(os.environ, SITE=str(site), PYTHONPATH=str(site))
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p",
                           "no:cacheprovider", "tests"], cwd=tree, env=env,

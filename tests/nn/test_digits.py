@@ -6,10 +6,11 @@ import sys
 
 import pytest
 
+from conftest import ROOT
+
 pytest.importorskip("sklearn", reason="scikit-learn (the test extra) "
                     "provides the digits data")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 spec = importlib.util.spec_from_file_location(
     "train_digits", os.path.join(ROOT, "examples", "train_digits.py"))
 train_digits = importlib.util.module_from_spec(spec)

@@ -16,7 +16,7 @@ import pytest
 
 import pygpu
 from pygpu import _C
-from test_allocator import check_consistent, new_allocator
+from conftest import check_consistent, new_allocator
 
 MiB = 1 << 20
 INJECTED = "failure injected for testing"

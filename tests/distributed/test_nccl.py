@@ -21,6 +21,7 @@ import pytest
 import pygpu
 from pygpu import _C
 from pygpu.distributed import _nccl
+from conftest import ROOT
 
 CUDA_BUILD = _C._cuda_is_built()
 # The NCCL layer is compiled in (a CUDA build that found nccl.h).
@@ -305,11 +306,10 @@ def test_build_finds_nccl_in_the_pip_package(tmp_path):
     (nccl / "lib").mkdir()
     (nccl / "include" / "nccl.h").write_text("/* stand-in */\n")
     (nccl / "lib" / "libnccl.so.2").write_bytes(b"")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {k: v for k, v in os.environ.items()
            if k not in ("NCCL_HOME", "PYGPU_NO_CUDA", "CUDA_PATH")}
     env.update(CUDA_HOME=str(cuda), PYTHONPATH=str(site))
-    out = subprocess.run([sys.executable, "setup.py", "--name"], cwd=root,
+    out = subprocess.run([sys.executable, "setup.py", "--name"], cwd=ROOT,
                          env=env, capture_output=True, text=True,
                          timeout=120)
     lines = [line for line in out.stderr.splitlines()

@@ -6,6 +6,7 @@ and PYGPU_NO_CUDA=1 define the same names; the CPU-only one has stand-ins
 for the CUDA functions, with the same signatures)."""
 import ast
 import inspect
+import os
 import pathlib
 import types
 
@@ -13,6 +14,7 @@ import pytest
 
 import pygpu
 from pygpu import _C
+from conftest import ROOT
 
 STUB = pathlib.Path(_C.__file__).with_name("_C.pyi")
 if not STUB.exists():  # a regular install run from the source tree
@@ -273,4 +275,4 @@ def test_stub_ships_with_the_package():
 def test_typing_example_runs():
     # CI type-checks this file with mypy; here it must also run.
     import runpy
-    runpy.run_path(str(pathlib.Path(__file__).with_name("typing_example.py")))
+    runpy.run_path(os.path.join(ROOT, "tests", "typing_example.py"))

@@ -13,12 +13,13 @@ import sys
 import pytest
 
 import pygpu
+from conftest import ROOT
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from random_reference import row  # noqa: E402
 
-with open(os.path.join(HERE, "data", "random_reference.json")) as f:
+with open(os.path.join(ROOT, "tests", "data",
+                       "random_reference.json")) as f:
     REFERENCE = json.load(f)
 
 

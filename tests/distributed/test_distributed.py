@@ -1,7 +1,7 @@
 """pygpu.distributed: stores in this process; collectives, rendezvous and
 failures in worlds of 2 and 4 processes started by the launcher (each
 under a hard timeout), checked against NumPy by the workers in
-tests/dist_workers/."""
+tests/distributed/dist_workers/."""
 import importlib.util
 import json
 import os

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
 SMOKE = os.path.join(ROOT, "scripts", "gpu_smoke.py")
 
 
