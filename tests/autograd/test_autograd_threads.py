@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 import pygpu
-from conftest import ROOT
 
 WAIT = 10  # seconds any thread or barrier is given
 
@@ -69,7 +68,7 @@ def meet(barrier):
 
 def run_script(code, timeout=60):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                       text=True, timeout=timeout, cwd=ROOT)
+                       text=True, timeout=timeout)
     assert r.returncode == 0, (r.returncode, r.stdout[-2000:],
                                r.stderr[-2000:])
     return r.stdout

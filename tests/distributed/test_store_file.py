@@ -13,7 +13,6 @@ import pytest
 from pygpu.distributed import _file_store as fs
 from pygpu.distributed.store import FileStore, StoreLimits
 
-from conftest import ROOT
 
 
 def test_an_empty_existing_file_is_a_new_store(tmp_path):
@@ -146,7 +145,6 @@ def test_processes_appending_while_others_compact_lose_nothing(tmp_path):
     path = str(tmp_path / "store")
     FileStore(path, -1)
     env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, path, "300",
                                str(r)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)

@@ -25,7 +25,6 @@ from pygpu.distributed import _store_common as w
 from pygpu.distributed import _store_server
 from pygpu.distributed.store import StoreLimits, TCPStore
 
-from conftest import ROOT
 HARD_TIMEOUT = 60
 
 # A master serving from a subprocess: prints "PORT <n>", answers "stats" on
@@ -57,12 +56,11 @@ m.close()
 class ServerProcess:
     def __init__(self, extra_fds=0, log="", env=None):
         e = dict(os.environ)
-        e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
         e.update(env or {})
         self.proc = subprocess.Popen(
             [sys.executable, "-c", SERVER, str(extra_fds), log],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, env=e, cwd=ROOT)
+            stderr=subprocess.PIPE, text=True, env=e)
         line = self.proc.stdout.readline()
         if not line.startswith("PORT"):
             self.proc.kill()
