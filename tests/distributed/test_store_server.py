@@ -25,6 +25,8 @@ from pygpu.distributed import _store_common as w
 from pygpu.distributed import _store_server
 from pygpu.distributed.store import StoreLimits, TCPStore
 
+from conftest import SANITIZED
+
 HARD_TIMEOUT = 60
 
 # A master serving from a subprocess: prints "PORT <n>", answers "stats" on
@@ -268,8 +270,10 @@ def test_load_concurrent_clients(n):
     assert err == ""
     assert stats["accepted"] >= n + 2
     # what the server keeps per connection and per key is small: its peak
-    # grows by far less than a frame buffer per client
-    assert rss_peak - rss0 < 32 * 1024 + n * 8, (rss0, rss_peak)
+    # grows by far less than a frame buffer per client (not measured under
+    # the sanitizers, whose quarantine holds freed memory)
+    if not SANITIZED:
+        assert rss_peak - rss0 < 32 * 1024 + n * 8, (rss0, rss_peak)
     assert wall < HARD_TIMEOUT
 
 

@@ -348,7 +348,10 @@ def test_the_check_catches_leaks():
         assert_no_leak(lambda: kept.append(pygpu.float32), 400, 10)
     kept.clear()
     if sys.version_info < (3, 12):  # immortal from 3.12 on (PEP 683)
-        with pytest.raises(AssertionError, match="'None': 200"):
+        # 200 kept, give or take one the interpreter drops or takes
+        # meanwhile (seen under the sanitizers)
+        with pytest.raises(AssertionError,
+                           match=r"'None': (199|200|201)\b"):
             assert_no_leak(lambda: kept.append(None), 400, 10)
     kept.clear()
     if not SANITIZED and sys.getallocatedblocks():
