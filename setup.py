@@ -22,7 +22,8 @@ Environment:
 
 Each flavour (and Python) builds in its own folder, build/<flavour>-<platform>-
 <python>/, kept between builds whatever temporary folder pip gives the build:
-an object is compiled again only when its source or a csrc header is newer,
+an object is compiled again only when its source or a csrc header it includes
+(directly or through another) is newer,
 everything when the compile or link commands change (flags.json), and the
 extension is linked again only when an object is newer.  Whatever was reused,
 the extension of the flavour asked for is copied to where setuptools wants it.
@@ -257,6 +258,44 @@ def _count(n, noun):
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+class _IncludeGraph:
+    """The csrc headers a source includes, directly or through another: a
+    quoted include is looked up next to the including file, then from
+    csrc/ (one found in neither is a system or toolkit header)."""
+
+    def __init__(self):
+        self._direct = {}
+
+    def _includes(self, path):
+        if path not in self._direct:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    names = _INCLUDE.findall(f.read())
+            except OSError:
+                names = []
+            found = []
+            for name in names:
+                for base in (os.path.dirname(path), CSRC):
+                    cand = os.path.normpath(os.path.join(base, name))
+                    if os.path.isfile(cand):
+                        found.append(cand)
+                        break
+            self._direct[path] = found
+        return self._direct[path]
+
+    def closure(self, src):
+        seen, todo = set(), [src]
+        while todo:
+            for h in self._includes(todo.pop()):
+                if h not in seen:
+                    seen.add(h)
+                    todo.append(h)
+        return seen
+
+
 class BuildExt(build_ext):
     """build_ext with a persistent per-flavour build folder, objects reused
     when up to date, and the C and CUDA sources compiled in parallel."""
@@ -284,11 +323,12 @@ class BuildExt(build_ext):
             if os.path.exists(stamp_path):
                 os.remove(stamp_path)
         rebuild_all = not same_flags or self.force
-        newest_header = max((_mtime(h) for h in HEADERS), default=0.0)
+        includes = _IncludeGraph()
 
         def stale(src, obj):
             t = _mtime(obj)
-            return rebuild_all or t < _mtime(src) or t < newest_header
+            return (rebuild_all or t < _mtime(src)
+                    or any(t < _mtime(h) for h in includes.closure(src)))
 
         c_jobs = [(s, self.compiler.object_filenames([s], output_dir=BUILD_DIR)[0])
                   for s in sorted(ext.sources)]

@@ -5,7 +5,7 @@
  * stand-in in a CPU-only build).  memory.h and ops.h add the layers above.
  *
  * NumPy's C API is shared across files through PY_ARRAY_UNIQUE_SYMBOL; only
- * module.c defines PYGPU_IMPORT_ARRAY and calls import_array().
+ * core/state.c defines PYGPU_IMPORT_ARRAY and imports the API.
  */
 #ifndef PYGPU_H
 #define PYGPU_H
@@ -137,6 +137,15 @@ typedef struct pygpu_module_state {
 } pygpu_module_state;
 
 extern pygpu_module_state *pygpu_state;
+/* ----------------------------------------------------------- default dtype */
+/* core/default_dtype.c: torch's process-wide default floating dtype (float32
+ * until set_default_dtype), read atomically by factories and promotion. */
+int pygpu_default_dtype(void);
+extern PyMethodDef pygpu_default_dtype_functions[];
+/* The module's init calls this first (core/state.c): refuses a second
+ * initialisation in the process, imports NumPy's C API, sets pygpu_state
+ * and adds the exception types to m.  0 or -1. */
+int pygpu_state_init(PyObject *m);
 
 #define Tensor_Check(op) PyObject_TypeCheck((op), pygpu_state->Tensor_Type)
 #define Device_Check(op) PyObject_TypeCheck((op), pygpu_state->Device_Type)

@@ -221,11 +221,6 @@ int pygpu_split_out_kwarg(const char *fname, PyObject *const *args,
 PyObject *pygpu_t_resize_(PyObject *op, PyObject *const *args,
                           Py_ssize_t nargs);
 
-/* ----------------------------------------------------------- default dtype */
-/* default_dtype.c: torch's process-wide default floating dtype (float32
- * until set_default_dtype), read atomically by factories and promotion. */
-int pygpu_default_dtype(void);
-extern PyMethodDef pygpu_default_dtype_functions[];
 
 /* ------------------------------------------------------------ binary math */
 /* ops_binary_math.c: pow, maximum, minimum, clamp, fmod, remainder,

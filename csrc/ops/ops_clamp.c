@@ -2,7 +2,7 @@
  * min and max numbers or tensors (broadcast), torch's result type over the
  * three, and out= or in place.  Two passes of the maximum and minimum rows
  * (ops_elementwise.c), both computed in the result's dtype. */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 
 #include <string.h>
 

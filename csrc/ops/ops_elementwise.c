@@ -3,7 +3,7 @@
  * broadcasting, type promotion, output allocation, then one lookup in the
  * dispatch table.  Inputs of another dtype than the result's are read as
  * they are and converted inside the loop. */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 
 int
 pygpu_check_same_device(const TensorObject *a, const TensorObject *b)

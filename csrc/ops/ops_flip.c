@@ -3,7 +3,7 @@
  * (pygpu_op_copy_geom).  flip reads with negative strides, which only ever
  * live inside the geometry: no view has them.
  */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 
 #include <string.h>
 

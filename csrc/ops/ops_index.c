@@ -11,7 +11,7 @@
  * records it and the runner raises after reading it back (a sync per
  * call; cuda_dispatch.c).
  */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 
 #include <string.h>
 

@@ -6,7 +6,7 @@
  * the dispatch table, into the input's slice of the output, converting to
  * the promoted dtype as it goes.
  */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * leading dims, and its form with relu in one call: one cuBLASLt call with
  * the BIAS epilogue then the relu kernel on CUDA (which keeps NaN, as
  * torch's relu does), NumPy's matmul then one bias+relu pass on the CPU. */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/autocast.h"
 #include "cuda/blas.h"
 

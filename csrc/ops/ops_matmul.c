@@ -2,7 +2,7 @@
  * operands), mm and bmm: shape/device/dtype checks in torch's
  * words, then NumPy's matmul on the CPU or cuBLAS on CUDA.  linear is in
  * ops_linear.c. */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/autocast.h"
 #include "cuda/blas.h"
 

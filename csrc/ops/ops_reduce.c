@@ -2,7 +2,7 @@
  * over all elements or over dims, with keepdim; max and min over a dim also
  * give the indices, as torch's do, and argmax/argmin only those.  Their
  * Python entries are in ops_reduce_api.c. */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/reduce.h"
 
 #include <string.h>

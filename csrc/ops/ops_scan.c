@@ -2,7 +2,7 @@
  * kind.  The row of the input's dtype reads it as it is; bool and integer
  * inputs give int64, as in torch; another dtype= converts the input
  * first. */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/reduce.h"
 
 static const char *const scan_names[PYGPU_NSCANOPS] = {"cumsum", "cumprod"};

@@ -15,7 +15,7 @@
  * 0 with size 4" for scatter_add, IndexError "index out of range in self"
  * for index_add_; on CUDA the CudaError of the gather runner).
  */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 
 #include <string.h>
 

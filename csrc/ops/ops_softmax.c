@@ -1,7 +1,7 @@
 /* ops_softmax.c - softmax, log_softmax and logsumexp along a dim: the front
  * end of the SOFTMAX kind.  dtype= converts the input first, as torch;
  * logsumexp of bools and integers computes in the default dtype. */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/reduce.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
 /* ops_split.c - views of parts of a tensor along a dim: split, chunk,
  * unbind and narrow, as module functions and Tensor methods, with torch's
  * rules and words; and expand_as.  Nothing is copied. */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 
 #include <string.h>
 

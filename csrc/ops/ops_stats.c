@@ -11,7 +11,7 @@
  * |x|^p taken as exp(p log |x|).  Autograd records norm as one Node
  * (autograd_reduce.c), var and std step by step.
  */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/reduce.h"
 
 #include <math.h>

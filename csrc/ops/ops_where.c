@@ -1,7 +1,7 @@
 /* ops_where.c - where and masked_fill(_), over the masked-copy kind of
  * the dispatch table: the result is filled with one operand (converted,
  * broadcast), then out[i] = cond[i] ? a[i] : out[i] with the other. */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/logical_methods.h"
 
 int

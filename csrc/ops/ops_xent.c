@@ -7,7 +7,7 @@
  * SUM launch over the losses and the weights together, and for the mean
  * their quotient.
  * The buffer is what the backward rule reads (autograd_xent.c). */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/reduce.h"
 #include "ops/xent.h"
 

@@ -4,7 +4,7 @@
  * other than element for element), and the read-only flag of tensors over
  * immutable memory.  Only definite answers raise: a layout too hard to
  * decide is let through, as torch does. */
-#include "ops/autograd.h"
+#include "autograd/autograd.h"
 
 /* One dim of size > 1: its size and the distance (elements) between steps. */
 typedef struct {
