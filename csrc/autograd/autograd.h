@@ -1,7 +1,7 @@
 /* autograd.h - reverse-mode automatic differentiation, recorded and run in
  * C.
  *
- * While grad mode is on (per thread, grad_mode.c), an op whose tensor
+ * While grad mode is on (per thread, core/grad_mode.c), an op whose tensor
  * inputs require grad gives its result a Node (grad_fn): the op's backward
  * rule, the edges to the Nodes of its inputs (a leaf's edge is its
  * AccumulateGrad node), the tensors the rule needs (saved with their
@@ -57,22 +57,8 @@ struct pygpu_node {
     PyObject *weakreflist;
 };
 
-/* ---------------------------------------------------------- grad mode */
-/* Whether this thread records (grad mode on, inference mode off). */
-int pygpu_grad_enabled(void);
-/* Set this thread's grad mode; the previous mode. */
-int pygpu_set_grad_enabled(int on);
-extern PyMethodDef pygpu_grad_mode_functions[];
-
 /* -------------------------------------------------------------- nodes */
 int pygpu_autograd_register(PyObject *m);
-/* Whether t takes part in autograd: a leaf with requires_grad, or a
- * tensor with a grad_fn. */
-static inline int
-pygpu_requires_grad(const TensorObject *t)
-{
-    return t != NULL && (t->requires_grad || t->grad_fn != NULL);
-}
 /* Nonzero when an op over in[0..n) (NULL entries ignored) is recorded. */
 int pygpu_ag_wanted(int n, TensorObject *const *in);
 /* A new Node for an op over in[0..n) (NULL: an input that is not a
@@ -116,7 +102,10 @@ PyObject *pygpu_ag_norm(TensorObject *t, double p, PyObject *dim,
 PyObject *pygpu_ag_matmul(TensorObject *a, TensorObject *b);
 PyObject *pygpu_ag_linear(TensorObject *x, TensorObject *w, TensorObject *b,
                           int relu);
-TensorObject *pygpu_ag_to(TensorObject *src, pygpu_device dev, int dtype);
+/* src.to(dev, dtype): pygpu_tensor_to_async, recorded (a COPY view) when
+ * src takes part in autograd. */
+TensorObject *pygpu_ag_to(TensorObject *src, pygpu_device dev, int dtype,
+                          int non_blocking);
 /* Views and copies, after the fact: res (in's view or copy, or NULL) gets
  * a Node when in requires grad.  Its gradient is the output's reshaped
  * (RESHAPE), permuted back (PERMUTE, perm[i] the input dim of output dim
@@ -262,9 +251,11 @@ TensorObject *pygpu_ag_own_copy(TensorObject *g);
 int pygpu_autograd_engine_init(void);
 
 /* ------------------------------------- hooks (autograd_hooks.c) */
-/* The RemovableHandle type and the Tensor's register_hook and
- * register_post_accumulate_grad_hook methods.  0 or -1. */
+/* The RemovableHandle type.  0 or -1. */
 int pygpu_autograd_hooks_register(PyObject *m);
+/* register_hook and register_post_accumulate_grad_hook, as Tensor methods
+ * (tensor/ adds them). */
+extern PyMethodDef pygpu_hook_methods[];
 /* Runs the hooks of a dict {id: hook(grad)} (NULL: none) over *g, in
  * order; a hook's tensor replaces *g.  0 or -1 with the hook's error. */
 int pygpu_ag_run_hooks(PyObject *hooks, TensorObject **g);

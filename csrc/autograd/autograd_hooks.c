@@ -201,7 +201,7 @@ t_register_post_accumulate_grad_hook(PyObject *op, PyObject *hook)
     return add_hook(&SELF->post_hooks, hook);
 }
 
-static PyMethodDef hook_methods[] = {
+PyMethodDef pygpu_hook_methods[] = {
     {"register_hook", t_register_hook, METH_O,
      "register_hook($self, hook, /)\n--\n\n"
      "hook(grad) -> Tensor or None runs when the gradient with respect to\n"
@@ -335,5 +335,5 @@ pygpu_autograd_hooks_register(PyObject *m)
         return -1;
     }
     Handle_Type = (PyTypeObject *)type; /* kept for the process */
-    return pygpu_tensor_add_methods(hook_methods);
+    return 0;
 }

@@ -315,9 +315,28 @@ static PyType_Spec node_spec = {
     .slots = node_slots,
 };
 
+/* Why a write the ops did not see recorded is refused (the module
+ * state's write_refusal): t takes part in autograd. */
+static const char *
+write_refusal(const TensorObject *t)
+{
+    pygpu_node *n = (pygpu_node *)t->grad_fn;
+    int of_leaf = n != NULL && n->is_view && n->next[0] != NULL &&
+                  ((pygpu_node *)n->next[0])->backward == NULL;
+    return n == NULL ? "a leaf Variable that requires grad is being used "
+                       "in an in-place operation."
+           : of_leaf ? "a view of a leaf Variable that requires grad is "
+                       "being used in an in-place operation."
+                     : "pygpu's autograd does not record this in-place "
+                       "write (copy_, fill_, zero_, t[k] = v, out=) to a "
+                       "tensor that requires grad; write to a copy, or "
+                       "under pygpu.no_grad()";
+}
+
 int
 pygpu_autograd_register(PyObject *m)
 {
+    pygpu_state->write_refusal = write_refusal;
     PyObject *type = pygpu_add_type(m, &node_spec, NULL, "Node");
     if (type == NULL) {
         return -1;

@@ -256,10 +256,14 @@ pygpu_ag_view(int kind, TensorObject *in, const int *perm, PyObject *key,
 }
 
 TensorObject *
-pygpu_ag_to(TensorObject *src, pygpu_device dev, int dtype)
+pygpu_ag_to(TensorObject *src, pygpu_device dev, int dtype,
+            int non_blocking)
 {
-    PyObject *res;
-    PYGPU_UNRECORDED(res, (PyObject *)pygpu_tensor_to(src, dev, dtype));
+    PyObject *res = (PyObject *)pygpu_tensor_to_async(src, dev, dtype,
+                                                      non_blocking);
+    if (!pygpu_ag_wanted(1, &src)) {
+        return (TensorObject *)res;
+    }
     return (TensorObject *)pygpu_ag_view(PYGPU_AG_COPY, src, NULL, NULL,
                                          res);
 }

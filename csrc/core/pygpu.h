@@ -79,7 +79,7 @@ typedef struct {
     int readonly;          /* over immutable memory: every write refused */
     PyObject *dict;
     PyObject *weakreflist;
-    /* Autograd (ops/autograd*.c).  A leaf has no grad_fn; it requires grad
+    /* Autograd (autograd/).  A leaf has no grad_fn; it requires grad
      * when requires_grad is set, any other tensor when it has a grad_fn. */
     PyObject *grad;        /* Tensor or NULL */
     PyObject *grad_fn;     /* the Node that made it, or NULL */
@@ -134,9 +134,30 @@ typedef struct pygpu_module_state {
     PyObject *cpu_device;       /* device('cpu') */
     PyObject *np_matmul;        /* numpy.matmul, the CPU matrix product */
     PyObject *out_kwnames;      /* ("out",) for vectorcalls */
+    /* Filled in by autograd's registration: why an unrecorded write to t,
+     * which takes part in autograd, is refused (torch's words for a leaf
+     * and a view of one).  Ops call it from their write check and know
+     * nothing else of autograd. */
+    const char *(*write_refusal)(const TensorObject *t);
 } pygpu_module_state;
 
 extern pygpu_module_state *pygpu_state;
+/* -------------------------------------------------------------- grad mode
+ * core/grad_mode.c: grad mode and inference mode, per thread, as torch
+ * keeps them in its core (a new thread records).  What autograd reads to
+ * decide whether an op is recorded, and what an in-place write checks. */
+/* Whether this thread records (grad mode on, inference mode off). */
+int pygpu_grad_enabled(void);
+/* Set this thread's grad mode; the previous mode. */
+int pygpu_set_grad_enabled(int on);
+extern PyMethodDef pygpu_grad_mode_functions[];
+/* Whether t takes part in autograd: a leaf with requires_grad, or a
+ * tensor with a grad_fn. */
+static inline int
+pygpu_requires_grad(const TensorObject *t)
+{
+    return t != NULL && (t->requires_grad || t->grad_fn != NULL);
+}
 /* ----------------------------------------------------------- default dtype */
 /* core/default_dtype.c: torch's process-wide default floating dtype (float32
  * until set_default_dtype), read atomically by factories and promotion. */

@@ -73,17 +73,26 @@ TensorObject *pygpu_tensor_from_ndarray(PyArrayObject *arr);
  * scalars, arrays, tensors); dtype -1 infers it as torch does. */
 TensorObject *pygpu_tensor_from_data(PyObject *data, int dtype,
                                      pygpu_device dev);
-/* Copy/convert between any two tensors of equal shape, any devices
- * (unchecked: copy_ and t[k] = v go through pygpu_tensor_assign). */
+/* Copies (ops_copy.c), none recorded by autograd.  Copy/convert between
+ * any two tensors of equal shape, any devices (unchecked: copy_ and
+ * t[k] = v go through pygpu_tensor_assign). */
 int pygpu_tensor_copy_into(TensorObject *dst, TensorObject *src);
-/* A new contiguous tensor on dev with dtype, holding src's values. */
+/* A new contiguous tensor on dev with dtype, holding src's values; with
+ * non_blocking, a copy across devices is only queued where the host side
+ * is page-locked, as in torch. */
 TensorObject *pygpu_tensor_to(TensorObject *src, pygpu_device dev,
                               int dtype);
+TensorObject *pygpu_tensor_to_async(TensorObject *src, pygpu_device dev,
+                                    int dtype, int non_blocking);
 /* src itself (new reference) if contiguous, else a contiguous copy. */
 TensorObject *pygpu_tensor_contiguous(TensorObject *src);
 /* dst <- src broadcast to dst's shape, any devices (copy_, t[k] = v),
  * after pygpu_check_write. */
 int pygpu_tensor_assign(TensorObject *dst, TensorObject *src);
+/* A view of t broadcast to want[0..ndim) (-1 keeps a dim; stride 0 where
+ * a size-1 dim grows): expand's view, unrecorded. */
+TensorObject *pygpu_expand_view(TensorObject *t, int ndim,
+                                const int64_t *want);
 /* t.expand(*sizes) (tensor_views.c). */
 PyObject *pygpu_t_expand(PyObject *op, PyObject *const *args,
                          Py_ssize_t nargs);
@@ -326,6 +335,8 @@ int pygpu_scatter_add_into(TensorObject *self, int dim, TensorObject *index,
 int pygpu_index_add_into(TensorObject *self, int dim, TensorObject *index,
                          TensorObject *src);
 int pygpu_scatter_register(PyObject *m);
+/* scatter_add(_), index_add(_) as Tensor methods. */
+extern PyMethodDef pygpu_scatter_methods[];
 PyObject *pygpu_index_get(TensorObject *t, PyObject *key);
 int pygpu_index_put(TensorObject *t, PyObject *key, PyObject *value);
 

@@ -8,7 +8,7 @@
  * table gathers them, or scatters a value tensor into them.  Assigning a
  * number or a 0-d tensor needs no list: a masked copy with the mask
  * broadcast over the rows. */
-#include "autograd/autograd.h"
+#include "ops/ops.h"
 
 #include <stdio.h>
 #include <string.h>

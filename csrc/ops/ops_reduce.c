@@ -337,7 +337,7 @@ pygpu_as_dtype(TensorObject *t, int dtype)
     if (t->dtype == dtype) {
         return (TensorObject *)Py_NewRef((PyObject *)t);
     }
-    return pygpu_tensor_to(t, t->device, dtype);
+    return pygpu_ag_to(t, t->device, dtype, 0);
 }
 
 TensorObject *

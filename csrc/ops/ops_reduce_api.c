@@ -187,7 +187,7 @@ PyMethodDef pygpu_reduce_functions[] = {
 
 /* Tensor methods added to the type at registration (sum, mean and max are
  * in tensor_methods.c). */
-static PyMethodDef reduce_methods[] = {
+PyMethodDef pygpu_reduce_methods[] = {
     {"prod", FASTKW(t_prod),
      "prod($self, /, dim=None, keepdim=False, *, dtype=None)\n--\n\n"
      DOC_PROD},
@@ -246,12 +246,6 @@ pygpu_reduce_register(PyObject *m)
     if (PyModule_AddFunctions(m, pygpu_stats_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_scan_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_softmax_functions) < 0) {
-        return -1;
-    }
-    if (pygpu_tensor_add_methods(reduce_methods) < 0 ||
-        pygpu_tensor_add_methods(pygpu_stats_methods) < 0 ||
-        pygpu_tensor_add_methods(pygpu_scan_methods) < 0 ||
-        pygpu_tensor_add_methods(pygpu_softmax_methods) < 0) {
         return -1;
     }
     return 0;

@@ -361,7 +361,7 @@ static PyMethodDef scatter_functions[] = {
     {NULL},
 };
 
-static PyMethodDef scatter_methods[] = {
+PyMethodDef pygpu_scatter_methods[] = {
     {"scatter_add", FASTKW(t_scatter_add),
      "scatter_add($self, dim, index, src)\n--\n\n"
      "Out-of-place scatter_add_: " SCATTER_DOC},
@@ -380,8 +380,5 @@ static PyMethodDef scatter_methods[] = {
 int
 pygpu_scatter_register(PyObject *m)
 {
-    if (PyModule_AddFunctions(m, scatter_functions) < 0) {
-        return -1;
-    }
-    return pygpu_tensor_add_methods(scatter_methods);
+    return PyModule_AddFunctions(m, scatter_functions);
 }

@@ -4,7 +4,7 @@
  * other than element for element), and the read-only flag of tensors over
  * immutable memory.  Only definite answers raise: a layout too hard to
  * decide is let through, as torch does. */
-#include "autograd/autograd.h"
+#include "ops/ops.h"
 
 /* One dim of size > 1: its size and the distance (elements) between steps. */
 typedef struct {
@@ -252,19 +252,7 @@ pygpu_check_writable(const TensorObject *t)
     /* Recorded in-place ops reach here with grad mode off; any other
      * write to a tensor that takes part in autograd is refused. */
     if (pygpu_grad_enabled() && pygpu_requires_grad(t)) {
-        pygpu_node *n = (pygpu_node *)t->grad_fn;
-        int of_leaf = n != NULL && n->is_view && n->next[0] != NULL &&
-                      ((pygpu_node *)n->next[0])->backward == NULL;
-        PyErr_SetString(
-            PyExc_RuntimeError,
-            n == NULL ? "a leaf Variable that requires grad is being used "
-                        "in an in-place operation."
-            : of_leaf ? "a view of a leaf Variable that requires grad is "
-                        "being used in an in-place operation."
-                      : "pygpu's autograd does not record this in-place "
-                        "write (copy_, fill_, zero_, t[k] = v, out=) to a "
-                        "tensor that requires grad; write to a copy, or "
-                        "under pygpu.no_grad()");
+        PyErr_SetString(PyExc_RuntimeError, pygpu_state->write_refusal(t));
         return -1;
     }
     /* Every write goes through here: saved tensors notice it. */

@@ -56,6 +56,8 @@ PyObject *pygpu_function_form(const char *name, pygpu_method_fn method,
  * pygpu_reduce_register (ops_reduce_api.c). */
 extern PyMethodDef pygpu_stats_functions[];   /* ops_stats.c */
 extern PyMethodDef pygpu_stats_methods[];
+/* The reductions' Tensor methods (ops_reduce_api.c). */
+extern PyMethodDef pygpu_reduce_methods[];
 extern PyMethodDef pygpu_scan_functions[];    /* ops_scan.c */
 extern PyMethodDef pygpu_scan_methods[];
 extern PyMethodDef pygpu_softmax_functions[]; /* ops_softmax.c */

@@ -7,201 +7,6 @@
 
 #include <string.h>
 
-TensorObject *
-pygpu_tensor_contiguous(TensorObject *src)
-{
-    if (pygpu_is_contiguous(src)) {
-        Py_INCREF(src);
-        return src;
-    }
-    return pygpu_tensor_to(src, src->device, src->dtype);
-}
-
-/* Same device: one elementwise copy/convert into a fresh tensor. */
-static TensorObject *
-to_same_device(TensorObject *src, int dtype)
-{
-    TensorObject *dst = pygpu_tensor_empty(src->ndim, src->shape, dtype,
-                                           src->device);
-    if (dst == NULL) {
-        return NULL;
-    }
-    if (pygpu_op_copy_same_device(dst, src) < 0) {
-        Py_DECREF(dst);
-        return NULL;
-    }
-    return dst;
-}
-
-/* A new tensor for a copy to the host: with non_blocking, in page-locked
- * memory (as torch), so that the copy can be asynchronous. */
-static TensorObject *
-host_destination(const TensorObject *src, int dtype, pygpu_device dev,
-                 int non_blocking)
-{
-    StorageObject *st;
-    TensorObject *t;
-    size_t nbytes;
-    if (!non_blocking) {
-        return pygpu_tensor_empty(src->ndim, src->shape, dtype, dev);
-    }
-    if (pygpu_shape_nbytes(src->ndim, src->shape, dtype, &nbytes) < 0) {
-        return NULL;
-    }
-    st = pygpu_storage_new(dev, nbytes);
-    if (st == NULL) {
-        return NULL;
-    }
-    t = pygpu_tensor_on_storage(st, src->ndim, src->shape, dtype, dev);
-    Py_DECREF(st);
-    return t;
-}
-
-/* A copy about to be queued without waiting on `device`'s current stream
- * reads or writes `pinned`: its block must not be reused (the tensor may
- * die at once) before the copy is done.  0 when it could not be guarded:
- * the copy must then be waited for. */
-static int
-guard_pinned(TensorObject *pinned, int device)
-{
-    return pygpu_storage_guard_copy((StorageObject *)pinned->base,
-                                    pygpu_cuda_current_stream(device),
-                                    device);
-}
-
-/* Across devices: convert and compact on the source side, then copy the
- * bytes on the current stream.  With non_blocking the copy is only queued
- * when the host side is page-locked (the source itself, or a pinned
- * destination made for it), as in torch; else it is waited for.  A queued
- * copy records its stream on the pinned side, as torch's caching host
- * allocator does, so that the pinned block waits for the copy. */
-static TensorObject *
-to_other_device(TensorObject *src, pygpu_device dev, int dtype,
-                 int non_blocking)
-{
-    TensorObject *staged = NULL, *dst = NULL;
-    int to_host = dev.type == PYGPU_CPU;
-    int sync = 1;
-    if (src->dtype == dtype && pygpu_is_contiguous(src)) {
-        staged = (TensorObject *)Py_NewRef(src);
-    }
-    else {
-        staged = to_same_device(src, dtype);
-        if (staged == NULL) {
-            goto fail;
-        }
-    }
-    if (to_host) {
-        dst = host_destination(src, dtype, dev, non_blocking);
-        sync = !non_blocking;
-    }
-    else {
-        dst = pygpu_tensor_empty(src->ndim, src->shape, dtype, dev);
-        sync = !(non_blocking && staged == src &&
-                 src->device.type == PYGPU_CPU &&
-                 PyObject_TypeCheck(src->base, pygpu_state->Storage_Type));
-    }
-    if (dst == NULL) {
-        goto fail;
-    }
-    size_t nbytes;
-    if (pygpu_shape_nbytes(dst->ndim, dst->shape, dst->dtype, &nbytes) < 0) {
-        goto fail;
-    }
-    if (nbytes > 0) {
-        int to = to_host ? PYGPU_HOST : dev.index;
-        int from = src->device.type == PYGPU_CPU ? PYGPU_HOST
-                                                 : src->device.index;
-        if (!sync) {
-            sync = !guard_pinned(to_host ? dst : src,
-                                 to_host ? from : to);
-        }
-        if (pygpu_cuda_memcpy_on_stream(dst->data, to, staged->data, from,
-                                        nbytes, sync) < 0) {
-            goto fail;
-        }
-    }
-    Py_DECREF(staged);
-    return dst;
-fail:
-    Py_XDECREF(staged);
-    Py_XDECREF(dst);
-    return NULL;
-}
-
-static TensorObject *
-tensor_to(TensorObject *src, pygpu_device dev, int dtype, int non_blocking)
-{
-    if (pygpu_ag_wanted(1, &src)) {
-        return pygpu_ag_to(src, dev, dtype);
-    }
-    if (pygpu_device_equal(&src->device, &dev)) {
-        return to_same_device(src, dtype);
-    }
-    if (pygpu_device_resolve(&dev) < 0) {
-        return NULL;
-    }
-    if (pygpu_device_equal(&src->device, &dev)) {
-        return to_same_device(src, dtype);
-    }
-    return to_other_device(src, dev, dtype, non_blocking);
-}
-
-TensorObject *
-pygpu_tensor_to(TensorObject *src, pygpu_device dev, int dtype)
-{
-    return tensor_to(src, dev, dtype, 0);
-}
-
-int
-pygpu_tensor_copy_into(TensorObject *dst, TensorObject *src)
-{
-    if (pygpu_device_equal(&dst->device, &src->device)) {
-        return pygpu_op_copy_same_device(dst, src);
-    }
-    TensorObject *tmp = pygpu_tensor_to(src, dst->device, dst->dtype);
-    if (tmp == NULL) {
-        return -1;
-    }
-    int rc = pygpu_op_copy_same_device(dst, tmp);
-    Py_DECREF(tmp);
-    return rc;
-}
-
-int
-pygpu_tensor_assign(TensorObject *dst, TensorObject *src)
-{
-    PyObject *shape = NULL, *expanded = NULL;
-    int rc = -1;
-    if (pygpu_ag_refuse("copy_ (or t[k] = v) from a tensor that requires "
-                        "grad", 1, &src) < 0 ||
-        pygpu_check_write(dst, src, NULL) < 0) {
-        return -1;
-    }
-    if (dst->dtype == src->dtype &&
-        pygpu_get_overlap(dst, src) == PYGPU_ALIAS_FULL) {
-        return 0; /* x.copy_(x) */
-    }
-    if (src->ndim == dst->ndim &&
-        memcmp(src->shape, dst->shape,
-               (size_t)dst->ndim * sizeof(dst->shape[0])) == 0) {
-        return pygpu_tensor_copy_into(dst, src); /* nothing to expand */
-    }
-    shape = pygpu_size_new(dst->ndim, dst->shape);
-    if (shape == NULL) {
-        goto fail;
-    }
-    expanded = pygpu_t_expand((PyObject *)src, &shape, 1);
-    if (expanded == NULL) {
-        goto fail;
-    }
-    rc = pygpu_tensor_copy_into(dst, (TensorObject *)expanded);
-fail:
-    Py_XDECREF(shape);
-    Py_XDECREF(expanded);
-    return rc;
-}
-
 /* ----------------------------------------------------------- .to() */
 
 /* Classify one positional argument of .to(): a dtype, a tensor, or a
@@ -239,7 +44,7 @@ to_impl(TensorObject *self, pygpu_device dev, int dtype, int copy,
         pygpu_device_equal(&dev, &self->device)) {
         return Py_NewRef((PyObject *)self);
     }
-    return (PyObject *)tensor_to(self, dev, dtype, non_blocking);
+    return (PyObject *)pygpu_ag_to(self, dev, dtype, non_blocking);
 }
 
 PyObject *
@@ -355,7 +160,11 @@ PyObject *
 pygpu_t_contiguous(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
                    PyObject *kwnames)
 {
-    return (PyObject *)pygpu_tensor_contiguous((TensorObject *)op);
+    TensorObject *t = (TensorObject *)op;
+    if (pygpu_is_contiguous(t)) {
+        return Py_NewRef(op);
+    }
+    return (PyObject *)pygpu_ag_to(t, t->device, t->dtype, 0);
 }
 
 /* ------------------------------------------------------------- NumPy */

@@ -7,7 +7,8 @@
  * .numpy() share memory), a Storage for CUDA and pinned tensors.  Views
  * share the base and differ in data/shape/strides.
  */
-#include "ops/ops.h"
+#include "autograd/autograd.h"
+#include "ops/reduce.h"
 
 #include <string.h>
 
@@ -213,7 +214,13 @@ pygpu_tensor_register(PyObject *m)
     if (pygpu_tensor_add_methods(pygpu_binary_math_methods) < 0 ||
         pygpu_tensor_add_methods(pygpu_clamp_methods) < 0 ||
         pygpu_tensor_add_methods(pygpu_compare_methods) < 0 ||
-        pygpu_tensor_add_methods(pygpu_logical_methods) < 0) {
+        pygpu_tensor_add_methods(pygpu_logical_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_reduce_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_stats_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_scan_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_softmax_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_scatter_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_hook_methods) < 0) {
         return -1;
     }
     /* NumPy defers to the tensor's own (reflected) operators instead of

@@ -223,6 +223,14 @@ pygpu_t_getitem(PyObject *op, PyObject *key)
 }
 
 /* t[index] = value: a view, then a checked copy (broadcast) into it. */
+/* An unrecorded write from a source that requires grad, refused. */
+static int
+refuse_grad_source(TensorObject *src)
+{
+    return pygpu_ag_refuse("copy_ (or t[k] = v) from a tensor that requires "
+                           "grad", 1, &src);
+}
+
 int
 pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value)
 {
@@ -242,6 +250,9 @@ pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value)
         return pygpu_ag_setitem((TensorObject *)op, key, value);
     }
     if (pygpu_is_mask_index(key)) {
+        if (refuse_grad_source(in[1]) < 0) {
+            return -1;
+        }
         return pygpu_mask_setitem((TensorObject *)op, (TensorObject *)key,
                                   value);
     }
@@ -261,7 +272,7 @@ pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value)
             goto fail;
         }
     }
-    rc = pygpu_tensor_assign(view, src);
+    rc = refuse_grad_source(src) < 0 ? -1 : pygpu_tensor_assign(view, src);
 fail:
     Py_XDECREF(view);
     Py_XDECREF(src);

@@ -171,8 +171,13 @@ t_copy_(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
                      Py_TYPE(a[0])->tp_name);
         return NULL;
     }
-    int rc = pygpu_tensor_assign(SELF, (TensorObject *)a[0]);
-    return rc < 0 ? NULL : Py_NewRef(op);
+    TensorObject *src = (TensorObject *)a[0];
+    if (pygpu_ag_refuse("copy_ (or t[k] = v) from a tensor that requires "
+                        "grad", 1, &src) < 0 ||
+        pygpu_tensor_assign(SELF, src) < 0) {
+        return NULL;
+    }
+    return Py_NewRef(op);
 }
 
 static PyObject *
@@ -213,7 +218,7 @@ static PyObject *
 t_clone(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         PyObject *kwnames)
 {
-    return (PyObject *)pygpu_tensor_to(SELF, SELF->device, SELF->dtype);
+    return (PyObject *)pygpu_ag_to(SELF, SELF->device, SELF->dtype, 0);
 }
 
 static PyObject *

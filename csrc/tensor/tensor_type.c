@@ -1,7 +1,7 @@
 /* tensor_type.c - Tensor.type() and type_as(): torch's legacy tensor type
  * names ('pygpu.FloatTensor', 'pygpu.cuda.LongTensor'; 'torch.' is
  * accepted in place of 'pygpu.') and conversion to a dtype or type. */
-#include "ops/ops.h"
+#include "autograd/autograd.h"
 
 #include <string.h>
 
@@ -89,7 +89,7 @@ convert(TensorObject *self, int dtype, int device_type)
     if (dtype == self->dtype && pygpu_device_equal(&dev, &self->device)) {
         return Py_NewRef((PyObject *)self);
     }
-    return (PyObject *)pygpu_tensor_to(self, dev, dtype);
+    return (PyObject *)pygpu_ag_to(self, dev, dtype, 0);
 }
 
 PyObject *

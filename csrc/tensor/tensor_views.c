@@ -400,9 +400,7 @@ PyObject *
 pygpu_t_expand(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
 {
     TensorObject *t = (TensorObject *)op;
-    int ndim;
-    int64_t want[PYGPU_MAX_DIMS], shape[PYGPU_MAX_DIMS],
-        strides[PYGPU_MAX_DIMS], numel;
+    int64_t want[PYGPU_MAX_DIMS];
     PyObject *seq = NULL;
     PyObject *const *items = args;
     Py_ssize_t n = nargs;
@@ -417,29 +415,11 @@ pygpu_t_expand(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
                      "tensor (%d)", n, t->ndim);
         goto fail;
     }
-    ndim = (int)n;
     if (pygpu_parse_sizes("size", items, n, want) < 0) {
         goto fail;
     }
-    for (int d = ndim - 1, s = t->ndim - 1; d >= 0; d--, s--) {
-        int64_t have = s >= 0 ? t->shape[s] : 1;
-        int64_t w = want[d] == -1 && s >= 0 ? have : want[d];
-        if (w < 0 || (have != 1 && have != w)) {
-            PyErr_Format(PyExc_RuntimeError,
-                         "The expanded size of the tensor (%lld) must match "
-                         "the existing size (%lld) at non-singleton "
-                         "dimension %d", (long long)w, (long long)have, d);
-            goto fail;
-        }
-        shape[d] = w;
-        strides[d] = (s >= 0 && have == w) ? t->strides[s] : 0;
-    }
-    if (pygpu_shape_numel(ndim, shape, &numel) < 0) {
-        goto fail;
-    }
     r = pygpu_ag_view(PYGPU_AG_EXPAND, t, NULL, NULL,
-                      (PyObject *)pygpu_tensor_view(t, ndim, shape, strides,
-                                                    0));
+                      (PyObject *)pygpu_expand_view(t, (int)n, want));
 fail:
     Py_XDECREF(seq);
     return r;

@@ -2,7 +2,7 @@
  * them: a new thread records (grad mode on, inference mode off).  The
  * context managers of pygpu.autograd set them through the functions below
  * and put the old values back on exit; every op reads them once. */
-#include "autograd/autograd.h"
+#include "core/pygpu.h"
 
 static _Thread_local unsigned char grad_off = 0;   /* grad mode off */
 static _Thread_local unsigned char inference = 0;  /* inference mode on */
