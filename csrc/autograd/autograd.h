@@ -99,7 +99,11 @@ PyObject *pygpu_ag_scan(int op, TensorObject *t, int dim, PyObject *res);
  * (zero gradient where the norm is zero). */
 PyObject *pygpu_ag_norm(TensorObject *t, double p, PyObject *dim,
                         int keepdim, PyObject *res);
-PyObject *pygpu_ag_matmul(TensorObject *a, TensorObject *b);
+/* The products (autograd_shapes.c): pygpu_op_matmul_out / pygpu_op_linear,
+ * recorded when an operand takes part in autograd (out=: refused then, as
+ * torch does). */
+PyObject *pygpu_ag_matmul(TensorObject *a, TensorObject *b,
+                          TensorObject *out);
 PyObject *pygpu_ag_linear(TensorObject *x, TensorObject *w, TensorObject *b,
                           int relu);
 /* src.to(dev, dtype): pygpu_tensor_to_async, recorded (a COPY view) when
@@ -166,14 +170,27 @@ PyObject *pygpu_ag_cat(PyObject *const *items, int n, int dim, int stack,
  * number n->scalar; both tensors saved, pow's output in slot 2). */
 int pygpu_ag_math_backward(pygpu_node *n, TensorObject *g,
                            TensorObject **grads);
-/* clamp(x, lo, hi) (lo, hi: numbers, tensors or NULL), recorded. */
-PyObject *pygpu_ag_clamp(TensorObject *x, PyObject *lo, PyObject *hi,
-                         PyObject *res);
+/* clamp(x, lo, hi) (lo, hi: numbers, tensors, None or NULL): the op,
+ * recorded when x or a tensor bound takes part in autograd (out= and in
+ * place refused then). */
+PyObject *pygpu_ag_clamp(const char *name, TensorObject *x, PyObject *lo,
+                         PyObject *hi, TensorObject *out, int inplace);
 
-/* res = where(cond, x, y) (x, y tensors or numbers) or, masked_fill,
- * x.masked_fill(cond, value), computed: recorded (autograd_where.c). */
-PyObject *pygpu_ag_where(TensorObject *cond, PyObject *x, PyObject *y,
-                         PyObject *res, int masked_fill);
+/* where(cond, x, y) (x, y tensors or numbers), self.masked_fill(mask,
+ * value): the op, recorded when a tensor operand takes part in autograd;
+ * masked_fill_ refuses a value that requires grad (autograd_where.c). */
+PyObject *pygpu_ag_where(PyObject *cond, PyObject *x, PyObject *y);
+PyObject *pygpu_ag_masked_fill(TensorObject *self, TensorObject *mask,
+                               PyObject *value);
+PyObject *pygpu_ag_masked_fill_(TensorObject *self, PyObject *mask,
+                                PyObject *value);
+
+/* cross_entropy(input, target, weight, ...) over class indices, after
+ * the arguments' checks (autograd_xent.c): recorded when input requires
+ * grad. */
+PyObject *pygpu_ag_cross_entropy(TensorObject *input, TensorObject *target,
+                                 TensorObject *weight, int64_t ignore_index,
+                                 int reduction, double smoothing);
 
 /* --------------------------- the rules' building blocks (autograd_util.c)
  * New references, or NULL with an exception. */

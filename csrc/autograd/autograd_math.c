@@ -301,11 +301,24 @@ fail:
 }
 
 PyObject *
-pygpu_ag_clamp(TensorObject *x, PyObject *lo, PyObject *hi, PyObject *res)
+pygpu_ag_clamp(const char *name, TensorObject *x, PyObject *lo,
+               PyObject *hi, TensorObject *out, int inplace)
 {
-    TensorObject *in[3] = {
+    lo = lo == Py_None ? NULL : lo;
+    hi = hi == Py_None ? NULL : hi;
+    TensorObject *in[4] = {
         x, lo && Tensor_Check(lo) ? (TensorObject *)lo : NULL,
-        hi && Tensor_Check(hi) ? (TensorObject *)hi : NULL};
+        hi && Tensor_Check(hi) ? (TensorObject *)hi : NULL, out};
+    if (!pygpu_ag_wanted(4, in)) {
+        return pygpu_op_clamp(name, x, lo, hi, out, inplace);
+    }
+    if (out != NULL || inplace) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "pygpu's autograd does not record %s with out= or in "
+                     "place; use the out-of-place form", name);
+        return NULL;
+    }
+    PyObject *res = pygpu_op_clamp(name, x, lo, hi, NULL, 0);
     if (res == NULL) {
         return NULL;
     }

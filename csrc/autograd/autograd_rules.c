@@ -1,11 +1,13 @@
 /* autograd_rules.c - what each recorded op saves and its backward rule.
  *
- * An op's front end, seeing that its call is recorded (pygpu_ag_wanted),
- * hands the call to pygpu_ag_<family> here, which runs the op itself with
- * grad mode off (so that nothing inside is recorded twice), then makes the
- * result's Node.  Rules state the math only: the engine sums a gradient
- * down to its input's shape and converts it to the input's dtype and
- * device.
+ * The Python-facing functions (tensor/) call pygpu_ag_<family> here: an
+ * unrecorded call (pygpu_ag_wanted false) goes straight to the op
+ * (ops/, which knows nothing of autograd); a recorded one runs the op,
+ * then gives the result its Node.  An in-place write runs with grad mode
+ * off, below autograd, so that the ops' write check lets it through.
+ * Rules state the math only, calling ops downward: the engine sums a
+ * gradient down to its input's shape and converts it to the input's dtype
+ * and device.
  */
 #include "autograd/autograd.h"
 
@@ -173,13 +175,18 @@ PyObject *
 pygpu_ag_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
 {
     PyObject *res;
+    TensorObject *in[3] = {Tensor_Check(a) ? (TensorObject *)a : NULL,
+                           Tensor_Check(b) ? (TensorObject *)b : NULL, out};
+    if (!pygpu_ag_wanted(3, in)) {
+        return pygpu_op_binary(op, a, b, out);
+    }
     if (out != NULL && (PyObject *)out != a) {
         return out_refused(NULL, pygpu_binop_names[op]);
     }
     if (out != NULL) {
         return pygpu_ag_binary_inplace(op, out, b);
     }
-    PYGPU_UNRECORDED(res, pygpu_op_binary(op, a, b, NULL));
+    res = pygpu_op_binary(op, a, b, NULL);
     if (res == NULL || res == Py_NotImplemented) {
         return res;
     }
@@ -376,6 +383,10 @@ PyObject *
 pygpu_ag_unary(int op, TensorObject *a, TensorObject *out, int inplace)
 {
     PyObject *res;
+    TensorObject *in[2] = {a, out};
+    if (!pygpu_ag_wanted(2, in)) {
+        return pygpu_op_unary_out(op, a, out, inplace);
+    }
     int reads = unary_reads(op);
     if (out != NULL && !inplace) {
         return out_refused(NULL, pygpu_unop_names[op]);

@@ -85,14 +85,23 @@ fail:
 }
 
 PyObject *
-pygpu_ag_matmul(TensorObject *a, TensorObject *b)
+pygpu_ag_matmul(TensorObject *a, TensorObject *b, TensorObject *out)
 {
-    PyObject *res;
-    PYGPU_UNRECORDED(res, pygpu_op_matmul((PyObject *)a, (PyObject *)b));
+    TensorObject *in[2] = {a, b};
+    if (!pygpu_ag_wanted(2, in)) {
+        return pygpu_op_matmul_out((PyObject *)a, (PyObject *)b, out);
+    }
+    if (out != NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "matmul(): functions with out=... arguments don't "
+                        "support automatic differentiation, but one of the "
+                        "arguments requires grad.");
+        return NULL;
+    }
+    PyObject *res = pygpu_op_matmul((PyObject *)a, (PyObject *)b);
     if (res == NULL) {
         return NULL;
     }
-    TensorObject *in[2] = {a, b};
     const char *name = a->ndim == 2 && b->ndim == 2 ? "MmBackward0"
                        : a->ndim == 1 && b->ndim == 1 ? "DotBackward0"
                        : a->ndim <= 2 && b->ndim <= 2 ? "MvBackward0"
@@ -174,12 +183,14 @@ PyObject *
 pygpu_ag_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
                 int relu)
 {
-    PyObject *res;
-    PYGPU_UNRECORDED(res, pygpu_op_linear(x, w, bias, relu));
+    TensorObject *in[3] = {x, w, bias};
+    if (!pygpu_ag_wanted(3, in)) {
+        return pygpu_op_linear(x, w, bias, relu);
+    }
+    PyObject *res = pygpu_op_linear(x, w, bias, relu);
     if (res == NULL) {
         return NULL;
     }
-    TensorObject *in[3] = {x, w, bias};
     pygpu_node *n = pygpu_ag_node(
         relu ? "AddmmReluBackward0" : bias ? "AddmmBackward0" : "MmBackward0",
         linear_backward, 3, in);

@@ -56,9 +56,9 @@ where_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     return 0;
 }
 
-PyObject *
-pygpu_ag_where(TensorObject *cond, PyObject *x, PyObject *y, PyObject *res,
-               int masked_fill)
+static PyObject *
+record(TensorObject *cond, PyObject *x, PyObject *y, PyObject *res,
+       int masked_fill)
 {
     TensorObject *in[2] = {Tensor_Check(x) ? (TensorObject *)x : NULL,
                            y && Tensor_Check(y) ? (TensorObject *)y : NULL};
@@ -76,4 +76,39 @@ pygpu_ag_where(TensorObject *cond, PyObject *x, PyObject *y, PyObject *res,
         }
     }
     return pygpu_ag_finish(res, n);
+}
+
+PyObject *
+pygpu_ag_where(PyObject *cond, PyObject *x, PyObject *y)
+{
+    TensorObject *in[2] = {Tensor_Check(x) ? (TensorObject *)x : NULL,
+                           Tensor_Check(y) ? (TensorObject *)y : NULL};
+    PyObject *res = pygpu_op_where(cond, x, y);
+    if (!Tensor_Check(cond) || !pygpu_ag_wanted(2, in)) {
+        return res;
+    }
+    return record((TensorObject *)cond, x, y, res, 0);
+}
+
+PyObject *
+pygpu_ag_masked_fill(TensorObject *self, TensorObject *mask, PyObject *value)
+{
+    TensorObject *in[2] = {self, Tensor_Check(value) ? (TensorObject *)value
+                                                     : NULL};
+    PyObject *res = pygpu_op_masked_fill(self, mask, value);
+    if (!pygpu_ag_wanted(2, in)) {
+        return res;
+    }
+    return record(mask, (PyObject *)self, value, res, 1);
+}
+
+PyObject *
+pygpu_ag_masked_fill_(TensorObject *self, PyObject *mask, PyObject *value)
+{
+    TensorObject *vt = Tensor_Check(value) ? (TensorObject *)value : NULL;
+    if (pygpu_ag_refuse("masked_fill_ with a value that requires grad (use "
+                        "the out-of-place masked_fill)", 1, &vt) < 0) {
+        return NULL;
+    }
+    return pygpu_op_masked_fill_(self, mask, value);
 }

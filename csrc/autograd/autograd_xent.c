@@ -59,14 +59,13 @@ fail:
     return gx == NULL ? -1 : 0;
 }
 
-PyObject *
-pygpu_ag_xent(PyObject *res, TensorObject *input, TensorObject *x,
-              TensorObject *target, TensorObject *weight, TensorObject *stats,
-              int64_t ignore_index, int reduction, double smoothing)
+/* res (the loss of input) with its Node: the rule reads x, the target,
+ * the stats and the weight.  Steals res. */
+static PyObject *
+record(PyObject *res, TensorObject *input, TensorObject *x,
+       TensorObject *target, TensorObject *weight, TensorObject *stats,
+       int64_t ignore_index, int reduction, double smoothing)
 {
-    if (res == NULL || !pygpu_ag_wanted(1, &input)) {
-        return res;
-    }
     pygpu_node *n = pygpu_ag_node(input->ndim >= 3 ? "NllLoss2DBackward0"
                                                    : "NllLossBackward0",
                                   xent_backward, 1, &input);
@@ -82,4 +81,29 @@ pygpu_ag_xent(PyObject *res, TensorObject *input, TensorObject *x,
         Py_CLEAR(n);
     }
     return pygpu_ag_finish(res, n);
+}
+
+PyObject *
+pygpu_ag_cross_entropy(TensorObject *input, TensorObject *target,
+                       TensorObject *weight, int64_t ignore_index,
+                       int reduction, double smoothing)
+{
+    if (!pygpu_ag_wanted(1, &input)) {
+        return pygpu_op_cross_entropy(input, target, weight, ignore_index,
+                                      reduction, smoothing, NULL);
+    }
+    pygpu_xent_saved sv = {NULL, NULL, NULL, NULL};
+    PyObject *res = pygpu_op_cross_entropy(input, target, weight,
+                                           ignore_index, reduction,
+                                           smoothing, &sv);
+    if (res == NULL) {
+        return NULL;
+    }
+    res = record(res, input, sv.x, sv.target, sv.weight, sv.stats,
+                 ignore_index, reduction, smoothing);
+    Py_DECREF(sv.x);
+    Py_DECREF(sv.target);
+    Py_XDECREF(sv.weight);
+    Py_DECREF(sv.stats);
+    return res;
 }

@@ -188,6 +188,17 @@ int pygpu_check_same_device(const TensorObject *a, const TensorObject *b);
 PyObject *pygpu_op_unary_out(int op, TensorObject *a, TensorObject *out,
                              int inplace);
 
+/* clamp(x, lo, hi) into out (or in place), lo and hi numbers, tensors or
+ * None (ops_clamp.c; name for messages: "clamp", "clip_"). */
+PyObject *pygpu_op_clamp(const char *name, TensorObject *x, PyObject *lo,
+                         PyObject *hi, TensorObject *out, int inplace);
+/* where(cond, x, y), x.masked_fill(mask, value) and its in-place form
+ * (ops_where.c): checks, promotion, broadcasting; never recorded. */
+PyObject *pygpu_op_where(PyObject *cond, PyObject *x, PyObject *y);
+PyObject *pygpu_op_masked_fill(TensorObject *self, TensorObject *mask,
+                               PyObject *value);
+PyObject *pygpu_op_masked_fill_(TensorObject *self, PyObject *mask,
+                                PyObject *value);
 /* --------------------------------------------------------------- out= */
 /* out_arg.c: torch's rules for an op's out= (and in-place) tensor.  Before
  * writing a result of (ndim, shape, dtype) on dev, read from in1/in2

@@ -2,7 +2,7 @@
  * min and max numbers or tensors (broadcast), torch's result type over the
  * three, and out= or in place.  Two passes of the maximum and minimum rows
  * (ops_elementwise.c), both computed in the result's dtype. */
-#include "autograd/autograd.h"
+#include "ops/ops.h"
 
 #include <string.h>
 
@@ -142,8 +142,8 @@ clamp_shape(TensorObject *x, PyObject *lo, PyObject *hi, int *ndim,
     return 0;
 }
 
-static PyObject *
-clamp(const char *name, TensorObject *x, PyObject *lo, PyObject *hi,
+PyObject *
+pygpu_op_clamp(const char *name, TensorObject *x, PyObject *lo, PyObject *hi,
       TensorObject *out, int inplace)
 {
     static const char *const argnames[] = {"input", "min", "max"};
@@ -157,23 +157,6 @@ clamp(const char *name, TensorObject *x, PyObject *lo, PyObject *hi,
                         "torch.clamp: At least one of 'min' or 'max' must "
                         "not be None");
         return NULL;
-    }
-    TensorObject *ag[4] = {x, lo && Tensor_Check(lo) ? (TensorObject *)lo
-                                                     : NULL,
-                           hi && Tensor_Check(hi) ? (TensorObject *)hi
-                                                  : NULL,
-                           out};
-    if (pygpu_ag_wanted(4, ag)) {
-        if (out != NULL || inplace) {
-            PyErr_Format(PyExc_RuntimeError,
-                         "pygpu's autograd does not record %s with out= or "
-                         "in place; use the out-of-place form", name);
-            return NULL;
-        }
-        int was = pygpu_set_grad_enabled(0);
-        PyObject *r = clamp(name, x, lo, hi, NULL, 0);
-        pygpu_set_grad_enabled(was);
-        return pygpu_ag_clamp(x, lo, hi, r);
     }
     PyObject *ops[3] = {(PyObject *)x, lo, hi};
     int dtype = result_type(name, argnames, ops, 3);
@@ -208,75 +191,3 @@ clamp(const char *name, TensorObject *x, PyObject *lo, PyObject *hi,
     }
     return out ? pygpu_out_finish(out, res) : (PyObject *)res;
 }
-
-static PyObject *
-clamp_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-         PyObject *kwnames)
-{
-    static const char *const names[] = {"input", "min", "max", "out"};
-    PyObject *a[4];
-    if (pygpu_parse_args("clamp", args, nargs, kwnames, names, 4, 3, 1, a) <
-            0 ||
-        pygpu_tensor_arg(a[0], "clamp", "input") < 0) {
-        return NULL;
-    }
-    int has_out = a[3] != NULL && a[3] != Py_None;
-    if (has_out && pygpu_tensor_arg(a[3], "clamp", "out") < 0) {
-        return NULL;
-    }
-    return clamp("clamp", (TensorObject *)a[0], a[1], a[2],
-                 has_out ? (TensorObject *)a[3] : NULL, 0);
-}
-
-static PyObject *
-clamp_method(PyObject *self, const char *name, int inplace,
-             PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    static const char *const names[] = {"min", "max"};
-    PyObject *a[2];
-    if (pygpu_parse_args(name, args, nargs, kwnames, names, 2, 2, 0, a) < 0) {
-        return NULL;
-    }
-    return clamp(name, (TensorObject *)self, a[0], a[1], NULL, inplace);
-}
-
-static PyObject *
-t_clamp(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-        PyObject *kwnames)
-{
-    return clamp_method(self, "clamp", 0, args, nargs, kwnames);
-}
-
-static PyObject *
-t_clamp_(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-         PyObject *kwnames)
-{
-    return clamp_method(self, "clamp_", 1, args, nargs, kwnames);
-}
-
-#define CLAMP_DOC                                                            \
-    "min(max(input, min), max), elementwise: min and max are numbers or\n"   \
-    "tensors (broadcast), at least one given; NaN stays NaN, and min >\n"    \
-    "max gives max.  The result type is torch's over all three."
-
-PyMethodDef pygpu_clamp_functions[] = {
-    {"clamp", FASTKW(clamp_fn),
-     "clamp($module, input, min=None, max=None, *, out=None)\n--\n\n"
-     CLAMP_DOC},
-    {"clip", FASTKW(clamp_fn),
-     "clip($module, input, min=None, max=None, *, out=None)\n--\n\n"
-     "Alias of clamp."},
-    {NULL},
-};
-
-PyMethodDef pygpu_clamp_methods[] = {
-    {"clamp", FASTKW(t_clamp),
-     "clamp($self, /, min=None, max=None)\n--\n\n" CLAMP_DOC},
-    {"clamp_", FASTKW(t_clamp_),
-     "clamp_($self, /, min=None, max=None)\n--\n\nIn-place clamp."},
-    {"clip", FASTKW(t_clamp),
-     "clip($self, /, min=None, max=None)\n--\n\nAlias of clamp."},
-    {"clip_", FASTKW(t_clamp_),
-     "clip_($self, /, min=None, max=None)\n--\n\nAlias of clamp_."},
-    {NULL},
-};

@@ -3,7 +3,7 @@
  * broadcasting, type promotion, output allocation, then one lookup in the
  * dispatch table.  Inputs of another dtype than the result's are read as
  * they are and converted inside the loop. */
-#include "autograd/autograd.h"
+#include "ops/ops.h"
 
 int
 pygpu_check_same_device(const TensorObject *a, const TensorObject *b)
@@ -355,11 +355,6 @@ pygpu_op_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
     pygpu_scalar_value s;
     int cat, r;
     PyObject *item = NULL, *res;
-    TensorObject *ag[3] = {Tensor_Check(a) ? (TensorObject *)a : NULL,
-                           Tensor_Check(b) ? (TensorObject *)b : NULL, out};
-    if (pygpu_ag_wanted(3, ag)) {
-        return pygpu_ag_binary(op, a, b, out);
-    }
     /* Written into the first operand: in place, its shape must be the
      * result's; another out= is resized (pygpu_out_prepare). */
     int inplace = out != NULL && (PyObject *)out == a;
@@ -438,12 +433,9 @@ PyObject *
 pygpu_op_unary_out(int op, TensorObject *a, TensorObject *out, int inplace)
 {
     pygpu_geom g;
-    TensorObject *res, *src = a, *ag[2] = {a, out};
+    TensorObject *res, *src = a;
     if (check_bool_unary(op, a) < 0) {
         return NULL;
-    }
-    if (pygpu_ag_wanted(2, ag)) {
-        return pygpu_ag_unary(op, a, out, inplace);
     }
     if (inplace) {
         out = a;

@@ -2,7 +2,7 @@
  * leading dims, and its form with relu in one call: one cuBLASLt call with
  * the BIAS epilogue then the relu kernel on CUDA (which keeps NaN, as
  * torch's relu does), NumPy's matmul then one bias+relu pass on the CPU. */
-#include "autograd/autograd.h"
+#include "ops/ops.h"
 #include "ops/autocast.h"
 #include "cuda/blas.h"
 
@@ -15,9 +15,6 @@ pygpu_op_linear(TensorObject *x, TensorObject *w, TensorObject *bias,
     TensorObject *x2 = NULL, *out = NULL, *bc = NULL, *in[3] = {x, w, bias},
                  *c[3];
     PyObject *result = NULL;
-    if (pygpu_ag_wanted(3, in)) {
-        return pygpu_ag_linear(x, w, bias, relu);
-    }
     int cast = pygpu_autocast_inputs(3, in, c);
     if (cast != 0) {
         result = cast < 0 ? NULL : pygpu_op_linear(c[0], c[1], c[2], relu);
@@ -113,52 +110,3 @@ fail:
     Py_XDECREF(bc);
     return result;
 }
-
-
-/* ------------------------------------------------------ module functions */
-
-static PyObject *
-linear_common(const char *fname, int relu, PyObject *const *args,
-              Py_ssize_t nargs, PyObject *kwnames)
-{
-    static const char *const names[] = {"input", "weight", "bias"};
-    PyObject *a[3];
-    if (pygpu_parse_args(fname, args, nargs, kwnames, names, 3, 3, 2, a) < 0 ||
-        pygpu_tensor_arg(a[0], fname, "input") < 0 ||
-        pygpu_tensor_arg(a[1], fname, "weight") < 0) {
-        return NULL;
-    }
-    if (a[2] == Py_None) {
-        a[2] = NULL;
-    }
-    if (a[2] != NULL && pygpu_tensor_arg(a[2], fname, "bias") < 0) {
-        return NULL;
-    }
-    return pygpu_op_linear((TensorObject *)a[0], (TensorObject *)a[1],
-                           (TensorObject *)a[2], relu);
-}
-
-static PyObject *
-linear_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
-{
-    return linear_common("linear", 0, args, nargs, kw);
-}
-
-static PyObject *
-linear_relu_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
-               PyObject *kw)
-{
-    return linear_common("linear_relu", 1, args, nargs, kw);
-}
-
-
-PyMethodDef pygpu_linear_functions[] = {
-    {"_linear", FASTKW(linear_fn),
-     "_linear($module, input, weight, bias=None)\n--\n\n"
-     "input @ weight.T + bias (one cuBLASLt call with the bias epilogue)."},
-    {"_linear_relu", FASTKW(linear_relu_fn),
-     "_linear_relu($module, input, weight, bias=None)\n--\n\n"
-     "relu(input @ weight.T + bias) in one call (on CUDA cuBLASLt's bias\n"
-     "epilogue, then the relu kernel, which keeps NaN)."},
-    {NULL},
-};

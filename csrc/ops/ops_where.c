@@ -1,8 +1,9 @@
 /* ops_where.c - where and masked_fill(_), over the masked-copy kind of
  * the dispatch table: the result is filled with one operand (converted,
- * broadcast), then out[i] = cond[i] ? a[i] : out[i] with the other. */
-#include "autograd/autograd.h"
-#include "ops/logical_methods.h"
+ * broadcast), then out[i] = cond[i] ? a[i] : out[i] with the other.
+ * Nothing here is recorded: autograd_where.c records, and the Python
+ * faces are in tensor/tensor_where.c. */
+#include "ops/ops.h"
 
 int
 pygpu_op_masked_copy(TensorObject *out, TensorObject *cond, TensorObject *a,
@@ -89,26 +90,11 @@ check_bool_mask(const TensorObject *mask, const char *fmt)
     return -1;
 }
 
-static PyObject *where(PyObject *cond, PyObject *x, PyObject *y);
 
-/* where with x or y recorded by autograd: computed with grad mode off. */
-static PyObject *
-where_recorded(PyObject *cond, PyObject *x, PyObject *y)
+/* where(cond, x, y): x where cond, else y, promoted and broadcast. */
+PyObject *
+pygpu_op_where(PyObject *cond, PyObject *x, PyObject *y)
 {
-    int was = pygpu_set_grad_enabled(0);
-    PyObject *r = where(cond, x, y);
-    pygpu_set_grad_enabled(was);
-    return pygpu_ag_where((TensorObject *)cond, x, y, r, 0);
-}
-
-static PyObject *
-where(PyObject *cond, PyObject *x, PyObject *y)
-{
-    TensorObject *ag[2] = {Tensor_Check(x) ? (TensorObject *)x : NULL,
-                           Tensor_Check(y) ? (TensorObject *)y : NULL};
-    if (Tensor_Check(cond) && pygpu_ag_wanted(2, ag)) {
-        return where_recorded(cond, x, y);
-    }
     TensorObject *c = (TensorObject *)cond, *tx = NULL, *ty = NULL;
     TensorObject *out = NULL;
     PyObject *result = NULL;
@@ -144,25 +130,13 @@ fail:
     return result;
 }
 
-PyObject *
-pygpu_t_where(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
-              PyObject *kwnames)
-{
-    static const char *const names[] = {"condition", "other"};
-    PyObject *a[2];
-    if (pygpu_parse_args("where", args, nargs, kwnames, names, 2, 2, 2, a) <
-        0) {
-        return NULL;
-    }
-    return where(a[0], op, a[1]);
-}
-
 /* ------------------------------------------------------- masked_fill */
 
 /* self[mask] = value in place: mask bool and broadcastable to self's
  * shape, value a number or a 0-d tensor. */
-static PyObject *
-masked_fill_(TensorObject *self, PyObject *maskobj, PyObject *value)
+PyObject *
+pygpu_op_masked_fill_(TensorObject *self, PyObject *maskobj,
+                      PyObject *value)
 {
     TensorObject *mask = (TensorObject *)maskobj, *v = NULL;
     int ndim;
@@ -170,11 +144,6 @@ masked_fill_(TensorObject *self, PyObject *maskobj, PyObject *value)
     if (pygpu_tensor_arg(maskobj, "masked_fill_", "mask") < 0 ||
         check_bool_mask(mask, "masked_fill_ only supports boolean masks, "
                               "but got mask with dtype %s") < 0) {
-        return NULL;
-    }
-    TensorObject *vt = Tensor_Check(value) ? (TensorObject *)value : NULL;
-    if (pygpu_ag_refuse("masked_fill_ with a value that requires grad (use "
-                        "the out-of-place masked_fill)", 1, &vt) < 0) {
         return NULL;
     }
     if (Tensor_Check(value) && ((TensorObject *)value)->ndim != 0) {
@@ -209,93 +178,23 @@ masked_fill_(TensorObject *self, PyObject *maskobj, PyObject *value)
     return rc < 0 ? NULL : Py_NewRef((PyObject *)self);
 }
 
-static int
-masked_fill_args(const char *name, PyObject *const *args, Py_ssize_t nargs,
-                 PyObject *kwnames, PyObject **a)
-{
-    static const char *const names[] = {"mask", "value"};
-    return pygpu_parse_args(name, args, nargs, kwnames, names, 2, 2, 2, a);
-}
-
-PyObject *
-pygpu_t_masked_fill_(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
-                     PyObject *kwnames)
-{
-    PyObject *a[2];
-    if (masked_fill_args("masked_fill_", args, nargs, kwnames, a) < 0) {
-        return NULL;
-    }
-    return masked_fill_((TensorObject *)op, a[0], a[1]);
-}
-
 /* A copy of self (broadcast with the mask) filled where the mask is. */
 PyObject *
-pygpu_t_masked_fill(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
-                    PyObject *kwnames)
+pygpu_op_masked_fill(TensorObject *self, TensorObject *mask,
+                     PyObject *value)
 {
-    TensorObject *self = (TensorObject *)op, *mask, *out = NULL;
-    PyObject *a[2], *r = NULL;
+    TensorObject *out = NULL;
+    PyObject *r = NULL;
     int ndim;
     int64_t shape[PYGPU_MAX_DIMS];
-    if (masked_fill_args("masked_fill", args, nargs, kwnames, a) < 0 ||
-        pygpu_tensor_arg(a[0], "masked_fill", "mask") < 0) {
-        return NULL;
-    }
-    mask = (TensorObject *)a[0];
-    TensorObject *in[2] = {self, Tensor_Check(a[1]) ? (TensorObject *)a[1]
-                                                    : NULL};
-    if (pygpu_ag_wanted(2, in)) {
-        int was = pygpu_set_grad_enabled(0);
-        r = pygpu_t_masked_fill(op, args, nargs, kwnames);
-        pygpu_set_grad_enabled(was);
-        return pygpu_ag_where(mask, op, a[1], r, 1);
-    }
     if (pygpu_broadcast_shapes(mask->ndim, mask->shape, self->ndim,
                                self->shape, &ndim, shape) < 0) {
         return NULL;
     }
     out = pygpu_tensor_empty(ndim, shape, self->dtype, self->device);
     if (out != NULL && pygpu_tensor_assign(out, self) == 0) {
-        r = masked_fill_(out, a[0], a[1]);
+        r = pygpu_op_masked_fill_(out, (PyObject *)mask, value);
     }
     Py_XDECREF(out);
     return r;
 }
-
-static PyObject *
-where_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-         PyObject *kwnames)
-{
-    static const char *const names[] = {"condition", "input", "other"};
-    PyObject *a[3];
-    if (pygpu_parse_args("where", args, nargs, kwnames, names, 3, 3, 3, a) <
-        0) {
-        return NULL;
-    }
-    return where(a[0], a[1], a[2]);
-}
-
-static PyObject *
-masked_fill_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-               PyObject *kwnames)
-{
-    static const char *const names[] = {"input", "mask", "value"};
-    PyObject *a[3];
-    if (pygpu_parse_args("masked_fill", args, nargs, kwnames, names, 3, 3, 3,
-                         a) < 0 ||
-        pygpu_tensor_arg(a[0], "masked_fill", "input") < 0) {
-        return NULL;
-    }
-    return pygpu_t_masked_fill(a[0], a + 1, 2, NULL);
-}
-
-PyMethodDef pygpu_where_functions[] = {
-    {"where", FASTKW(where_fn),
-     "where($module, condition, input, other)\n--\n\n"
-     "input where the bool condition is true, else other (tensors or\n"
-     "numbers; broadcast, promoted)."},
-    {"masked_fill", FASTKW(masked_fill_fn),
-     "masked_fill($module, input, mask, value)\n--\n\n"
-     "A copy of input with value where the bool mask (broadcast) is true."},
-    {NULL},
-};

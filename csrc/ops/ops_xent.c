@@ -7,7 +7,7 @@
  * SUM launch over the losses and the weights together, and for the mean
  * their quotient.
  * The buffer is what the backward rule reads (autograd_xent.c). */
-#include "autograd/autograd.h"
+#include "ops/ops.h"
 #include "ops/reduce.h"
 #include "ops/xent.h"
 
@@ -88,8 +88,8 @@ check_target_shape(const TensorObject *x, const TensorObject *t)
     return 0;
 }
 
-static int
-check_args(TensorObject *x, TensorObject *t, TensorObject *w,
+int
+pygpu_xent_check_args(TensorObject *x, TensorObject *t, TensorObject *w,
            double smoothing, PyObject *smoothing_obj)
 {
     if (!(smoothing >= 0.0 && smoothing <= 1.0)) {
@@ -189,9 +189,11 @@ reduce_losses(TensorObject *x, TensorObject *target, TensorObject *stats,
     return (PyObject *)out;
 }
 
-static PyObject *
-cross_entropy(TensorObject *input, TensorObject *target, TensorObject *weight,
-              int64_t ignore_index, int reduction, double smoothing)
+PyObject *
+pygpu_op_cross_entropy(TensorObject *input, TensorObject *target,
+                       TensorObject *weight, int64_t ignore_index,
+                       int reduction, double smoothing,
+                       pygpu_xent_saved *saved)
 {
     TensorObject *x = NULL, *t = NULL, *w = NULL, *stats = NULL;
     PyObject *res = NULL;
@@ -226,8 +228,10 @@ cross_entropy(TensorObject *input, TensorObject *target, TensorObject *weight,
         goto fail;
     }
     res = reduce_losses(x, t, stats, S, reduction);
-    res = pygpu_ag_xent(res, input, x, t, w, stats, ignore_index, reduction,
-                        smoothing);
+    if (res != NULL && saved != NULL) { /* handed over */
+        *saved = (pygpu_xent_saved){x, t, w, stats};
+        return res;
+    }
 fail:
     Py_XDECREF(x);
     Py_XDECREF(t);
@@ -235,75 +239,3 @@ fail:
     Py_XDECREF(stats);
     return res;
 }
-
-/* _cross_entropy(input, target, weight=None, ignore_index=-100,
- *                reduction='mean', label_smoothing=0.0) */
-static PyObject *
-cross_entropy_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
-                 PyObject *kwnames)
-{
-    static const char *const names[] = {"input", "target", "weight",
-                                        "ignore_index", "reduction",
-                                        "label_smoothing"};
-    static const char *const reductions[] = {"none", "mean", "sum"};
-    PyObject *a[6];
-    long long ignore = -100;
-    double smoothing = 0.0;
-    int reduction = PYGPU_XENT_MEAN;
-    if (pygpu_parse_args("cross_entropy", args, nargs, kwnames, names, 6, 6,
-                         2, a) < 0 ||
-        pygpu_tensor_arg(a[0], "cross_entropy", "input") < 0 ||
-        pygpu_tensor_arg(a[1], "cross_entropy", "target") < 0 ||
-        (a[2] != NULL && a[2] != Py_None &&
-         pygpu_tensor_arg(a[2], "cross_entropy", "weight") < 0)) {
-        return NULL;
-    }
-    if (a[3] != NULL) {
-        if (!PyLong_Check(a[3])) {
-            PyErr_Format(PyExc_TypeError, "cross_entropy(): argument "
-                         "'ignore_index' must be int, not %s",
-                         Py_TYPE(a[3])->tp_name);
-            return NULL;
-        }
-        ignore = PyLong_AsLongLong(a[3]);
-        if (ignore == -1 && PyErr_Occurred()) {
-            return NULL;
-        }
-    }
-    if (a[4] != NULL) {
-        reduction = -1;
-        for (int r = 0; r < 3 && PyUnicode_Check(a[4]); r++) {
-            if (PyUnicode_CompareWithASCIIString(a[4], reductions[r]) == 0) {
-                reduction = r;
-            }
-        }
-        if (reduction < 0) {
-            PyErr_Format(PyExc_ValueError, "%S is not a valid value for "
-                         "reduction", a[4]);
-            return NULL;
-        }
-    }
-    if (a[5] != NULL) {
-        smoothing = PyFloat_AsDouble(a[5]);
-        if (smoothing == -1.0 && PyErr_Occurred()) {
-            return NULL;
-        }
-    }
-    TensorObject *x = (TensorObject *)a[0], *t = (TensorObject *)a[1];
-    TensorObject *w = a[2] == NULL || a[2] == Py_None ? NULL
-                                                      : (TensorObject *)a[2];
-    if (check_args(x, t, w, smoothing, a[5]) < 0) {
-        return NULL;
-    }
-    return cross_entropy(x, t, w, (int64_t)ignore, reduction, smoothing);
-}
-
-PyMethodDef pygpu_xent_functions[] = {
-    {"_cross_entropy", FASTKW(cross_entropy_fn),
-     "_cross_entropy($module, input, target, weight=None, ignore_index=-100,"
-     " reduction='mean', label_smoothing=0.0)\n--\n\n"
-     "Cross-entropy of logits (classes in dim 1, or dim 0 of a 1-d input)\n"
-     "and class indices as one op: log-softmax and the pick fused, forward\n"
-     "and backward (nn.functional.cross_entropy with integer targets)."},
-    {NULL},
-};

@@ -1,5 +1,5 @@
 /* xent.h - what cross-entropy's front end (ops_xent.c) and its backward
- * rule (autograd_xent.c) share.  Internal to ops/. */
+ * rule (autograd_xent.c) share. */
 #ifndef PYGPU_OPS_XENT_H
 #define PYGPU_OPS_XENT_H
 
@@ -21,12 +21,20 @@ void pygpu_xent_args_for(pygpu_xent_args *a, TensorObject *x,
 /* Element i of stats (a pointer into its memory). */
 void *pygpu_xent_stat(TensorObject *stats, int64_t i);
 
-/* res = cross_entropy(input, ...) computed from x (input made
- * contiguous) with these arguments: recorded when input requires grad
- * (autograd_xent.c).  Steals res; new reference or NULL. */
-PyObject *pygpu_ag_xent(PyObject *res, TensorObject *input, TensorObject *x,
-                        TensorObject *target, TensorObject *weight,
-                        TensorObject *stats, int64_t ignore_index,
-                        int reduction, double smoothing);
+/* What the forward hands to autograd's rule (new references): x (input
+ * made contiguous), the int64 target, the weight (or NULL) and stats. */
+typedef struct {
+    TensorObject *x, *target, *weight, *stats;
+} pygpu_xent_saved;
+/* The arguments' checks, in torch's words (label_smoothing: the argument
+ * as given, for its message). */
+int pygpu_xent_check_args(TensorObject *x, TensorObject *t, TensorObject *w,
+                          double smoothing, PyObject *label_smoothing);
+/* cross_entropy(input, target, weight, ...), after the checks; with saved,
+ * what the backward needs is handed over there. */
+PyObject *pygpu_op_cross_entropy(TensorObject *input, TensorObject *target,
+                                 TensorObject *weight, int64_t ignore_index,
+                                 int reduction, double smoothing,
+                                 pygpu_xent_saved *saved);
 
 #endif /* PYGPU_OPS_XENT_H */

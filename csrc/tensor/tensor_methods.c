@@ -233,30 +233,30 @@ t_detach(PyObject *op, PyObject *noargs)
 static PyObject *
 t_relu(PyObject *op, PyObject *noargs)
 {
-    return pygpu_op_unary(PYGPU_RELU, SELF, 0);
+    return pygpu_ag_unary(PYGPU_RELU, SELF, NULL, 0);
 }
 
 static PyObject *
 t_relu_(PyObject *op, PyObject *noargs)
 {
-    return pygpu_op_unary(PYGPU_RELU, SELF, 1);
+    return pygpu_ag_unary(PYGPU_RELU, SELF, NULL, 1);
 }
 
 static PyObject *
 t_neg_m(PyObject *op, PyObject *noargs)
 {
-    return pygpu_op_unary(PYGPU_NEG, SELF, 0);
+    return pygpu_ag_unary(PYGPU_NEG, SELF, NULL, 0);
 }
 
 /* t.<name>() and t.<name>_() for each row of op_list.h. */
 #define UNARY_METHODS(OP, name, doc)                                         \
     static PyObject *t_##name(PyObject *op, PyObject *noargs)                \
     {                                                                        \
-        return pygpu_op_unary(PYGPU_##OP, SELF, 0);                          \
+        return pygpu_ag_unary(PYGPU_##OP, SELF, NULL, 0);                    \
     }                                                                        \
     static PyObject *t_##name##_(PyObject *op, PyObject *noargs)             \
     {                                                                        \
-        return pygpu_op_unary(PYGPU_##OP, SELF, 1);                          \
+        return pygpu_ag_unary(PYGPU_##OP, SELF, NULL, 1);                    \
     }
 PYGPU_PY_UNARY_OPS(UNARY_METHODS)
 
@@ -305,7 +305,7 @@ t_matmul_m(PyObject *op, PyObject *other)
                      Py_TYPE(other)->tp_name);
         return NULL;
     }
-    return pygpu_op_matmul(op, other);
+    return pygpu_ag_matmul(SELF, (TensorObject *)other, NULL);
 }
 
 

@@ -1,7 +1,7 @@
 /* tensor_number.c - the Tensor's operator slots: arithmetic, @, in-place
  * forms, hash, conversions to Python numbers, len, indexing, iteration,
  * repr (the comparisons are in ops_compare.c). */
-#include "ops/ops.h"
+#include "autograd/autograd.h"
 
 /* A NumPy scalar as the Python number it holds, so that it follows torch's
  * rules for Python scalars (np.float32(2) * t keeps t's dtype); any other
@@ -40,7 +40,7 @@ pygpu_number_binary(int op, const char *sym, PyObject *a, PyObject *b,
     }
     PyObject *x = py_number(a), *y = x ? py_number(b) : NULL, *r = NULL;
     if (y != NULL) {
-        r = pygpu_op_binary(op, x, y, out);
+        r = pygpu_ag_binary(op, x, y, out);
     }
     Py_XDECREF(x);
     Py_XDECREF(y);
@@ -115,13 +115,13 @@ pygpu_t_matmul(PyObject *a, PyObject *b)
     if (!Tensor_Check(a) || !Tensor_Check(b)) {
         Py_RETURN_NOTIMPLEMENTED;
     }
-    return pygpu_op_matmul(a, b);
+    return pygpu_ag_matmul((TensorObject *)a, (TensorObject *)b, NULL);
 }
 
 PyObject *
 pygpu_t_neg(PyObject *a)
 {
-    return pygpu_op_unary(PYGPU_NEG, (TensorObject *)a, 0);
+    return pygpu_ag_unary(PYGPU_NEG, (TensorObject *)a, NULL, 0);
 }
 
 PyObject *

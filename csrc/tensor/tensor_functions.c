@@ -1,7 +1,10 @@
-/* ops_functions.c - the module-level elementwise functions (pygpu.add,
- * sub, mul, div, relu, relu_, neg) over ops_elementwise.c. */
-#include "ops/ops.h"
+/* tensor_functions.c - the module-level elementwise functions (pygpu.add,
+ * sub, mul, div, relu, relu_, neg, the unary functions of op_list.h),
+ * through autograd's pygpu_ag_binary / pygpu_ag_unary to
+ * ops/ops_elementwise.c. */
+#include "autograd/autograd.h"
 #include "ops/op_list.h"
+#include "ops/xent.h"
 
 PyObject *
 pygpu_binary_call(int op, const char *name, PyObject *input,
@@ -25,7 +28,7 @@ pygpu_binary_call(int op, const char *name, PyObject *input,
             return NULL;
         }
     }
-    r = pygpu_op_binary(op, input, other, out);
+    r = pygpu_ag_binary(op, input, other, out);
     if (r == Py_NotImplemented) {
         Py_DECREF(r);
         PyErr_Format(PyExc_TypeError,
@@ -85,7 +88,7 @@ relu_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         pygpu_parse_bool(a[1], 0, &inplace) < 0) {
         return NULL;
     }
-    return pygpu_op_unary(PYGPU_RELU, (TensorObject *)a[0], inplace);
+    return pygpu_ag_unary(PYGPU_RELU, (TensorObject *)a[0], NULL, inplace);
 }
 
 static PyObject *
@@ -94,7 +97,7 @@ relu__fn(PyObject *self, PyObject *arg)
     if (check_tensor(arg, "relu_") < 0) {
         return NULL;
     }
-    return pygpu_op_unary(PYGPU_RELU, (TensorObject *)arg, 1);
+    return pygpu_ag_unary(PYGPU_RELU, (TensorObject *)arg, NULL, 1);
 }
 
 /* pygpu.<name>(input, *, out=None) of a unary op. */
@@ -107,7 +110,7 @@ unary_fn(int op, const char *name, PyObject *const *args, Py_ssize_t nargs,
     if (nargs == 1 && kwnames == NULL) { /* the common call, parsed fast */
         return check_tensor(args[0], name) < 0
                    ? NULL
-                   : pygpu_op_unary(op, (TensorObject *)args[0], 0);
+                   : pygpu_ag_unary(op, (TensorObject *)args[0], NULL, 0);
     }
     if (pygpu_parse_args(name, args, nargs, kwnames, names, 2, 1, 1, a) < 0 ||
         check_tensor(a[0], name) < 0) {
@@ -117,7 +120,7 @@ unary_fn(int op, const char *name, PyObject *const *args, Py_ssize_t nargs,
     if (has_out && pygpu_tensor_arg(a[1], name, "out") < 0) {
         return NULL;
     }
-    return pygpu_op_unary_out(op, (TensorObject *)a[0],
+    return pygpu_ag_unary(op, (TensorObject *)a[0],
                               has_out ? (TensorObject *)a[1] : NULL, 0);
 }
 
@@ -135,6 +138,71 @@ PYGPU_PY_UNARY_OPS(UNARY_FN)
 #define UNARY_FN_ENTRY(OP, name, doc)                                        \
     {#name, FASTKW(name##_fn),                                               \
      #name "($module, input, *, out=None)\n--\n\n" doc},
+
+/* ------------------------------------------------------- cross-entropy */
+
+/* _cross_entropy(input, target, weight=None, ignore_index=-100,
+ *                reduction='mean', label_smoothing=0.0) */
+static PyObject *
+cross_entropy_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                 PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "target", "weight",
+                                        "ignore_index", "reduction",
+                                        "label_smoothing"};
+    static const char *const reductions[] = {"none", "mean", "sum"};
+    PyObject *a[6];
+    long long ignore = -100;
+    double smoothing = 0.0;
+    int reduction = PYGPU_XENT_MEAN;
+    if (pygpu_parse_args("cross_entropy", args, nargs, kwnames, names, 6, 6,
+                         2, a) < 0 ||
+        pygpu_tensor_arg(a[0], "cross_entropy", "input") < 0 ||
+        pygpu_tensor_arg(a[1], "cross_entropy", "target") < 0 ||
+        (a[2] != NULL && a[2] != Py_None &&
+         pygpu_tensor_arg(a[2], "cross_entropy", "weight") < 0)) {
+        return NULL;
+    }
+    if (a[3] != NULL) {
+        if (!PyLong_Check(a[3])) {
+            PyErr_Format(PyExc_TypeError, "cross_entropy(): argument "
+                         "'ignore_index' must be int, not %s",
+                         Py_TYPE(a[3])->tp_name);
+            return NULL;
+        }
+        ignore = PyLong_AsLongLong(a[3]);
+        if (ignore == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    if (a[4] != NULL) {
+        reduction = -1;
+        for (int r = 0; r < 3 && PyUnicode_Check(a[4]); r++) {
+            if (PyUnicode_CompareWithASCIIString(a[4], reductions[r]) == 0) {
+                reduction = r;
+            }
+        }
+        if (reduction < 0) {
+            PyErr_Format(PyExc_ValueError, "%S is not a valid value for "
+                         "reduction", a[4]);
+            return NULL;
+        }
+    }
+    if (a[5] != NULL) {
+        smoothing = PyFloat_AsDouble(a[5]);
+        if (smoothing == -1.0 && PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    TensorObject *x = (TensorObject *)a[0], *t = (TensorObject *)a[1];
+    TensorObject *w = a[2] == NULL || a[2] == Py_None ? NULL
+                                                      : (TensorObject *)a[2];
+    if (pygpu_xent_check_args(x, t, w, smoothing, a[5]) < 0) {
+        return NULL;
+    }
+    return pygpu_ag_cross_entropy(x, t, w, (int64_t)ignore, reduction,
+                                  smoothing);
+}
 
 PyMethodDef pygpu_ops_functions[] = {
     {"add", FASTKW(add_fn),
@@ -162,5 +230,15 @@ PyMethodDef pygpu_ops_functions[] = {
                    "input/2 * (1 + tanh(sqrt(2/pi) * (input + 0.044715 "
                    "input^3))).")
     PYGPU_PY_UNARY_OPS(UNARY_FN_ENTRY)
+    {NULL},
+};
+
+PyMethodDef pygpu_xent_functions[] = {
+    {"_cross_entropy", FASTKW(cross_entropy_fn),
+     "_cross_entropy($module, input, target, weight=None, ignore_index=-100,"
+     " reduction='mean', label_smoothing=0.0)\n--\n\n"
+     "Cross-entropy of logits (classes in dim 1, or dim 0 of a 1-d input)\n"
+     "and class indices as one op: log-softmax and the pick fused, forward\n"
+     "and backward (nn.functional.cross_entropy with integer targets)."},
     {NULL},
 };

@@ -1,9 +1,9 @@
-/* ops_binary_math.c - pow, maximum, minimum, fmod, remainder and
+/* tensor_math.c - pow, maximum, minimum, fmod, remainder and
  * floor_divide as Python sees them: pygpu.<name>(..., out=None), the
  * Tensor methods and their in-place forms, and the **, // and % slots.
- * Each is a row of PYGPU_BINARY_OPS run by pygpu_op_binary
- * (ops_elementwise.c); clamp is in ops_clamp.c. */
-#include "ops/ops.h"
+ * Each is a row of PYGPU_BINARY_OPS, recorded by autograd's
+ * pygpu_ag_binary and run by pygpu_op_binary (ops/ops_elementwise.c). */
+#include "autograd/autograd.h"
 
 /* What an op takes besides two tensors, as torch: maximum and minimum
  * take tensors only, fmod a number only as `other`. */
@@ -194,5 +194,79 @@ PyMethodDef pygpu_binary_math_methods[] = {
      "Give self the shape sizes (ints or one tuple), contiguous, in place:\n"
      "over its own memory when that holds the elements, else over new\n"
      "memory that starts with the old bytes.  Returns self."},
+    {NULL},
+};
+
+/* ---------------------------------------------------------------- clamp */
+
+static PyObject *
+clamp_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "min", "max", "out"};
+    PyObject *a[4];
+    if (pygpu_parse_args("clamp", args, nargs, kwnames, names, 4, 3, 1, a) <
+            0 ||
+        pygpu_tensor_arg(a[0], "clamp", "input") < 0) {
+        return NULL;
+    }
+    int has_out = a[3] != NULL && a[3] != Py_None;
+    if (has_out && pygpu_tensor_arg(a[3], "clamp", "out") < 0) {
+        return NULL;
+    }
+    return pygpu_ag_clamp("clamp", (TensorObject *)a[0], a[1], a[2],
+                 has_out ? (TensorObject *)a[3] : NULL, 0);
+}
+
+static PyObject *
+clamp_method(PyObject *self, const char *name, int inplace,
+             PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"min", "max"};
+    PyObject *a[2];
+    if (pygpu_parse_args(name, args, nargs, kwnames, names, 2, 2, 0, a) < 0) {
+        return NULL;
+    }
+    return pygpu_ag_clamp(name, (TensorObject *)self, a[0], a[1], NULL, inplace);
+}
+
+static PyObject *
+t_clamp(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+        PyObject *kwnames)
+{
+    return clamp_method(self, "clamp", 0, args, nargs, kwnames);
+}
+
+static PyObject *
+t_clamp_(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames)
+{
+    return clamp_method(self, "clamp_", 1, args, nargs, kwnames);
+}
+
+#define CLAMP_DOC                                                            \
+    "min(max(input, min), max), elementwise: min and max are numbers or\n"   \
+    "tensors (broadcast), at least one given; NaN stays NaN, and min >\n"    \
+    "max gives max.  The result type is torch's over all three."
+
+PyMethodDef pygpu_clamp_functions[] = {
+    {"clamp", FASTKW(clamp_fn),
+     "clamp($module, input, min=None, max=None, *, out=None)\n--\n\n"
+     CLAMP_DOC},
+    {"clip", FASTKW(clamp_fn),
+     "clip($module, input, min=None, max=None, *, out=None)\n--\n\n"
+     "Alias of clamp."},
+    {NULL},
+};
+
+PyMethodDef pygpu_clamp_methods[] = {
+    {"clamp", FASTKW(t_clamp),
+     "clamp($self, /, min=None, max=None)\n--\n\n" CLAMP_DOC},
+    {"clamp_", FASTKW(t_clamp_),
+     "clamp_($self, /, min=None, max=None)\n--\n\nIn-place clamp."},
+    {"clip", FASTKW(t_clamp),
+     "clip($self, /, min=None, max=None)\n--\n\nAlias of clamp."},
+    {"clip_", FASTKW(t_clamp_),
+     "clip_($self, /, min=None, max=None)\n--\n\nAlias of clamp_."},
     {NULL},
 };
