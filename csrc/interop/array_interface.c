@@ -8,7 +8,7 @@
  * stream (None would tell the consumer that no synchronisation is needed,
  * which is only true once the producer's work is done). */
 #include "interop/dlpack.h"
-#include "autograd/autograd.h"
+#include "ops/ops.h"
 #include "cuda/cuda_stream.h"
 
 #include <string.h>

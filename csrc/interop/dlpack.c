@@ -9,7 +9,7 @@
  * the capsule's destructor calls it only if no consumer renamed the
  * capsule "used_...". */
 #include "interop/dlpack.h"
-#include "autograd/autograd.h"
+#include "ops/ops.h"
 #include "cuda/cuda_stream.h"
 
 typedef struct {

@@ -1,5 +1,5 @@
-/* logical_methods.h - the Tensor methods of ops_logical.c and ops_where.c
- * (logical_*, bitwise_*, where, masked_fill(_), any, all);
+/* logical_methods.h - the Tensor methods of ops_logical.c (logical_*,
+ * bitwise_*, any, all);
  * pygpu_logical_methods (ops_logical.c) lists them for
  * pygpu_tensor_add_methods. */
 #ifndef PYGPU_LOGICAL_METHODS_H
@@ -15,12 +15,6 @@ PyObject *pygpu_t_bitwise_not(PyObject *op, PyObject *noargs);
 PyObject *pygpu_t_bitwise_and(PyObject *op, PyObject *other);
 PyObject *pygpu_t_bitwise_or(PyObject *op, PyObject *other);
 PyObject *pygpu_t_bitwise_xor(PyObject *op, PyObject *other);
-PyObject *pygpu_t_where(PyObject *op, PyObject *const *args,
-                        Py_ssize_t nargs, PyObject *kwnames);
-PyObject *pygpu_t_masked_fill(PyObject *op, PyObject *const *args,
-                              Py_ssize_t nargs, PyObject *kwnames);
-PyObject *pygpu_t_masked_fill_(PyObject *op, PyObject *const *args,
-                               Py_ssize_t nargs, PyObject *kwnames);
 PyObject *pygpu_t_any(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
                       PyObject *kwnames);
 PyObject *pygpu_t_all(PyObject *op, PyObject *const *args, Py_ssize_t nargs,

@@ -348,15 +348,6 @@ PyMethodDef pygpu_logical_functions[] = {
     PYGPU_LOGICAL_METHOD_O(bitwise_and, "self & other (bool and integers).") \
     PYGPU_LOGICAL_METHOD_O(bitwise_or, "self | other (bool and integers).")  \
     PYGPU_LOGICAL_METHOD_O(bitwise_xor, "self ^ other (bool and integers).") \
-    {"where", FASTKW(pygpu_t_where),                                         \
-     "where($self, condition, other)\n--\n\n"                                \
-     "pygpu.where(condition, self, other)."},                                \
-    {"masked_fill", FASTKW(pygpu_t_masked_fill),                             \
-     "masked_fill($self, mask, value)\n--\n\n"                               \
-     "A copy of self with value where the bool mask (broadcast) is true."},  \
-    {"masked_fill_", FASTKW(pygpu_t_masked_fill_),                           \
-     "masked_fill_($self, mask, value)\n--\n\n"                              \
-     "In-place masked_fill; returns self."},                                 \
     {"any", FASTKW(pygpu_t_any),                                             \
      "any($self, /, dim=None, keepdim=False)\n--\n\n"                        \
      "Whether any element (over dim: an int or a tuple) is nonzero."},       \

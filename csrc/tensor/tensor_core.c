@@ -7,7 +7,7 @@
  * .numpy() share memory), a Storage for CUDA and pinned tensors.  Views
  * share the base and differ in data/shape/strides.
  */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 #include "ops/reduce.h"
 
 #include <string.h>
@@ -215,6 +215,7 @@ pygpu_tensor_register(PyObject *m)
         pygpu_tensor_add_methods(pygpu_clamp_methods) < 0 ||
         pygpu_tensor_add_methods(pygpu_compare_methods) < 0 ||
         pygpu_tensor_add_methods(pygpu_logical_methods) < 0 ||
+        pygpu_tensor_add_methods(pygpu_where_methods) < 0 ||
         pygpu_tensor_add_methods(pygpu_reduce_methods) < 0 ||
         pygpu_tensor_add_methods(pygpu_stats_methods) < 0 ||
         pygpu_tensor_add_methods(pygpu_scan_methods) < 0 ||

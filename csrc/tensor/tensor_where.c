@@ -1,8 +1,7 @@
 /* tensor_where.c - where and masked_fill(_) as Python sees them: the
  * functions and the Tensor methods, recorded by autograd
  * (autograd_where.c) and computed by ops/ops_where.c. */
-#include "autograd/autograd.h"
-#include "ops/logical_methods.h"
+#include "tensor/tensor.h"
 
 PyObject *
 pygpu_t_where(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
@@ -85,5 +84,18 @@ PyMethodDef pygpu_where_functions[] = {
     {"masked_fill", FASTKW(masked_fill_fn),
      "masked_fill($module, input, mask, value)\n--\n\n"
      "A copy of input with value where the bool mask (broadcast) is true."},
+    {NULL},
+};
+
+PyMethodDef pygpu_where_methods[] = {
+    {"where", FASTKW(pygpu_t_where),
+     "where($self, condition, other)\n--\n\n"
+     "pygpu.where(condition, self, other)."},
+    {"masked_fill", FASTKW(pygpu_t_masked_fill),
+     "masked_fill($self, mask, value)\n--\n\n"
+     "A copy of self with value where the bool mask (broadcast) is true."},
+    {"masked_fill_", FASTKW(pygpu_t_masked_fill_),
+     "masked_fill_($self, mask, value)\n--\n\n"
+     "In-place masked_fill; returns self."},
     {NULL},
 };
