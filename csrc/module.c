@@ -8,6 +8,7 @@
 #include "ops/op_list.h"
 #include "interop/dlpack.h"
 #include "cuda/cuda_stream.h"
+#include "tensor/tensor_reduce.h"
 
 static PyObject *
 pygpu_cuda_available_py(PyObject *self, PyObject *noargs)
@@ -142,6 +143,9 @@ pygpu_exec(PyObject *m)
     if (PyModule_AddFunctions(m, pygpu_create_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_ops_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_reduce_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_stats_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_scan_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_softmax_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_matmul_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_linear_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_autocast_functions) < 0 ||

@@ -87,18 +87,23 @@ PyObject *pygpu_ag_binary_inplace(int op, TensorObject *a, PyObject *b);
 /* op(a), in place, or into out (refused, as torch's out=). */
 PyObject *pygpu_ag_unary(int op, TensorObject *a, TensorObject *out,
                          int inplace);
-/* Reductions (autograd_reduce.c): sum and mean recorded, the others
- * refused; softmax, logsumexp and scans after the fact (res computed). */
+/* Reductions (autograd_reduce.c, autograd_stats.c): the ops of
+ * ops/reduce.h of the same arguments, recorded when autograd records t
+ * (else the op alone); a dtype= (-1: not given) that converts t first is
+ * a recorded conversion. */
 PyObject *pygpu_ag_reduce(int op, TensorObject *t, PyObject *dim,
                           int keepdim, int pair, const char *name);
-PyObject *pygpu_ag_logsumexp(TensorObject *t, PyObject *dim, int keepdim,
-                             PyObject *res);
-PyObject *pygpu_ag_softmax(int op, TensorObject *t, int dim, PyObject *res);
-PyObject *pygpu_ag_scan(int op, TensorObject *t, int dim, PyObject *res);
-/* res = t.norm(p, dim, keepdim), computed: recorded with torch's rule
- * (zero gradient where the norm is zero). */
+PyObject *pygpu_ag_reduce_as(int op, TensorObject *t, PyObject *dim,
+                             int keepdim, int dtype, const char *name);
+PyObject *pygpu_ag_logsumexp(TensorObject *t, PyObject *dim, int keepdim);
+PyObject *pygpu_ag_softmax(int op, TensorObject *t, int dim, int dtype);
+PyObject *pygpu_ag_scan(int op, TensorObject *t, int dim, int dtype);
+PyObject *pygpu_ag_var_std(TensorObject *t, PyObject *dim, double correction,
+                           int keepdim, int take_sqrt, const char *name);
 PyObject *pygpu_ag_norm(TensorObject *t, double p, PyObject *dim,
-                        int keepdim, PyObject *res);
+                        int keepdim, int dtype);
+/* t as dtype, the conversion recorded (t itself when it has it). */
+TensorObject *pygpu_ag_to_dtype(TensorObject *t, int dtype);
 /* The products (autograd_shapes.c): pygpu_op_matmul_out / pygpu_op_linear,
  * recorded when an operand takes part in autograd (out=: refused then, as
  * torch does). */

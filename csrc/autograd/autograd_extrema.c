@@ -1,5 +1,6 @@
-/* autograd_extrema.c - the backward rules of max, min, amax, amin, prod
- * and cumprod.
+/* autograd_extrema.c - max, min, amax, amin and prod recorded (reached
+ * through pygpu_ag_reduce, autograd_reduce.c) and cumprod's Node, with
+ * their backward rules.
  *
  * max/min over all elements and amax/amin share the gradient evenly among
  * the elements equal to the result (torch's rule for ties); max/min along
@@ -130,10 +131,8 @@ PyObject *
 pygpu_ag_extreme(int op, TensorObject *t, PyObject *dimobj, int keepdim,
                  int pair, const char *name)
 {
-    PyObject *res;
     int all;
-    PYGPU_UNRECORDED(res, pygpu_reduce_over(op, t, dimobj, keepdim, pair,
-                                            name));
+    PyObject *res = pygpu_reduce_over(op, t, dimobj, keepdim, pair, name);
     if (res == NULL) {
         return NULL;
     }
@@ -213,10 +212,13 @@ shifted(TensorObject *cp, int dim, int after)
 static TensorObject *
 others_product(TensorObject *x, int dim)
 {
-    TensorObject *cp = pygpu_ag_call(x, "cumprod", "i", dim);
+    TensorObject *cp = (TensorObject *)pygpu_op_scan(PYGPU_CUMPROD, x, dim,
+                                                     -1);
     TensorObject *before = cp ? shifted(cp, dim, 0) : NULL;
     TensorObject *xf = before ? pygpu_ag_call(x, "flip", "i", dim) : NULL;
-    TensorObject *rcp = xf ? pygpu_ag_call(xf, "cumprod", "i", dim) : NULL;
+    TensorObject *rcp = xf ? (TensorObject *)pygpu_op_scan(PYGPU_CUMPROD, xf,
+                                                           dim, -1)
+                           : NULL;
     Py_XSETREF(rcp, rcp ? pygpu_ag_call(rcp, "flip", "i", dim) : NULL);
     TensorObject *after = rcp ? shifted(rcp, dim, 1) : NULL;
     TensorObject *r = after ? pygpu_ag_bin(PYGPU_MUL, before,
@@ -301,9 +303,8 @@ pygpu_ag_prod(TensorObject *t, PyObject *dimobj, int keepdim, int pair,
               const char *name)
 {
     int all;
-    PyObject *res;
-    PYGPU_UNRECORDED(res, pygpu_reduce_over(PYGPU_PROD, t, dimobj, keepdim,
-                                            pair, name));
+    PyObject *res = pygpu_reduce_over(PYGPU_PROD, t, dimobj, keepdim, pair,
+                                      name);
     if (res == NULL) {
         return NULL;
     }
@@ -327,7 +328,9 @@ static TensorObject *
 reverse_cumsum(TensorObject *v, int dim)
 {
     TensorObject *f = pygpu_ag_call(v, "flip", "i", dim);
-    TensorObject *c = f ? pygpu_ag_call(f, "cumsum", "i", dim) : NULL;
+    TensorObject *c = f ? (TensorObject *)pygpu_op_scan(PYGPU_CUMSUM, f, dim,
+                                                        -1)
+                        : NULL;
     Py_XDECREF(f);
     Py_XSETREF(c, c ? pygpu_ag_call(c, "flip", "i", dim) : NULL);
     return c;
@@ -370,7 +373,8 @@ cumprod_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
         return 0;
     }
     zero = cmp(PYGPU_EQ, x, 0);
-    count = zero ? pygpu_ag_call(zero, "cumsum", "i", dim) : NULL;
+    count = zero ? (TensorObject *)pygpu_op_scan(PYGPU_CUMSUM, zero, dim, -1)
+                 : NULL;
     after = count ? cmp(PYGPU_NE, count, 0) : NULL;  /* from z on */
     at = after ? cmp(PYGPU_EQ, count, 1) : NULL;
     Py_XSETREF(at, at ? (TensorObject *)pygpu_op_binary(
@@ -385,7 +389,9 @@ cumprod_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     /* at z */
     Py_XSETREF(t, a ? pygpu_ag_as_dtype(at, x->dtype) : NULL);
     Py_XSETREF(t, t ? pygpu_ag_bin(PYGPU_ADD, x, (PyObject *)t) : NULL);
-    Py_XSETREF(t, t ? pygpu_ag_call(t, "cumprod", "i", dim) : NULL);
+    Py_XSETREF(t, t ? (TensorObject *)pygpu_op_scan(PYGPU_CUMPROD, t, dim,
+                                                    -1)
+                    : NULL);
     Py_XSETREF(t, t ? pygpu_ag_bin(PYGPU_MUL, g, (PyObject *)t) : NULL);
     b = t ? reverse_cumsum(t, dim) : NULL;
     Py_XSETREF(at, b ? cmp(PYGPU_EQ, at, 0) : NULL); /* not at z */

@@ -1,12 +1,14 @@
-/* autograd_reduce.c - the backward rules of reductions over dims (sum,
- * mean, logsumexp, the vector norm), softmax and log_softmax, and cumsum.
- * A reduced gradient goes back to the input's shape as a view with stride
- * 0 along the reduced dims. */
+/* autograd_reduce.c - the reductions recorded: the wrappers of sum, mean
+ * (with dtype=), logsumexp, softmax, log_softmax and the scans over the
+ * ops of ops/reduce.h, and the backward rules of sum, mean, logsumexp,
+ * softmax, log_softmax and cumsum (max, min, prod and cumprod are in
+ * autograd_extrema.c, var, std and norm in autograd_stats.c).  A wrapper
+ * runs the op alone when autograd does not record its input; a dtype=
+ * that converts first is a recorded conversion.  A reduced gradient goes
+ * back to the input's shape as a view with stride 0 along the reduced
+ * dims. */
 #include "autograd/autograd.h"
 #include "ops/reduce.h"
-
-#include <math.h>
-#include <string.h>
 
 TensorObject *
 pygpu_ag_spread(pygpu_node *n, TensorObject *r)
@@ -57,11 +59,22 @@ mark(pygpu_node *n, TensorObject *t, PyObject *dimobj, int keepdim,
     return 0;
 }
 
+TensorObject *
+pygpu_ag_to_dtype(TensorObject *t, int dtype)
+{
+    if (t->dtype == dtype) {
+        return (TensorObject *)Py_NewRef((PyObject *)t);
+    }
+    return pygpu_ag_to(t, t->device, dtype, 0);
+}
+
 PyObject *
 pygpu_ag_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim,
                 int pair, const char *name)
 {
-    PyObject *res;
+    if (!pygpu_ag_wanted(1, &t)) {
+        return pygpu_reduce_over(op, t, dimobj, keepdim, pair, name);
+    }
     if (op == PYGPU_MAX || op == PYGPU_MIN) {
         return pygpu_ag_extreme(op, t, dimobj, keepdim, pair, name);
     }
@@ -71,7 +84,7 @@ pygpu_ag_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim,
     if (op != PYGPU_SUM && op != PYGPU_MEAN) {
         return pygpu_ag_no_rule(NULL, name);
     }
-    PYGPU_UNRECORDED(res, pygpu_reduce_over(op, t, dimobj, keepdim, pair, name));
+    PyObject *res = pygpu_reduce_over(op, t, dimobj, keepdim, pair, name);
     if (res == NULL) {
         return NULL;
     }
@@ -87,6 +100,23 @@ pygpu_ag_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim,
         }
     }
     return pygpu_ag_finish(res, n);
+}
+
+/* Recorded, the input is converted to dtype= first (unless it already has
+ * it): the op's accumulator form reads it unconverted, out of autograd's
+ * sight. */
+PyObject *
+pygpu_ag_reduce_as(int op, TensorObject *t, PyObject *dimobj, int keepdim,
+                   int dtype, const char *name)
+{
+    if (!pygpu_ag_wanted(1, &t)) {
+        return pygpu_op_reduce_as(op, t, dimobj, keepdim, dtype, name);
+    }
+    TensorObject *x = pygpu_ag_to_dtype(t, dtype < 0 ? t->dtype : dtype);
+    PyObject *res = x ? pygpu_ag_reduce(op, x, dimobj, keepdim, 0, name)
+                      : NULL;
+    Py_XDECREF(x);
+    return res;
 }
 
 /* ---------------------------------------------------------- logsumexp */
@@ -114,9 +144,9 @@ logsumexp_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 }
 
 PyObject *
-pygpu_ag_logsumexp(TensorObject *t, PyObject *dimobj, int keepdim,
-                   PyObject *res)
+pygpu_ag_logsumexp(TensorObject *t, PyObject *dimobj, int keepdim)
 {
+    PyObject *res = pygpu_op_logsumexp(t, dimobj, keepdim);
     if (res == NULL || !pygpu_ag_wanted(1, &t)) {
         return res;
     }
@@ -161,22 +191,29 @@ softmax_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 }
 
 PyObject *
-pygpu_ag_softmax(int op, TensorObject *t, int dim, PyObject *res)
+pygpu_ag_softmax(int op, TensorObject *t, int dim, int dtype)
 {
-    if (res == NULL || !pygpu_ag_wanted(1, &t)) {
-        return res;
+    if (!pygpu_ag_wanted(1, &t) ||
+        (dtype >= 0 && !pygpu_dtype_table[dtype].is_floating_point)) {
+        return pygpu_op_softmax(op, t, dim, dtype); /* (or its refusal) */
     }
-    pygpu_node *n = pygpu_ag_node(
-        op == PYGPU_SOFTMAX ? "SoftmaxBackward0" : "LogSoftmaxBackward0",
-        softmax_backward, 1, &t);
-    if (n != NULL) {
-        n->op = op;
-        n->perm[0] = t->ndim ? dim : 0;
-        if (pygpu_ag_save(n, 0, (TensorObject *)res) < 0) {
-            Py_CLEAR(n);
+    TensorObject *x = pygpu_ag_to_dtype(t, dtype < 0 ? t->dtype : dtype);
+    PyObject *res = x ? pygpu_op_softmax(op, x, dim, -1) : NULL;
+    if (res != NULL) {
+        pygpu_node *n = pygpu_ag_node(
+            op == PYGPU_SOFTMAX ? "SoftmaxBackward0" : "LogSoftmaxBackward0",
+            softmax_backward, 1, &x);
+        if (n != NULL) {
+            n->op = op;
+            n->perm[0] = x->ndim ? dim : 0;
+            if (pygpu_ag_save(n, 0, (TensorObject *)res) < 0) {
+                Py_CLEAR(n);
+            }
         }
+        res = pygpu_ag_finish(res, n);
     }
-    return pygpu_ag_finish(res, n);
+    Py_XDECREF(x);
+    return res;
 }
 
 /* --------------------------------------------------------------- scans */
@@ -191,8 +228,7 @@ cumsum_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
         return -1;
     }
     total = (TensorObject *)pygpu_op_reduce(PYGPU_SUM, g, dim, 1);
-    cs = total ? PyObject_CallMethod((PyObject *)g, "cumsum", "O", dim)
-               : NULL;
+    cs = total ? pygpu_op_scan(PYGPU_CUMSUM, g, n->perm[0], -1) : NULL;
     t = cs ? pygpu_ag_bin(PYGPU_SUB, total, cs) : NULL;
     grads[0] = t ? pygpu_ag_bin(PYGPU_ADD, t, (PyObject *)g) : NULL;
     Py_DECREF(dim);
@@ -203,161 +239,26 @@ cumsum_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 }
 
 PyObject *
-pygpu_ag_scan(int op, TensorObject *t, int dim, PyObject *res)
+pygpu_ag_scan(int op, TensorObject *t, int dim, int dtype)
 {
-    if (res == NULL || !pygpu_ag_wanted(1, &t)) {
-        return res;
+    if (!pygpu_ag_wanted(1, &t)) {
+        return pygpu_op_scan(op, t, dim, dtype);
     }
-    if (op != PYGPU_CUMSUM) {
-        return pygpu_ag_cumprod(t, dim, res);
+    TensorObject *x = pygpu_ag_to_dtype(t, dtype < 0 ? t->dtype : dtype);
+    PyObject *res = x ? pygpu_op_scan(op, x, dim, -1) : NULL;
+    int along = t->ndim ? dim : 0;
+    /* (a conversion to an integer dtype= leaves nothing to record) */
+    if (res != NULL && pygpu_ag_wanted(1, &x) && op != PYGPU_CUMSUM) {
+        res = pygpu_ag_cumprod(x, along, res);
     }
-    pygpu_node *n = pygpu_ag_node("CumsumBackward0", cumsum_backward, 1, &t);
-    if (n != NULL) {
-        n->perm[0] = t->ndim ? dim : 0;
+    else if (res != NULL && pygpu_ag_wanted(1, &x)) {
+        pygpu_node *n = pygpu_ag_node("CumsumBackward0", cumsum_backward, 1,
+                                      &x);
+        if (n != NULL) {
+            n->perm[0] = along;
+        }
+        res = pygpu_ag_finish(res, n);
     }
-    return pygpu_ag_finish(res, n);
-}
-
-/* ---------------------------------------------------------------- norm */
-
-/* A new reference to t (NULL passes through). */
-static TensorObject *
-ref(TensorObject *t)
-{
-    return (TensorObject *)Py_XNewRef((PyObject *)t);
-}
-
-/* a <op> b for two tensors; steals both (either may be NULL after an
- * error: NULL). */
-static TensorObject *
-bin2(int op, TensorObject *a, TensorObject *b)
-{
-    TensorObject *r = a && b ? pygpu_ag_bin(op, a, (PyObject *)b) : NULL;
-    Py_XDECREF(a);
-    Py_XDECREF(b);
-    return r;
-}
-
-/* a <cmp> b as a bool tensor (b a tensor or a number). */
-static TensorObject *
-cmp(int op, TensorObject *a, PyObject *b)
-{
-    return a && b ? (TensorObject *)pygpu_op_compare(op, (PyObject *)a, b,
-                                                     NULL)
-                  : NULL;
-}
-
-static TensorObject *
-cmp_s(int op, TensorObject *a, double s)
-{
-    PyObject *v = PyFloat_FromDouble(s);
-    TensorObject *r = cmp(op, a, v);
-    Py_XDECREF(v);
-    return r;
-}
-
-/* |x|^e. */
-static TensorObject *
-abs_pow(TensorObject *x, double e)
-{
-    TensorObject *a = pygpu_ag_un(PYGPU_ABS, x);
-    TensorObject *r = a ? pygpu_ag_bin_s(PYGPU_POW, a, e) : NULL;
-    Py_XDECREF(a);
-    return r;
-}
-
-/* inf and -inf: sign(x) g / (the count of elements at the norm), where
- * |x| is the norm (or NaN); 0 elsewhere. */
-static TensorObject *
-extreme_norm_grad(pygpu_node *n, TensorObject *x, TensorObject *gs,
-                  TensorObject *ns)
-{
-    TensorObject *a = pygpu_ag_un(PYGPU_ABS, x);
-    TensorObject *m = bin2(PYGPU_OR, cmp(PYGPU_EQ, a, (PyObject *)ns),
-                           cmp(PYGPU_NE, a, (PyObject *)a));
-    TensorObject *mf = m ? pygpu_ag_as_dtype(m, gs->dtype) : NULL;
-    TensorObject *c = mf ? (TensorObject *)pygpu_reduce_over(
-                               PYGPU_SUM, mf, n->key, n->flag, 0, "norm")
-                         : NULL;
-    TensorObject *cs = c ? pygpu_ag_spread(n, c) : NULL;
-    TensorObject *r = bin2(PYGPU_DIV, ref(gs), cs);
-    r = bin2(PYGPU_MUL, r, mf);
-    r = bin2(PYGPU_MUL, r, pygpu_ag_un(PYGPU_SIGN, x));
-    Py_XDECREF(a);
-    Py_XDECREF(m);
-    Py_XDECREF(c);
-    return r;
-}
-
-/* torch's norm_backward, with gs and ns the gradient and the norm spread
- * over x: p = 1: sign(x) gs; 2: x gs / ns; +-inf: extreme_norm_grad;
- * p < 1: sign(x) |x|^(p-1) gs ns^(1-p), |x|^(p-1) taken as 0 where x is
- * 0; other p: sign(x) |x|^(p-1) gs / ns^(p-1).  Where the norm is 0 the
- * gradient is 0 (a subgradient) rather than 0/0; p = 0 gives none. */
-static int
-norm_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
-{
-    TensorObject *x = pygpu_ag_saved(n, 0), *nrm = pygpu_ag_saved(n, 1);
-    TensorObject *gs = NULL, *ns = NULL, *s = NULL, *v = NULL, *r = NULL;
-    double p = n->scalar;
-    if (x == NULL || nrm == NULL) {
-        return -1;
-    }
-    if (p == 0.0) {
-        return 0;
-    }
-    gs = pygpu_ag_spread(n, g);
-    ns = gs ? pygpu_ag_spread(n, nrm) : NULL;
-    if (ns == NULL) {
-        goto done;
-    }
-    if (isinf(p)) {
-        r = extreme_norm_grad(n, x, gs, ns);
-        goto done;
-    }
-    if (p == 1.0) {
-        r = bin2(PYGPU_MUL, pygpu_ag_un(PYGPU_SIGN, x), ref(gs));
-        goto done;
-    }
-    if (p < 1.0) {
-        s = pygpu_ag_zero_where(abs_pow(x, p - 1.0), cmp_s(PYGPU_EQ, x, 0.0));
-        s = bin2(PYGPU_MUL, s, pygpu_ag_un(PYGPU_SIGN, x));
-        s = bin2(PYGPU_MUL, s, ref(gs));
-        r = bin2(PYGPU_MUL, s, pygpu_ag_bin_s(PYGPU_POW, ns, 1.0 - p));
-        goto done;
-    }
-    s = p == 2.0 ? ref(x)
-        : p < 2.0 ? bin2(PYGPU_MUL, pygpu_ag_un(PYGPU_SIGN, x),
-                         abs_pow(x, p - 1.0))
-                  : bin2(PYGPU_MUL, ref(x), abs_pow(x, p - 2.0));
-    v = bin2(PYGPU_DIV, ref(gs),
-             p == 2.0 ? ref(ns) : pygpu_ag_bin_s(PYGPU_POW, ns, p - 1.0));
-    v = pygpu_ag_zero_where(v, cmp_s(PYGPU_EQ, ns, 0.0));
-    r = bin2(PYGPU_MUL, s, v);
-done:
-    Py_XDECREF(gs);
-    Py_XDECREF(ns);
-    grads[0] = r;
-    return r == NULL ? -1 : 0;
-}
-
-PyObject *
-pygpu_ag_norm(TensorObject *t, double p, PyObject *dimobj, int keepdim,
-              PyObject *res)
-{
-    if (res == NULL || !pygpu_ag_wanted(1, &t)) {
-        return res;
-    }
-    pygpu_node *n = pygpu_ag_node("LinalgVectorNormBackward0",
-                                  norm_backward, 1, &t);
-    if (n != NULL && (mark(n, t, dimobj, keepdim, "norm") < 0 ||
-                      pygpu_ag_save(n, 0, t) < 0 ||
-                      pygpu_ag_save(n, 1, (TensorObject *)res) < 0)) {
-        Py_CLEAR(n);
-    }
-    if (n != NULL) {
-        n->scalar = p; /* (mark set it to the count) */
-        n->key = dimobj == Py_None ? NULL : Py_XNewRef(dimobj);
-    }
-    return pygpu_ag_finish(res, n);
+    Py_XDECREF(x);
+    return res;
 }

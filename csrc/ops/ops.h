@@ -15,7 +15,6 @@ int pygpu_matmul_register(PyObject *m);
 /* Module-level functions of each file (PyMethodDef arrays ending NULL). */
 extern PyMethodDef pygpu_create_functions[];  /* tensor_create.c */
 extern PyMethodDef pygpu_ops_functions[];     /* ops_functions.c */
-extern PyMethodDef pygpu_reduce_functions[];  /* ops_reduce.c */
 extern PyMethodDef pygpu_matmul_functions[];  /* ops_matmul.c */
 extern PyMethodDef pygpu_linear_functions[];  /* ops_linear.c */
 extern PyMethodDef pygpu_random_functions[];  /* ops_random.c */
@@ -114,8 +113,9 @@ PyObject *pygpu_binary_call(int op, const char *name, PyObject *input,
                             PyObject *other, PyObject *alpha,
                             TensorObject *out);
 PyObject *pygpu_op_unary(int op, TensorObject *a, int inplace);
-/* op over dim (NULL/None: all elements). MAX over a dim gives a
- * (values, indices) pair, as torch. */
+/* op over dim (NULL/None: all elements), never recorded (ops/reduce.h
+ * has the family). MAX over a dim gives a (values, indices) pair, as
+ * torch. */
 PyObject *pygpu_op_reduce(int op, TensorObject *t, PyObject *dim,
                           int keepdim);
 PyObject *pygpu_op_matmul(PyObject *a, PyObject *b);

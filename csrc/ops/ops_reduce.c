@@ -1,8 +1,8 @@
-/* ops_reduce.c - the reductions' front end: sum, mean, prod, max and min
- * over all elements or over dims, with keepdim; max and min over a dim also
- * give the indices, as torch's do, and argmax/argmin only those.  Their
- * Python entries are in ops_reduce_api.c. */
-#include "autograd/autograd.h"
+/* ops_reduce.c - the reductions: sum, mean, prod, max and min over all
+ * elements or over dims, with keepdim; max and min over a dim also give
+ * the indices, as torch's do, and argmax/argmin only those.  They never
+ * record: autograd_reduce.c and autograd_extrema.c wrap them, and their
+ * Python entries are in tensor/tensor_reduce.c. */
 #include "ops/reduce.h"
 
 #include <string.h>
@@ -209,15 +209,6 @@ pygpu_reduce_over_to(int op, int to_acc, TensorObject *t, PyObject *dimobj,
 {
     TensorObject *v = NULL, *ix = NULL;
     int mark[PYGPU_MAX_DIMS], all, single = -1, nmarked = 0;
-    if (pygpu_ag_wanted(1, &t)) {
-        if (to_acc) { /* (the entries convert such inputs first) */
-            PyErr_Format(PyExc_RuntimeError,
-                         "%s(): internal error: an unconverted input that "
-                         "requires grad", name);
-            return NULL;
-        }
-        return pygpu_ag_reduce(op, t, dimobj, keepdim, pair, name);
-    }
     if (op == PYGPU_MEAN && !pygpu_dtype_table[t->dtype].is_floating_point) {
         PyErr_Format(PyExc_RuntimeError,
                      "mean(): could not infer output dtype. Input dtype must "
@@ -337,26 +328,29 @@ pygpu_as_dtype(TensorObject *t, int dtype)
     if (t->dtype == dtype) {
         return (TensorObject *)Py_NewRef((PyObject *)t);
     }
-    return pygpu_ag_to(t, t->device, dtype, 0);
+    return pygpu_tensor_to(t, t->device, dtype);
 }
 
-TensorObject *
-pygpu_reduce_read_as(TensorObject *t, PyObject *dtype_obj, int natural,
-                     int acc, int *to_acc)
+/* Integers sum into int64, and dtype= may name the accumulator's dtype
+ * without a converted copy; any other dtype= converts first. */
+PyObject *
+pygpu_op_reduce_as(int op, TensorObject *t, PyObject *dimobj, int keepdim,
+                   int dtype, const char *name)
 {
-    int dtype = natural;
-    *to_acc = 0;
-    if (pygpu_parse_dtype_opt(dtype_obj, natural, &dtype) < 0) {
-        return NULL;
+    int natural = pygpu_reduce_out_dtype(op, t->dtype, 0);
+    int acc = op == PYGPU_MEAN &&
+                      !pygpu_dtype_table[t->dtype].is_floating_point
+                  ? -1 : pygpu_reduce_out_dtype(op, t->dtype, 1);
+    int to_acc = dtype >= 0 && dtype != natural && dtype == acc;
+    if (dtype < 0 || dtype == natural || to_acc) {
+        return pygpu_reduce_over_to(op, to_acc, t, dimobj, keepdim, 0,
+                                    name);
     }
-    if (dtype == natural) {
-        return (TensorObject *)Py_NewRef((PyObject *)t);
-    }
-    if (dtype == acc && acc >= 0 && !pygpu_ag_wanted(1, &t)) {
-        *to_acc = 1;
-        return (TensorObject *)Py_NewRef((PyObject *)t);
-    }
-    return pygpu_as_dtype(t, dtype);
+    TensorObject *x = pygpu_as_dtype(t, dtype);
+    PyObject *r = x ? pygpu_reduce_over(op, x, dimobj, keepdim, 0, name)
+                    : NULL;
+    Py_XDECREF(x);
+    return r;
 }
 
 PyObject *
@@ -364,4 +358,3 @@ pygpu_op_reduce(int op, TensorObject *t, PyObject *dimobj, int keepdim)
 {
     return pygpu_reduce_over(op, t, dimobj, keepdim, 1, redop_names[op]);
 }
-

@@ -1,7 +1,8 @@
-/* ops_softmax.c - softmax, log_softmax and logsumexp along a dim: the front
- * end of the SOFTMAX kind.  dtype= converts the input first, as torch;
- * logsumexp of bools and integers computes in the default dtype. */
-#include "autograd/autograd.h"
+/* ops_softmax.c - softmax, log_softmax and logsumexp along a dim: the ops
+ * of the SOFTMAX kind.  dtype= converts the input first, as torch;
+ * logsumexp of bools and integers computes in the default dtype.  They
+ * never record: autograd_reduce.c wraps them, and their Python entries
+ * are in tensor/tensor_softmax.c. */
 #include "ops/reduce.h"
 
 #include <math.h>
@@ -44,20 +45,11 @@ fail:
     return out;
 }
 
-/* t.softmax(dim, dtype=None), t.log_softmax(dim, dtype=None) */
-static PyObject *
-softmax_method(int op, PyObject *self, PyObject *const *args,
-               Py_ssize_t nargs, PyObject *kwnames)
+PyObject *
+pygpu_op_softmax(int op, TensorObject *t, int dim, int dtype)
 {
-    static const char *const names[] = {"dim", "dtype"};
-    PyObject *a[2];
-    TensorObject *t = (TensorObject *)self, *r;
-    int dim, dtype;
-    if (pygpu_parse_args(soft_names[op], args, nargs, kwnames, names, 2, 2,
-                         1, a) < 0 ||
-        pygpu_parse_dim(a[0], t->ndim, &dim) < 0 ||
-        pygpu_parse_dtype_opt(a[1], t->dtype, &dtype) < 0) {
-        return NULL;
+    if (dtype < 0) {
+        dtype = t->dtype;
     }
     if (!pygpu_dtype_table[dtype].is_floating_point) {
         PyErr_Format(PyExc_NotImplementedError,
@@ -65,28 +57,19 @@ softmax_method(int op, PyObject *self, PyObject *const *args,
                      pygpu_dtype_table[dtype].scalar_name);
         return NULL;
     }
-    t = pygpu_as_dtype(t, dtype);
-    r = t ? (TensorObject *)pygpu_ag_softmax(
-                op, t, dim, (PyObject *)softmax_dim(op, t, dim))
-          : NULL;
-    Py_XDECREF(t);
+    TensorObject *x = pygpu_as_dtype(t, dtype);
+    TensorObject *r = x ? softmax_dim(op, x, dim) : NULL;
+    Py_XDECREF(x);
     return (PyObject *)r;
 }
 
-/* t.logsumexp(dim, keepdim=False): one dim at a time from the last (the
- * logsumexp of logsumexps is the logsumexp of all), kept, then dropped. */
-static PyObject *
-t_logsumexp(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-            PyObject *kwnames)
+/* One dim at a time from the last (the logsumexp of logsumexps is the
+ * logsumexp of all), kept, then dropped. */
+PyObject *
+pygpu_op_logsumexp(TensorObject *t, PyObject *dimobj, int keepdim)
 {
-    static const char *const names[] = {"dim", "keepdim"};
-    PyObject *a[2];
-    int keepdim, mark[PYGPU_MAX_DIMS], all;
-    TensorObject *t = (TensorObject *)self;
-    if (pygpu_parse_args("logsumexp", args, nargs, kwnames, names, 2, 2, 1,
-                         a) < 0 ||
-        pygpu_parse_bool(a[1], 0, &keepdim) < 0 ||
-        pygpu_reduce_mark_dims(t, a[0], "logsumexp", mark, &all) < 0) {
+    int mark[PYGPU_MAX_DIMS], all;
+    if (pygpu_reduce_mark_dims(t, dimobj, "logsumexp", mark, &all) < 0) {
         return NULL;
     }
     TensorObject *cur = pygpu_as_dtype(
@@ -112,51 +95,5 @@ t_logsumexp(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         }
         Py_SETREF(cur, pygpu_tensor_view(cur, k, shape, strides, 0));
     }
-    return pygpu_ag_logsumexp(t, a[0], keepdim, (PyObject *)cur);
+    return (PyObject *)cur;
 }
-
-PYGPU_OP_METHOD(t_softmax, softmax_method, PYGPU_SOFTMAX)
-PYGPU_OP_METHOD(t_log_softmax, softmax_method, PYGPU_LOG_SOFTMAX)
-
-#define SOFTMAX_FN(name)                                                     \
-    static PyObject *name##_fn(PyObject *m, PyObject *const *args,           \
-                               Py_ssize_t nargs, PyObject *kw)               \
-    {                                                                        \
-        return pygpu_function_form(#name, t_##name, args, nargs, kw);        \
-    }
-
-SOFTMAX_FN(softmax)
-SOFTMAX_FN(log_softmax)
-SOFTMAX_FN(logsumexp)
-
-#define DOC_SOFTMAX                                                          \
-    "exp(x) / sum(exp(x)) along dim, with the maximum subtracted first;\n"  \
-    "dtype converts the input first (float16 computes in float32)."
-#define DOC_LOG_SOFTMAX                                                      \
-    "x - logsumexp(x) along dim, with the maximum subtracted first;\n"      \
-    "dtype converts the input first (float16 computes in float32)."
-#define DOC_LOGSUMEXP                                                        \
-    "log(sum(exp(x))) over dim (an int or a tuple), with the maximum\n"     \
-    "subtracted first; integers give float32."
-
-PyMethodDef pygpu_softmax_functions[] = {
-    {"softmax", FASTKW(softmax_fn),
-     "softmax($module, input, /, dim, dtype=None)\n--\n\n" DOC_SOFTMAX},
-    {"log_softmax", FASTKW(log_softmax_fn),
-     "log_softmax($module, input, /, dim, dtype=None)\n--\n\n"
-     DOC_LOG_SOFTMAX},
-    {"logsumexp", FASTKW(logsumexp_fn),
-     "logsumexp($module, input, /, dim, keepdim=False)\n--\n\n"
-     DOC_LOGSUMEXP},
-    {NULL},
-};
-
-PyMethodDef pygpu_softmax_methods[] = {
-    {"softmax", FASTKW(t_softmax),
-     "softmax($self, /, dim, dtype=None)\n--\n\n" DOC_SOFTMAX},
-    {"log_softmax", FASTKW(t_log_softmax),
-     "log_softmax($self, /, dim, dtype=None)\n--\n\n" DOC_LOG_SOFTMAX},
-    {"logsumexp", FASTKW(t_logsumexp),
-     "logsumexp($self, /, dim, keepdim=False)\n--\n\n" DOC_LOGSUMEXP},
-    {NULL},
-};

@@ -4,54 +4,39 @@
  * var is two-pass: the mean over the dims (kept), then the sum of squared
  * deviations from it, divided by max(0, N - correction) where N is the
  * number of elements each output covers.  Two passes are numerically
- * stable where the one-pass E[x^2] - E[x]^2 is not.  float16 computes in
- * float32 (float64 in float64) and rounds once at the end.
+ * stable where the one-pass E[x^2] - E[x]^2 is not.  float16 and bfloat16
+ * are read as they are, the mean in float32 and the deviations by a
+ * mixed-dtype subtraction, rounded once at the end.
  * norm: p = 2 (and 'fro') is sqrt(sum x^2), 1 sum |x|, inf max |x|, -inf
  * min |x|, 0 the count of nonzeros, another p (sum |x|^p)^(1/p) with
- * |x|^p taken as exp(p log |x|).  Autograd records norm as one Node
- * (autograd_reduce.c), var and std step by step.
+ * |x|^p taken as exp(p log |x|); float16 and bfloat16 from a float32 copy.
+ * Nothing here records: autograd_stats.c records var and std step by step
+ * and norm as one Node; the Python entries are in tensor/tensor_stats.c.
+ * The steps write in place into the tensors they made.
  */
-#include "autograd/autograd.h"
 #include "ops/reduce.h"
 
 #include <math.h>
 #include <string.h>
 
-/* Where a step may write: x itself, or nothing (a new tensor) when autograd
- * records x (its history must see the step as an op of its own). */
-static TensorObject *
-scratch(TensorObject *x)
-{
-    return pygpu_ag_wanted(1, &x) ? NULL : x;
-}
-
-/* x op= scalar, in place when allowed; steals x.  New reference or NULL. */
+/* x op= scalar, in place; steals x.  New reference or NULL. */
 static TensorObject *
 scalar_inplace(int op, TensorObject *x, double s)
 {
     PyObject *f = x ? PyFloat_FromDouble(s) : NULL;
-    PyObject *r = f ? pygpu_op_binary(op, (PyObject *)x, f, scratch(x))
-                    : NULL;
+    PyObject *r = f ? pygpu_op_binary(op, (PyObject *)x, f, x) : NULL;
     Py_XDECREF(f);
     Py_XDECREF(x);
     return (TensorObject *)r;
 }
 
-/* op(x), in place when allowed; steals x. */
+/* op(x), in place; steals x. */
 static TensorObject *
 unary_inplace(int op, TensorObject *x)
 {
-    PyObject *r = x ? pygpu_op_unary(op, x, scratch(x) != NULL) : NULL;
+    PyObject *r = x ? pygpu_op_unary(op, x, 1) : NULL;
     Py_XDECREF(x);
     return (TensorObject *)r;
-}
-
-/* The dtype a floating input computes in. */
-static int
-compute_dtype(int dtype)
-{
-    return dtype == PYGPU_FLOAT16 || dtype == PYGPU_BFLOAT16 ? PYGPU_FLOAT32
-                                                             : dtype;
 }
 
 /* r (steals) converted back to dtype. */
@@ -66,12 +51,12 @@ finish(TensorObject *r, int dtype)
     return (PyObject *)c;
 }
 
-static PyObject *
-var_std(TensorObject *t, PyObject *dimobj, double correction, int keepdim,
-        int take_sqrt, const char *name)
+PyObject *
+pygpu_op_var_std(TensorObject *t, PyObject *dimobj, double correction,
+                 int keepdim, int take_sqrt, const char *name)
 {
     int mark[PYGPU_MAX_DIMS], all;
-    TensorObject *x = NULL, *m = NULL, *d = NULL, *r = NULL;
+    TensorObject *m = NULL, *d = NULL, *r = NULL;
     if (!pygpu_dtype_table[t->dtype].is_floating_point) {
         PyErr_SetString(PyExc_NotImplementedError,
                         "std and var only support floating point and "
@@ -82,22 +67,16 @@ var_std(TensorObject *t, PyObject *dimobj, double correction, int keepdim,
     if (count < 0) {
         return NULL;
     }
-    /* float16 and bfloat16 are read as they are (the mean in float32,
-     * the deviations by a mixed-dtype subtraction), unless autograd
-     * records the steps from a float32 copy. */
-    int direct = compute_dtype(t->dtype) != t->dtype &&
-                 !pygpu_ag_wanted(1, &t);
-    x = direct ? (TensorObject *)Py_NewRef(t)
-               : pygpu_as_dtype(t, compute_dtype(t->dtype));
-    m = x ? (TensorObject *)pygpu_reduce_over_to(PYGPU_MEAN, direct, x,
-                                                 dimobj, 1, 0, name)
-          : NULL;
-    d = m ? (TensorObject *)pygpu_op_binary(PYGPU_SUB, (PyObject *)x,
+    /* (the mean of float16 and bfloat16 in their float32 accumulator) */
+    m = (TensorObject *)pygpu_reduce_over_to(
+        PYGPU_MEAN, pygpu_reduce_acc_dtype(t->dtype) != t->dtype, t, dimobj,
+        1, 0, name);
+    d = m ? (TensorObject *)pygpu_op_binary(PYGPU_SUB, (PyObject *)t,
                                             (PyObject *)m, NULL)
           : NULL;
     if (d != NULL && pygpu_numel(d->ndim, d->shape) > 0) {
         PyObject *sq = pygpu_op_binary(PYGPU_MUL, (PyObject *)d,
-                                       (PyObject *)d, scratch(d));
+                                       (PyObject *)d, d);
         Py_SETREF(d, (TensorObject *)sq);
     }
     r = d ? (TensorObject *)pygpu_reduce_over(PYGPU_SUM, d, dimobj, keepdim,
@@ -108,60 +87,14 @@ var_std(TensorObject *t, PyObject *dimobj, double correction, int keepdim,
     if (take_sqrt) {
         r = unary_inplace(PYGPU_SQRT, r);
     }
-    Py_XDECREF(x);
     Py_XDECREF(m);
     Py_XDECREF(d);
     return finish(r, t->dtype);
 }
 
-/* var / std (self, dim=None, unbiased=None, keepdim=False, *,
- * correction=None): unbiased (True: correction 1, False: 0) and correction
- * are two ways to say the same; both given is an error.  A bool in dim's
- * place is unbiased, as torch's var(input, unbiased) form. */
-static PyObject *
-var_std_method(int take_sqrt, PyObject *self, PyObject *const *args,
-               Py_ssize_t nargs, PyObject *kwnames)
-{
-    static const char *const names[] = {"dim", "unbiased", "keepdim",
-                                        "correction"};
-    const char *name = take_sqrt ? "std" : "var";
-    PyObject *a[4];
-    int keepdim, unbiased = 1;
-    double correction = 1.0;
-    if (pygpu_parse_args(name, args, nargs, kwnames, names, 4, 3, 0, a) < 0) {
-        return NULL;
-    }
-    if (a[0] != NULL && PyBool_Check(a[0]) && a[1] == NULL) {
-        a[1] = a[0];
-        a[0] = NULL;
-    }
-    if (pygpu_parse_bool(a[2], 0, &keepdim) < 0) {
-        return NULL;
-    }
-    if (a[1] != NULL && a[1] != Py_None) {
-        if (a[3] != NULL && a[3] != Py_None) {
-            PyErr_Format(PyExc_RuntimeError,
-                         "%s(): cannot specify both unbiased and correction",
-                         name);
-            return NULL;
-        }
-        if (pygpu_parse_bool(a[1], 1, &unbiased) < 0) {
-            return NULL;
-        }
-        correction = unbiased ? 1.0 : 0.0;
-    }
-    else if (a[3] != NULL && a[3] != Py_None) {
-        correction = PyFloat_AsDouble(a[3]);
-        if (correction == -1.0 && PyErr_Occurred()) {
-            return NULL;
-        }
-    }
-    return var_std((TensorObject *)self, a[0], correction, keepdim,
-                   take_sqrt, name);
-}
-
 /* ---------------------------------------------------------------- norm */
 
+/* The norm of t (floating) in t's dtype. */
 static PyObject *
 norm(TensorObject *t, double p, PyObject *dimobj, int keepdim)
 {
@@ -176,14 +109,11 @@ norm(TensorObject *t, double p, PyObject *dimobj, int keepdim)
     if (pygpu_reduce_mark_dims(t, dimobj, "norm", mark, &all) < 0) {
         return NULL;
     }
-    if (pygpu_ag_wanted(1, &t)) { /* one Node, with torch's rule */
-        PyObject *res;
-        PYGPU_UNRECORDED(res, norm(t, p, dimobj, keepdim));
-        return pygpu_ag_norm(t, p, dimobj, keepdim, res);
-    }
-    TensorObject *x = pygpu_as_dtype(t, compute_dtype(t->dtype)), *r = NULL;
+    /* (float16 and bfloat16 from a copy in their float32 accumulator) */
+    TensorObject *x = pygpu_as_dtype(t, pygpu_reduce_acc_dtype(t->dtype));
     TensorObject *a = x ? (TensorObject *)pygpu_op_unary(PYGPU_ABS, x, 0)
                         : NULL;
+    TensorObject *r = NULL;
     Py_XDECREF(x);
     if (a == NULL) {
         return NULL;
@@ -197,7 +127,7 @@ norm(TensorObject *t, double p, PyObject *dimobj, int keepdim)
     }
     else if (p == 2) {
         PyObject *sq = pygpu_op_binary(PYGPU_MUL, (PyObject *)a,
-                                       (PyObject *)a, scratch(a));
+                                       (PyObject *)a, a);
         Py_SETREF(a, (TensorObject *)sq);
     }
     else if (p != 1) {
@@ -221,99 +151,12 @@ norm(TensorObject *t, double p, PyObject *dimobj, int keepdim)
     return finish(r, t->dtype);
 }
 
-/* norm(self, p='fro', dim=None, keepdim=False, dtype=None) */
-static PyObject *
-norm_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-            PyObject *kwnames)
+PyObject *
+pygpu_op_norm(TensorObject *t, double p, PyObject *dimobj, int keepdim,
+              int dtype)
 {
-    static const char *const names[] = {"p", "dim", "keepdim", "dtype"};
-    PyObject *a[4], *r;
-    int keepdim;
-    double p = 2.0;
-    if (pygpu_parse_args("norm", args, nargs, kwnames, names, 4, 4, 0, a) <
-            0 ||
-        pygpu_parse_bool(a[2], 0, &keepdim) < 0) {
-        return NULL;
-    }
-    if (a[0] != NULL && PyUnicode_Check(a[0])) {
-        if (PyUnicode_CompareWithASCIIString(a[0], "fro") != 0) {
-            PyErr_Format(PyExc_RuntimeError,
-                         "norm(): p=%R is not supported (only 'fro' and "
-                         "numbers)", a[0]);
-            return NULL;
-        }
-    }
-    else if (a[0] != NULL && a[0] != Py_None) {
-        p = PyFloat_AsDouble(a[0]);
-        if (p == -1.0 && PyErr_Occurred()) {
-            return NULL;
-        }
-    }
-    int to_acc; /* (no accumulator form: dtype= converts first) */
-    TensorObject *t = pygpu_reduce_read_as((TensorObject *)self, a[3],
-                                           ((TensorObject *)self)->dtype, -1,
-                                           &to_acc);
-    if (t == NULL) {
-        return NULL;
-    }
-    r = norm(t, p, a[1], keepdim);
-    Py_DECREF(t);
+    TensorObject *x = pygpu_as_dtype(t, dtype < 0 ? t->dtype : dtype);
+    PyObject *r = x ? norm(x, p, dimobj, keepdim) : NULL;
+    Py_XDECREF(x);
     return r;
 }
-
-static PyObject *
-t_var(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
-{
-    return var_std_method(0, self, args, nargs, kw);
-}
-
-static PyObject *
-t_std(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
-{
-    return var_std_method(1, self, args, nargs, kw);
-}
-
-#define STATS_FN(name, method)                                              \
-    static PyObject *name##_fn(PyObject *m, PyObject *const *args,           \
-                               Py_ssize_t nargs, PyObject *kw)               \
-    {                                                                        \
-        return pygpu_function_form(#name, method, args, nargs, kw);          \
-    }
-
-STATS_FN(var, t_var)
-STATS_FN(std, t_std)
-STATS_FN(norm, norm_method)
-
-#define DOC_VAR(what)                                                        \
-    "The " what " over dim (None: every element; an int or a tuple),\n"     \
-    "dividing by N - correction (correction=1 by default; unbiased=False\n" \
-    "means 0); computed in two passes, float16 in float32."
-#define DOC_NORM                                                             \
-    "The vector p-norm over dim (None: every element; an int or a\n"        \
-    "tuple): p = 'fro' or 2 (default), 1, inf, -inf, 0 or another number."
-
-PyMethodDef pygpu_stats_functions[] = {
-    {"var", FASTKW(var_fn),
-     "var($module, input, /, dim=None, unbiased=None, keepdim=False, *,\n"
-     "    correction=None)\n--\n\n" DOC_VAR("variance")},
-    {"std", FASTKW(std_fn),
-     "std($module, input, /, dim=None, unbiased=None, keepdim=False, *,\n"
-     "    correction=None)\n--\n\n" DOC_VAR("standard deviation")},
-    {"norm", FASTKW(norm_fn),
-     "norm($module, input, /, p='fro', dim=None, keepdim=False,\n"
-     "     dtype=None)\n--\n\n" DOC_NORM},
-    {NULL},
-};
-
-PyMethodDef pygpu_stats_methods[] = {
-    {"var", FASTKW(t_var),
-     "var($self, /, dim=None, unbiased=None, keepdim=False, *,\n"
-     "    correction=None)\n--\n\n" DOC_VAR("variance")},
-    {"std", FASTKW(t_std),
-     "std($self, /, dim=None, unbiased=None, keepdim=False, *,\n"
-     "    correction=None)\n--\n\n" DOC_VAR("standard deviation")},
-    {"norm", FASTKW(norm_method),
-     "norm($self, /, p='fro', dim=None, keepdim=False, dtype=None)\n--\n\n"
-     DOC_NORM},
-    {NULL},
-};

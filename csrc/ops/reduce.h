@@ -1,5 +1,8 @@
-/* reduce.h - what the reduction front ends (ops_reduce.c, ops_stats.c,
- * ops_scan.c, ops_softmax.c) share.  Internal to ops/. */
+/* reduce.h - the reduction family's ops (ops_reduce.c, ops_stats.c,
+ * ops_scan.c, ops_softmax.c): what they share, and what autograd's
+ * wrappers and the Python entries above them call.  None of them records:
+ * autograd_reduce.c, autograd_extrema.c and autograd_stats.c wrap them,
+ * tensor/ parses their Python arguments. */
 #ifndef PYGPU_OPS_REDUCE_H
 #define PYGPU_OPS_REDUCE_H
 
@@ -18,10 +21,15 @@ PyObject *pygpu_reduce_over(int op, TensorObject *t, PyObject *dimobj,
                             int keepdim, int pair, const char *name);
 /* The same; with to_acc, SUM, MEAN and PROD give the accumulator's dtype
  * (float32 for float16 and bfloat16) unrounded, as the input converted to
- * it first would give.  t must not need autograd then. */
+ * it first would give. */
 PyObject *pygpu_reduce_over_to(int op, int to_acc, TensorObject *t,
                                PyObject *dimobj, int keepdim, int pair,
                                const char *name);
+/* SUM, MEAN or PROD over dimobj with torch's dtype= (-1: not given):
+ * t read as it is for its natural output dtype or the accumulator's
+ * (to_acc above), else converted to dtype first. */
+PyObject *pygpu_op_reduce_as(int op, TensorObject *t, PyObject *dimobj,
+                             int keepdim, int dtype, const char *name);
 /* argmax (op MAX) or argmin (MIN) of t flattened (dimobj NULL or None) or
  * over an int dim: int64 indices. */
 PyObject *pygpu_reduce_arg(int op, TensorObject *t, PyObject *dimobj,
@@ -32,35 +40,30 @@ PyObject *pygpu_reduce_arg(int op, TensorObject *t, PyObject *dimobj,
 int64_t pygpu_reduce_mark_dims(TensorObject *t, PyObject *dimobj,
                                const char *name, int mark[PYGPU_MAX_DIMS],
                                int *all);
-/* t as `dtype` (a new reference to t itself when it already is). */
+/* t as `dtype` (a new reference to t itself when it already is), a plain
+ * conversion. */
 TensorObject *pygpu_as_dtype(TensorObject *t, int dtype);
 
-/* The input an op reading t in its own dtype takes for the dtype=
- * argument (NULL or None: the op's natural output dtype `natural`): t
- * itself when dtype= is `natural`, or `acc` (the accumulator's dtype; -1:
- * none) with *to_acc set, unless autograd records t; else t converted to
- * dtype= as torch does.  New reference or NULL. */
-TensorObject *pygpu_reduce_read_as(TensorObject *t, PyObject *dtype_obj,
-                                   int natural, int acc, int *to_acc);
-
-/* A Tensor method (METH_FASTCALL | METH_KEYWORDS). */
-typedef PyObject *(*pygpu_method_fn)(PyObject *self, PyObject *const *args,
-                                     Py_ssize_t nargs, PyObject *kwnames);
-/* The function form pygpu.<name>(input, ...) of a method: input.<name>(...)
- * after checking that input is a Tensor (TypeError in torch's words). */
-PyObject *pygpu_function_form(const char *name, pygpu_method_fn method,
-                              PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames);
-
-/* The functions and Tensor methods of the other reduction files, added by
- * pygpu_reduce_register (ops_reduce_api.c). */
-extern PyMethodDef pygpu_stats_functions[];   /* ops_stats.c */
-extern PyMethodDef pygpu_stats_methods[];
-/* The reductions' Tensor methods (ops_reduce_api.c). */
-extern PyMethodDef pygpu_reduce_methods[];
-extern PyMethodDef pygpu_scan_functions[];    /* ops_scan.c */
-extern PyMethodDef pygpu_scan_methods[];
-extern PyMethodDef pygpu_softmax_functions[]; /* ops_softmax.c */
-extern PyMethodDef pygpu_softmax_methods[];
+/* var (take_sqrt 0) or std over dimobj, dividing by max(0, N -
+ * correction) (ops_stats.c). */
+PyObject *pygpu_op_var_std(TensorObject *t, PyObject *dimobj,
+                           double correction, int keepdim, int take_sqrt,
+                           const char *name);
+/* The vector p-norm over dimobj, t converted to dtype first (-1: not
+ * given). */
+PyObject *pygpu_op_norm(TensorObject *t, double p, PyObject *dimobj,
+                        int keepdim, int dtype);
+/* SOFTMAX or LOG_SOFTMAX along dim (parsed), t converted to dtype first
+ * (-1: not given); NotImplementedError for a dtype that is not floating
+ * (ops_softmax.c). */
+PyObject *pygpu_op_softmax(int op, TensorObject *t, int dim, int dtype);
+/* logsumexp over dimobj (an int or a tuple); bools and integers compute
+ * in the default dtype. */
+PyObject *pygpu_op_logsumexp(TensorObject *t, PyObject *dimobj,
+                             int keepdim);
+/* CUMSUM or CUMPROD along dim (parsed): bool and integers give int64; t
+ * converted to dtype first when dtype (-1: not given) is another
+ * (ops_scan.c). */
+PyObject *pygpu_op_scan(int op, TensorObject *t, int dim, int dtype);
 
 #endif /* PYGPU_OPS_REDUCE_H */

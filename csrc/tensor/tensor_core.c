@@ -8,7 +8,7 @@
  * share the base and differ in data/shape/strides.
  */
 #include "tensor/tensor.h"
-#include "ops/reduce.h"
+#include "tensor/tensor_reduce.h"
 
 #include <string.h>
 
