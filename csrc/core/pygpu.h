@@ -34,7 +34,8 @@
 enum pygpu_device_type {
     PYGPU_CPU = 0,
     PYGPU_CUDA = 1,
-    PYGPU_MPS = 2 /* parses, so torch's selection code runs; holds nothing */
+    PYGPU_MPS = 2, /* parses, so torch's selection code runs; holds nothing */
+    PYGPU_NDEVICE_TYPES
 };
 
 typedef struct pygpu_device {

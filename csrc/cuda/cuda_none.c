@@ -5,9 +5,16 @@
 #include "memory/allocator_py.h"
 #include "memory/cuda_backend.h"
 #include "cuda/cuda_docs.h"
+#include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 #include "cuda/stream_docs.h"
 
+/* No CUDA rows: pygpu_dispatch refuses every CUDA tensor. */
+int
+pygpu_cuda_init(void)
+{
+    return 0;
+}
 
 int
 pygpu_cuda_built(void)

@@ -7,6 +7,7 @@
 #include "memory/memory.h"
 #include "memory/cuda_backend.h"
 #include "cuda/cuda_docs.h"
+#include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 
 #include <cublas_api.h>
@@ -93,6 +94,12 @@ refuse_in_forked_child(void)
         return -1;
     }
     return 0;
+}
+
+int
+pygpu_cuda_init(void)
+{
+    return pygpu_cuda_dispatch_register();
 }
 
 int
