@@ -3,8 +3,6 @@
  * declares, the module's CUDA, stream and event functions: no devices, and
  * every request for one says that pygpu was built without CUDA. */
 #include "memory/memory.h"
-#include "memory/allocator_py.h"
-#include "memory/cuda_backend.h"
 #include "cuda/cuda_docs.h"
 #include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
@@ -84,35 +82,35 @@ static const pygpu_device_runtime no_cuda_runtime = {
     .capture_refuse = capture_refuse,
 };
 
-/* The runtime above, and no CUDA rows: pygpu_dispatch refuses every CUDA
- * tensor. */
-int
-pygpu_cuda_init(void)
-{
-    pygpu_runtime_install(&no_cuda_runtime);
-    return 0;
-}
-
-/* The process-wide CUDA and pinned allocators (memory/cuda_allocators.c
- * in a CUDA build). */
-AllocatorObject *pygpu_cuda_allocator(int device)
+/* No CUDA or pinned allocators (cuda/cuda_allocators.c in a CUDA
+ * build). */
+static AllocatorObject *
+device_allocator(int device)
 {
     (void)device;
     pygpu_raise_no_cuda();
     return NULL;
 }
 
-AllocatorObject *pygpu_pinned_allocator(void)
+static AllocatorObject *
+pinned_allocator(void)
 {
     pygpu_raise_no_cuda();
     return NULL;
 }
 
+static const pygpu_device_allocators no_cuda_allocators = {
+    .device = device_allocator,
+    .pinned = pinned_allocator,
+};
+
+/* The runtime and the allocators above, and no CUDA rows: pygpu_dispatch
+ * refuses every CUDA tensor. */
 int
-pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
-                            size_t n)
+pygpu_cuda_init(void)
 {
-    (void)backend, (void)buf, (void)n;
+    pygpu_runtime_install(&no_cuda_runtime);
+    pygpu_allocators_install(&no_cuda_allocators);
     return 0;
 }
 

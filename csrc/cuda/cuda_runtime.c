@@ -6,7 +6,7 @@
  * cudart is linked statically, so importing pygpu never needs a driver:
  * without one every query answers "0 devices" with the reason kept. */
 #include "memory/memory.h"
-#include "memory/cuda_backend.h"
+#include "cuda/cuda_backend.h"
 #include "cuda/cuda_docs.h"
 #include "cuda/cuda_graph.h"
 #include "cuda/cuda_runtime.h"
@@ -234,6 +234,7 @@ int
 pygpu_cuda_init(void)
 {
     pygpu_runtime_install(&cuda_runtime);
+    pygpu_allocators_install(&pygpu_cuda_allocators);
     return pygpu_cuda_dispatch_register();
 }
 

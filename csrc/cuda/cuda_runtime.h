@@ -60,4 +60,13 @@ int pygpu_cuda_oom_retry(int device, int status, int cublas);
 PyObject *pygpu_cuda_raise(int err, const char *call, const char *file,
                            int line);
 
+/* cuda_allocators.c: the allocators of the devices and of pinned memory,
+ * which pygpu_cuda_init installs for memory/ (memory.h's
+ * pygpu_device_allocators). */
+extern const struct pygpu_device_allocators pygpu_cuda_allocators;
+/* Give the cached blocks of `device`'s allocator (if it exists yet) back
+ * to the driver, as empty_cache does; the bytes given back.  Calls no
+ * Python API.  Use pygpu_cuda_oom_retry rather than this. */
+size_t pygpu_cuda_allocator_release(int device);
+
 #endif /* PYGPU_CUDA_RUNTIME_H */

@@ -11,7 +11,7 @@
 #include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 #include "cuda/stream_docs.h"
-#include "memory/cuda_backend.h"
+#include "cuda/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
