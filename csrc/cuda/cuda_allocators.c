@@ -104,12 +104,12 @@ size_t pygpu_cuda_allocator_release(int device)
     return a != NULL ? pygpu_allocator_empty_cache(a->alloc) : 0;
 }
 
-static AllocatorObject *pinned(void)
+static AllocatorObject *pinned_host_allocator(void)
 {
     return registry_get(&pinned_allocator, -1, 1);
 }
 
 const pygpu_device_allocators pygpu_cuda_allocators = {
     .device = device_allocator,
-    .pinned = pinned,
+    .pinned = pinned_host_allocator,
 };
