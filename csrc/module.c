@@ -7,6 +7,8 @@
 #include "autograd/autograd.h"
 #include "ops/op_list.h"
 #include "interop/dlpack.h"
+#include "cpu/cpu_dispatch.h"
+#include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 #include "tensor/tensor_reduce.h"
 
@@ -129,7 +131,10 @@ add_unary_ops(PyObject *m)
 static int
 pygpu_exec(PyObject *m)
 {
-    if (pygpu_state_init(m) < 0) {
+    /* The module-wide state, then the dispatch table's rows (and, from
+     * cuda/, the device runtime), before anything can run an op. */
+    if (pygpu_state_init(m) < 0 || pygpu_cuda_init() < 0 ||
+        pygpu_cpu_init() < 0) {
         goto fail;
     }
     if (pygpu_dtype_register(m) < 0 || pygpu_device_register(m) < 0 ||

@@ -6,8 +6,10 @@
  * CPU loop (cpu_dispatch.c) or a CUDA launcher (cuda_dispatch.c, present
  * only in a CUDA build), and runs it the way its backend runs things: the
  * CPU without the GIL when the work is large, CUDA on the tensor's device
- * and current stream with the launch checked.  A CPU-only build has no
- * CUDA rows, and pygpu_dispatch says so for every CUDA tensor.
+ * and current stream with the launch checked.  The lookup (core/dispatch.c)
+ * names no backend: each registers its rows at the module's init
+ * (pygpu_dispatch_register).  A CPU-only build registers no CUDA rows, and
+ * pygpu_dispatch says so for every CUDA tensor.
  */
 #ifndef PYGPU_DISPATCH_H
 #define PYGPU_DISPATCH_H
@@ -149,15 +151,20 @@ typedef struct pygpu_backend {
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
     }
 
-extern const pygpu_backend pygpu_cpu_backend;  /* cpu_dispatch.c */
-extern const pygpu_backend pygpu_cuda_backend; /* cuda_dispatch.c */
+/* Make `be` the backend of device type `device_type` (enum
+ * pygpu_device_type): called once per backend by the module's init, under
+ * the GIL, before any op can run (the CPU rows by cpu/'s init, the CUDA
+ * rows by cuda/'s; a CPU-only build registers none for CUDA).  The table
+ * is read-only afterwards.  0, or -1 with SystemError for a device type
+ * out of range or one registered already (core/dispatch.c). */
+int pygpu_dispatch_register(int device_type, const pygpu_backend *be);
 
 /* Runs kind for a tensor of dtype on dev: the one lookup.  `what` names
  * the op in errors ("add", "copy").  0 or -1 with an exception. */
 int pygpu_dispatch(int kind, pygpu_device dev, int dtype, pygpu_kargs *k,
                    const char *what);
 
-/* The names of the ops of a kind, for messages. */
+/* The names of the ops of a kind, for messages (core/dispatch.c). */
 extern const char *const pygpu_binop_names[PYGPU_NBINOPS];
 extern const char *const pygpu_unop_names[PYGPU_NUNOPS];
 

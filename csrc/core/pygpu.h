@@ -1,8 +1,9 @@
 /* pygpu.h - the core layer, what every C file of the extension shares:
  * the Device, DType and Tensor layouts, the module-wide state, argument
  * parsing, devices, dtypes, what a tensor's layout alone decides, and the
- * device runtime the core needs (implemented by the CUDA layer, or its
- * stand-in in a CPU-only build).  memory.h and ops.h add the layers above.
+ * device runtime the core needs (core/runtime.h: a table the CUDA layer,
+ * or its stand-in in a CPU-only build, fills at init).  memory.h and ops.h
+ * add the layers above.
  *
  * NumPy's C API is shared across files through PY_ARRAY_UNIQUE_SYMBOL; only
  * core/state.c defines PYGPU_IMPORT_ARRAY and imports the API.
@@ -34,7 +35,8 @@
 enum pygpu_device_type {
     PYGPU_CPU = 0,
     PYGPU_CUDA = 1,
-    PYGPU_MPS = 2 /* parses, so torch's selection code runs; holds nothing */
+    PYGPU_MPS = 2, /* parses, so torch's selection code runs; holds nothing */
+    PYGPU_NDEVICE_TYPES
 };
 
 typedef struct pygpu_device {
@@ -181,8 +183,6 @@ int pygpu_size_register(PyObject *m);
  * `name`: a new reference, or NULL with an exception (module_types.c). */
 PyObject *pygpu_add_type(PyObject *m, PyType_Spec *spec, PyObject *bases,
                          const char *name);
-/* The CUDA functions of the module (cuda_runtime.c, or cuda_none.c). */
-extern PyMethodDef pygpu_cuda_functions[];
 /* The NCCL communicator type's spec and the NCCL functions of the module
  * (dist/nccl_*.c, or dist/nccl_none.c in a build without NCCL). */
 extern PyType_Spec pygpu_nccl_comm_spec;
@@ -312,13 +312,7 @@ int pygpu_op_copy_geom(pygpu_device dev, int out_dtype, void *out,
                        int in_dtype, const void *in, const pygpu_geom *g,
                        int64_t numel);
 
-/* ------------------------------------------------------------------- cuda */
-/* Implemented in cuda_runtime.c, or in cuda_none.c for a CPU-only build,
- * where each raises RuntimeError("pygpu was built without CUDA support")
- * or reports 0 devices. */
-int pygpu_cuda_built(void);
-/* What a CPU-only build says to every request for CUDA, written once. */
-#define PYGPU_NO_CUDA_MESSAGE "pygpu was built without CUDA support"
+/* ----------------------------------------------------------------- errors */
 /* RuntimeError(PYGPU_NO_CUDA_MESSAGE); returns -1 (errors.c). */
 int pygpu_raise_no_cuda(void);
 /* MemoryError "can't allocate memory: you tried to allocate N bytes for
@@ -331,82 +325,11 @@ PyObject *pygpu_raise_no_memory(const char *what, size_t nbytes);
  * NULL: None).  Returns -1. */
 int pygpu_raise_cuda_error(long code, const char *name, const char *format,
                            ...);
-int pygpu_cuda_device_count(void); /* 0 when no driver/device */
-/* Why CUDA is unusable, for messages; NULL if usable. */
-const char *pygpu_cuda_unavailable_reason(void);
-int pygpu_cuda_current_device(int *dev); /* 0 or -1 with exception */
-/* CUDA's lazy initialisation, which every first use of CUDA goes through
- * (device parsing, queries, the CUDA and pinned allocators): probes the
- * driver once and, when it is usable, registers the fork handler, once.
- * 0 if CUDA can be used here, else -1 with RuntimeError saying why (no
- * driver or device, or a child forked after CUDA was initialised, in
- * torch's words). */
-int pygpu_cuda_require(void);
-int pygpu_cuda_set_device(int dev);      /* 0 or -1 with exception */
-/* Make `dev` current for one operation: returns the device that was current
- * (to hand to pygpu_cuda_device_restore afterwards), or -1 with exception.
- * Like torch's device guard, an op on cuda:1 leaves cuda:0 current. */
-int pygpu_cuda_device_guard(int dev);
-void pygpu_cuda_device_restore(int dev, int prev); /* never fails */
-/* The host, where a device index is expected (copies). */
-#define PYGPU_HOST (-1)
-/* Fill nbytes at ptr on `device` with `byte` (cudaMemsetAsync on the
- * current stream).  0 or -1 with exception. */
-int pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device);
-/* After an op's launch: translate `err` (a cudaError_t) into CudaError
- * naming `what`; with PYGPU_LAUNCH_BLOCKING=1 also synchronize and check. */
-int pygpu_cuda_check_launch(int err, const char *what);
-/* Memory the caching allocator does not see: a kernel's code is loaded
- * into device memory at its first launch, cuBLAS handles and workspaces on
- * first use.  When `status` (a cudaError_t, or a cublasStatus_t if
- * `cublas`) says such an allocation failed and emptying `device`'s cache
- * gave memory back, returns 1: the caller tries once more.  Otherwise 0.
- * Calls no Python API, takes no lock but the allocator's. */
-int pygpu_cuda_oom_retry(int device, int status, int cublas);
-/* rc = the launch (an expression giving a cudaError_t) on `device`,
- * launched once more if pygpu_cuda_oom_retry says so, then checked by
- * pygpu_cuda_check_launch: 0 or -1 with exception.  A launch that failed
- * queued nothing, so launching again is safe. */
-#define PYGPU_CUDA_LAUNCH(rc, device, what, launch)                          \
-    do {                                                                     \
-        int err_ = (int)(launch);                                            \
-        if (err_ != 0 && pygpu_cuda_oom_retry((device), err_, 0)) {          \
-            err_ = (int)(launch);                                            \
-        }                                                                    \
-        (rc) = pygpu_cuda_check_launch(err_, (what));                        \
-    } while (0)
-/* Raise CudaError for `err` from `call`; clears the sticky error. */
-PyObject *pygpu_cuda_raise(int err, const char *call, const char *file,
-                           int line);
-/* The stream ops on `device` launch on: the calling thread's current
- * stream there (NULL: the legacy default stream; see cuda/cuda_stream.h). */
-void *pygpu_cuda_current_stream(int device);
 
-/* CUDA graph capture (cuda/cuda_capture.c; a CPU-only build's cuda_none.c
- * has none).  The number of captures pygpu has begun and not yet ended in
- * the whole process (an atomic read: when 0, the two functions below
- * return at once, so the paths that call them cost nothing outside
- * captures). */
-int pygpu_cuda_captures_underway(void);
-/* The allocation route of new memory for work on `stream` of `device`:
- * the id of the capture pygpu is making there (a stream joined to such a
- * capture included), whose private pool serves it; 0 for none.  Never
- * fails. */
-uint64_t pygpu_cuda_capture_route(int device, void *stream);
-/* What an operation that cannot be captured does (kinds for
- * pygpu_cuda_capture_refuse). */
-#define PYGPU_CAPTURE_ON_STREAM 0    /* work on `stream` no graph can hold */
-#define PYGPU_CAPTURE_WAITS 1        /* the host waits for `stream` */
-#define PYGPU_CAPTURE_WAITS_DEVICE 2 /* the host waits for the device */
-/* Call before such an operation, before any CUDA call: 0 when it may run;
- * -1 with CudaError (cudaErrorStreamCaptureUnsupported, naming `what`)
- * when it would break a capture pygpu is making: one on `stream`, and for
- * a wait also any capture in the global mode and any in the thread-local
- * mode begun by this thread (for a device-wide wait, any on `device`).
- * Such captures are marked invalidated: their capture_end discards them
- * and raises. */
-int pygpu_cuda_capture_refuse(int device, void *stream, int kind,
-                              const char *what);
+/* ------------------------------------------------------- device runtime */
+/* What core/ and memory/ need of CUDA, through the table that cuda/ fills
+ * at init: pygpu_cuda_require(), pygpu_cuda_current_stream(), ... */
+#include "core/runtime.h"
 
 /* A METH_FASTCALL (| METH_KEYWORDS) function's PyMethodDef fields. */
 #define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS

@@ -7,6 +7,7 @@
  * cpu_parallel.c). */
 #include "memory/memory.h"
 #include "core/dispatch.h"
+#include "cpu/cpu_dispatch.h"
 #include "cpu/cpu_matmul_small.h"
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_split.h"
@@ -335,7 +336,13 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
     return 0;
 }
 
-const pygpu_backend pygpu_cpu_backend = {
+static const pygpu_backend cpu_backend = {
     .run = run,
     .rows = PYGPU_ROWS_BY_KIND,
 };
+
+int
+pygpu_cpu_init(void)
+{
+    return pygpu_dispatch_register(PYGPU_CPU, &cpu_backend);
+}

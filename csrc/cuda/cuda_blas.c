@@ -11,6 +11,7 @@
 #include "cuda/blas.h"
 #include "cuda/cuda_blas_internal.h"
 #include "cuda/cuda_graph.h"
+#include "cuda/cuda_runtime.h"
 
 /* More devices than any single machine has; a larger index is refused. */
 

@@ -31,6 +31,7 @@
 
 #include "cuda/blas.h"
 #include "cuda/cuda_blas_internal.h"
+#include "cuda/cuda_runtime.h"
 
 #define LT_SLOTS 64
 

@@ -8,9 +8,10 @@
  * repeat, must not run inside one: CUDA refuses such calls and
  * invalidates the capture, or (a copy from pageable memory, a random
  * number's host-side offset) records a graph that replays wrongly.  So
- * those paths ask pygpu_cuda_capture_refuse first, which raises before
- * any CUDA call and marks the captures concerned invalidated; capture_end
- * then discards them and says why.  Which captures a call concerns follows
+ * those paths ask pygpu_cuda_capture_refuse first (the device runtime's
+ * hook: pygpu_capture_refuse here), which raises before any CUDA call and
+ * marks the captures concerned invalidated; capture_end then discards
+ * them and says why.  Which captures a call concerns follows
  * CUDA's capture modes: a capture on the call's stream; for a wait, also
  * every capture in the global mode (PyTorch's default) and those in the
  * thread-local mode begun by the calling thread.
@@ -20,6 +21,7 @@
  * captured.
  */
 #include "cuda/cuda_graph.h"
+#include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 #include "cuda/stream_docs.h"
 
@@ -48,7 +50,7 @@ static capture_entry registry[MAX_CAPTURES]; /* under registry_lock */
 static atomic_int underway;
 
 int
-pygpu_cuda_captures_underway(void)
+pygpu_capture_underway(void)
 {
     return atomic_load_explicit(&underway, memory_order_relaxed);
 }
@@ -79,10 +81,10 @@ pygpu_capture_stream_id(cudaStream_t stream)
 }
 
 uint64_t
-pygpu_cuda_capture_route(int device, void *stream)
+pygpu_capture_route(int device, void *stream)
 {
     (void)device;
-    if (pygpu_cuda_captures_underway() == 0) {
+    if (pygpu_capture_underway() == 0) {
         return 0;
     }
     return (uint64_t)pygpu_capture_stream_id((cudaStream_t)stream);
@@ -155,12 +157,12 @@ concerns(const capture_entry *e, unsigned long long sid, int device, int kind)
 }
 
 int
-pygpu_cuda_capture_refuse(int device, void *stream, int kind,
-                          const char *what)
+pygpu_capture_refuse(int device, void *stream, int kind,
+                     const char *what)
 {
     unsigned long long sid;
     int hit = 0;
-    if (pygpu_cuda_captures_underway() == 0) {
+    if (pygpu_capture_underway() == 0) {
         return 0;
     }
     sid = pygpu_capture_stream_id((cudaStream_t)stream);

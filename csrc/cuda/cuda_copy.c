@@ -2,6 +2,7 @@
  * devices, ordered on the current stream: the path of .to(), .cpu(),
  * .cuda() and copy_ across devices, synchronous or (non_blocking, from or
  * into page-locked memory) only queued. */
+#include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 #include "cuda/stream_docs.h"
 

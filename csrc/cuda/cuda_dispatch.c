@@ -4,6 +4,7 @@
 #include "memory/memory.h"
 #include "core/dispatch.h"
 #include "cuda/blas.h"
+#include "cuda/cuda_runtime.h"
 #include "kernels/optim.h"
 
 #include <stdio.h>
@@ -416,7 +417,13 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
     return rc;
 }
 
-const pygpu_backend pygpu_cuda_backend = {
+static const pygpu_backend cuda_backend = {
     .run = run,
     .rows = PYGPU_ROWS_BY_KIND,
 };
+
+int
+pygpu_cuda_dispatch_register(void)
+{
+    return pygpu_dispatch_register(PYGPU_CUDA, &cuda_backend);
+}

@@ -2,6 +2,7 @@
  * (the Python object creates its event lazily, at the first record, as
  * torch's), recorded on a stream, queried, waited for, timed, and shared
  * with other processes (interprocess events, through IPC handles). */
+#include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 #include "cuda/stream_docs.h"
 

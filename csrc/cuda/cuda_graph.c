@@ -17,6 +17,7 @@
 #include "memory/memory.h"
 #include "cuda/cuda_blas_internal.h"
 #include "cuda/cuda_graph.h"
+#include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 #include "cuda/stream_docs.h"
 

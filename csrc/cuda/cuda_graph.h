@@ -10,6 +10,14 @@
 
 #include <cuda_runtime_api.h>
 
+/* The device runtime's capture hooks (core/runtime.h's
+ * pygpu_cuda_captures_underway, _capture_route and _capture_refuse, which
+ * call these through the table). */
+int pygpu_capture_underway(void);
+uint64_t pygpu_capture_route(int device, void *stream);
+int pygpu_capture_refuse(int device, void *stream, int kind,
+                         const char *what);
+
 /* The id of the capture sequence `stream` is part of, or 0 when it is not
  * capturing (or cannot be asked: the legacy default stream never is).
  * Clears any error of the query. */

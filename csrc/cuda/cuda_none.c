@@ -1,150 +1,130 @@
-/* cuda_none.c - the CUDA entry points of a CPU-only build (the runtime the
- * core declares, the allocators memory declares): no devices, and every
- * request for one says that pygpu was built without CUDA. */
+/* cuda_none.c - the CUDA floor of a CPU-only build: the device runtime it
+ * installs for the lower floors (core/runtime.h), the allocators memory
+ * declares, the module's CUDA, stream and event functions: no devices, and
+ * every request for one says that pygpu was built without CUDA. */
 #include "memory/memory.h"
-#include "memory/allocator_py.h"
-#include "memory/cuda_backend.h"
 #include "cuda/cuda_docs.h"
+#include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 #include "cuda/stream_docs.h"
 
-
-int
-pygpu_cuda_built(void)
+static int
+device_count(void)
 {
     return 0;
 }
 
-int
-pygpu_cuda_device_count(void)
-{
-    return 0;
-}
-
-const char *
-pygpu_cuda_unavailable_reason(void)
+static const char *
+unavailable_reason(void)
 {
     return PYGPU_NO_CUDA_MESSAGE;
 }
 
 static int
-refuse(void)
+require(void)
 {
     return pygpu_raise_no_cuda();
 }
 
-int
-pygpu_cuda_require(void)
-{
-    return refuse();
-}
-
-int
-pygpu_cuda_current_device(int *dev)
+static int
+current_device(int *dev)
 {
     (void)dev;
-    return refuse();
+    return pygpu_raise_no_cuda();
 }
 
-int
-pygpu_cuda_set_device(int dev)
-{
-    (void)dev;
-    return refuse();
-}
-
-int
-pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device)
-{
-    (void)ptr, (void)byte, (void)nbytes, (void)device;
-    return refuse();
-}
-
-int
-pygpu_cuda_check_launch(int err, const char *what)
-{
-    (void)err, (void)what;
-    return refuse();
-}
-
-int
-pygpu_cuda_oom_retry(int device, int status, int cublas)
-{
-    (void)device, (void)status, (void)cublas;
-    return 0;
-}
-
-PyObject *
-pygpu_cuda_raise(int err, const char *call, const char *file, int line)
-{
-    (void)err, (void)call, (void)file, (void)line;
-    refuse();
-    return NULL;
-}
-
-void *
-pygpu_cuda_current_stream(int device)
+static void *
+current_stream(int device)
 {
     (void)device;
     return NULL;
 }
 
-/* Graph capture (cuda_capture.c): nothing is ever captured here. */
-int
-pygpu_cuda_captures_underway(void)
+static int
+memset_refused(void *ptr, int byte, size_t nbytes, int device)
+{
+    (void)ptr, (void)byte, (void)nbytes, (void)device;
+    return pygpu_raise_no_cuda();
+}
+
+/* Graph capture: nothing is ever captured here. */
+static int
+captures_underway(void)
 {
     return 0;
 }
 
-uint64_t
-pygpu_cuda_capture_route(int device, void *stream)
+static uint64_t
+capture_route(int device, void *stream)
 {
     (void)device, (void)stream;
     return 0;
 }
 
-int
-pygpu_cuda_capture_refuse(int device, void *stream, int kind,
-                          const char *what)
+static int
+capture_refuse(int device, void *stream, int kind, const char *what)
 {
     (void)device, (void)stream, (void)kind, (void)what;
     return 0;
 }
 
-/* The process-wide CUDA and pinned allocators (memory/cuda_allocators.c
- * in a CUDA build). */
-AllocatorObject *pygpu_cuda_allocator(int device)
+/* The device runtime of a CPU-only build (core/runtime.h). */
+static const pygpu_device_runtime no_cuda_runtime = {
+    .built = 0,
+    .device_count = device_count,
+    .unavailable_reason = unavailable_reason,
+    .require = require,
+    .current_device = current_device,
+    .current_stream = current_stream,
+    .memset = memset_refused,
+    .captures_underway = captures_underway,
+    .capture_route = capture_route,
+    .capture_refuse = capture_refuse,
+};
+
+/* No CUDA or pinned allocators (cuda/cuda_allocators.c in a CUDA
+ * build). */
+static AllocatorObject *
+device_allocator(int device)
 {
     (void)device;
     pygpu_raise_no_cuda();
     return NULL;
 }
 
-AllocatorObject *pygpu_pinned_allocator(void)
+static AllocatorObject *
+pinned_allocator(void)
 {
     pygpu_raise_no_cuda();
     return NULL;
 }
 
+static const pygpu_device_allocators no_cuda_allocators = {
+    .device = device_allocator,
+    .pinned = pinned_allocator,
+};
+
+/* The runtime and the allocators above, and no CUDA rows: pygpu_dispatch
+ * refuses every CUDA tensor. */
 int
-pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
-                            size_t n)
+pygpu_cuda_init(void)
 {
-    (void)backend, (void)buf, (void)n;
+    pygpu_runtime_install(&no_cuda_runtime);
+    pygpu_allocators_install(&no_cuda_allocators);
     return 0;
 }
 
 static PyObject *
 refuse_o(PyObject *m, PyObject *arg)
 {
-    refuse();
+    pygpu_raise_no_cuda();
     return NULL;
 }
 
 static PyObject *
 refuse_noargs(PyObject *m, PyObject *noargs)
 {
-    refuse();
+    pygpu_raise_no_cuda();
     return NULL;
 }
 
@@ -172,18 +152,11 @@ PyMethodDef pygpu_cuda_functions[] = {
 };
 
 /* Streams, events and stream-ordered copies (cuda_stream.h). */
-void *
-pygpu_cuda_thread_stream(int device)
-{
-    (void)device;
-    return NULL;
-}
-
 int
 pygpu_cuda_stream_order(int device, void *before, void *after)
 {
     (void)device, (void)before, (void)after;
-    return refuse();
+    return pygpu_raise_no_cuda();
 }
 
 int
@@ -192,21 +165,21 @@ pygpu_cuda_memcpy_on_stream(void *dst, int dst_device, const void *src,
 {
     (void)dst, (void)dst_device, (void)src, (void)src_device, (void)nbytes;
     (void)sync;
-    return refuse();
+    return pygpu_raise_no_cuda();
 }
 
 int
 pygpu_cuda_pointer_device(const void *ptr, int *device)
 {
     (void)ptr, (void)device;
-    return refuse();
+    return pygpu_raise_no_cuda();
 }
 
 static PyObject *
 refuse_fast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)m, (void)args, (void)nargs;
-    refuse();
+    pygpu_raise_no_cuda();
     return NULL;
 }
 

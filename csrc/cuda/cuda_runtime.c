@@ -1,12 +1,15 @@
 /* cuda_runtime.c - CUDA runtime glue for the CUDA build: whether CUDA can
- * be used (and why not), device selection and queries, copies between
- * host and device, error translation, launch checking.
+ * be used (and why not), device selection and queries, memset, error
+ * translation, launch checking, and cuda/'s init, which installs these as
+ * the device runtime the lower floors call through (core/runtime.h).
  *
  * cudart is linked statically, so importing pygpu never needs a driver:
  * without one every query answers "0 devices" with the reason kept. */
 #include "memory/memory.h"
-#include "memory/cuda_backend.h"
+#include "cuda/cuda_backend.h"
 #include "cuda/cuda_docs.h"
+#include "cuda/cuda_graph.h"
+#include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 
 #include <cublas_api.h>
@@ -95,21 +98,15 @@ refuse_in_forked_child(void)
     return 0;
 }
 
-int
-pygpu_cuda_built(void)
-{
-    return 1;
-}
-
-int
-pygpu_cuda_device_count(void)
+static int
+device_count(void)
 {
     pthread_once(&probe_once, probe);
     return probed_count;
 }
 
-const char *
-pygpu_cuda_unavailable_reason(void)
+static const char *
+unavailable_reason(void)
 {
     pthread_once(&probe_once, probe);
     return probed_count > 0 ? NULL : probed_reason;
@@ -136,20 +133,20 @@ pygpu_cuda_raise(int err, const char *call, const char *file, int line)
         }                                                                    \
     } while (0)
 
-int
-pygpu_cuda_require(void)
+static int
+require(void)
 {
-    if (pygpu_cuda_device_count() == 0) {
-        PyErr_SetString(PyExc_RuntimeError, pygpu_cuda_unavailable_reason());
+    if (device_count() == 0) {
+        PyErr_SetString(PyExc_RuntimeError, unavailable_reason());
         return -1;
     }
     return refuse_in_forked_child();
 }
 
-int
-pygpu_cuda_current_device(int *dev)
+static int
+current_device(int *dev)
 {
-    if (pygpu_cuda_require() < 0) {
+    if (require() < 0) {
         return -1;
     }
     CHECK(cudaGetDevice(dev));
@@ -195,14 +192,14 @@ pygpu_cuda_device_restore(int dev, int prev)
     pygpu_cuda_leave_device(dev, prev);
 }
 
-void *
-pygpu_cuda_current_stream(int device)
+static void *
+current_stream(int device)
 {
     return pygpu_cuda_thread_stream(device); /* cuda_stream.c */
 }
 
-int
-pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device)
+static int
+memset_async(void *ptr, int byte, size_t nbytes, int device)
 {
     cudaError_t err;
     int prev = pygpu_cuda_device_guard(device);
@@ -210,12 +207,35 @@ pygpu_cuda_memset(void *ptr, int byte, size_t nbytes, int device)
         return -1;
     }
     err = cudaMemsetAsync(ptr, byte, nbytes,
-                          (cudaStream_t)pygpu_cuda_current_stream(device));
+                          (cudaStream_t)current_stream(device));
     pygpu_cuda_device_restore(device, prev);
     CHECK(err);
     return 0;
 fail:
     return -1;
+}
+
+/* The device runtime of a CUDA build, which the lower floors call
+ * through (core/runtime.h). */
+static const pygpu_device_runtime cuda_runtime = {
+    .built = 1,
+    .device_count = device_count,
+    .unavailable_reason = unavailable_reason,
+    .require = require,
+    .current_device = current_device,
+    .current_stream = current_stream,
+    .memset = memset_async,
+    .captures_underway = pygpu_capture_underway, /* cuda_capture.c */
+    .capture_route = pygpu_capture_route,
+    .capture_refuse = pygpu_capture_refuse,
+};
+
+int
+pygpu_cuda_init(void)
+{
+    pygpu_runtime_install(&cuda_runtime);
+    pygpu_allocators_install(&pygpu_cuda_allocators);
+    return pygpu_cuda_dispatch_register();
 }
 
 int
@@ -225,7 +245,7 @@ pygpu_cuda_check_launch(int err, const char *what)
     /* A capture's launches run at replay: nothing to wait for now (and
      * waiting would break the capture). */
     if (e == cudaSuccess && launch_blocking &&
-        pygpu_cuda_captures_underway() == 0) {
+        pygpu_capture_underway() == 0) {
         Py_BEGIN_ALLOW_THREADS
         e = cudaDeviceSynchronize();
         Py_END_ALLOW_THREADS
@@ -275,13 +295,13 @@ device_arg(PyObject *arg, int *dev)
     if (v == -1 && PyErr_Occurred()) {
         return -1;
     }
-    if (pygpu_cuda_require() < 0) {
+    if (require() < 0) {
         return -1;
     }
-    if (v < 0 || v >= pygpu_cuda_device_count()) {
+    if (v < 0 || v >= device_count()) {
         PyErr_Format(PyExc_RuntimeError,
                      "CUDA error: invalid device ordinal (device %ld, %d "
-                     "available)", v, pygpu_cuda_device_count());
+                     "available)", v, device_count());
         return -1;
     }
     *dev = (int)v;
@@ -321,7 +341,7 @@ static PyObject *
 current_device_py(PyObject *m, PyObject *noargs)
 {
     int dev;
-    if (pygpu_cuda_current_device(&dev) < 0) {
+    if (current_device(&dev) < 0) {
         return NULL;
     }
     return PyLong_FromLong(dev);
@@ -333,8 +353,8 @@ synchronize_py(PyObject *m, PyObject *arg)
     int dev, prev;
     cudaError_t err;
     if (device_arg(arg, &dev) < 0 ||
-        pygpu_cuda_capture_refuse(dev, NULL, PYGPU_CAPTURE_WAITS_DEVICE,
-                                  "pygpu.cuda.synchronize()") < 0 ||
+        pygpu_capture_refuse(dev, NULL, PYGPU_CAPTURE_WAITS_DEVICE,
+                             "pygpu.cuda.synchronize()") < 0 ||
         (prev = pygpu_cuda_device_guard(dev)) < 0) {
         return NULL;
     }

@@ -8,9 +8,10 @@
  * dangles.  Pool streams are created with cudaStreamNonBlocking, as
  * torch's: they do not wait for the legacy default stream, and pygpu's
  * copies and kernels run on the current stream. */
+#include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 #include "cuda/stream_docs.h"
-#include "memory/cuda_backend.h"
+#include "cuda/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>

@@ -3,6 +3,7 @@
  * and errors, group calls, abort and destroy; and the registration of the
  * NCCL layer with the module.  The collectives are in nccl_ops.c. */
 #include "dist/nccl_api.h"
+#include "cuda/cuda_runtime.h"
 #include "dist/nccl_docs.h"
 
 #include <math.h>

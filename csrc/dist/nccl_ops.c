@@ -3,6 +3,7 @@
  * torch's words), pygpu's dtypes and reduce ops as NCCL's, and one place
  * that launches a call on the device's current stream and checks it. */
 #include "dist/nccl_api.h"
+#include "cuda/cuda_runtime.h"
 #include "ops/ops.h"
 
 enum call_kind {

@@ -77,6 +77,12 @@ typedef struct pygpu_alloc_backend {
      * 1).  Called by the Python layer, not by the core. */
     int (*record_event)(void *ctx, int device, void *stream, void **ev);
     int (*event_done)(void *ctx, void *ev, int wait);
+    /* After raw_alloc returned PYGPU_ALLOC_ERROR in the calling thread:
+     * writes what failed into buf (n bytes, e.g. "CUDA error: <string>
+     * (<name>) in cudaMalloc") and returns 1, forgetting it; 0 when the
+     * backend kept nothing.  NULL for a backend that keeps no detail.
+     * Called by the Python layer, not by the core. */
+    int (*last_error)(void *ctx, char *buf, size_t n);
     void *ctx;
 } pygpu_alloc_backend;
 

@@ -1,6 +1,6 @@
 /* allocator_module.c - the module functions _cuda_allocator,
  * _pinned_allocator and _bench_allocator over the process-wide allocators
- * (cuda_allocators.c in a CUDA build), the test aids of the deferred
+ * (the table cuda/'s init installs, memory.h), the test aids of the deferred
  * frees (_storage_record_stream, _complete_host_events), and the private
  * pools of any allocator (_allocator_begin_pool and the rest: what a CUDA
  * graph's capture does, for tests over host-memory allocators).

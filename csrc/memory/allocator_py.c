@@ -1,6 +1,7 @@
 /* allocator_py.c - the Allocator type (a Python handle on one caching
- * allocator core), the process-wide allocators of the CUDA devices and of
- * pinned host memory, and the module functions over them.
+ * allocator core; the device runtime builds the process-wide allocators
+ * of the CUDA devices and of pinned host memory with it), and the
+ * registration of the memory floor's types and functions.
  *
  * Allocator(capacity) builds one over host memory with that capacity, so
  * the tests exercise every figure without a GPU; it reports device index 0

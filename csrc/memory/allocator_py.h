@@ -19,13 +19,6 @@ int pygpu_to_size(PyObject *obj, const char *what, size_t *out);
  * pointer: TypeError or OverflowError otherwise.  0 or -1. */
 int pygpu_to_stream(PyObject *obj, void **out);
 
-/* A new Allocator object whose core runs over a copy of *backend with
- * device number core_device; with backend NULL, over host memory of
- * `capacity` bytes.  Its storages report `dev`.  NULL with an exception. */
-AllocatorObject *pygpu_allocator_object_new(const pygpu_alloc_backend *backend,
-                                            size_t capacity, pygpu_device dev,
-                                            int core_device, int caching);
-
 /* Fill *core with hooks that call *inner's, releasing the GIL (when the
  * caller holds it) around raw_alloc; *inner must outlive the core. */
 void pygpu_backend_without_gil(pygpu_alloc_backend *core,
@@ -44,9 +37,5 @@ StorageObject *pygpu_storage_alloc(AllocatorObject *a, size_t nbytes,
  * block waits (a cheap check before pygpu_storage_free_deferred). */
 int pygpu_storage_defer_free(StorageObject *self);
 int pygpu_storage_deferred_waiting(void);
-
-/* The allocator of pinned host memory, created on first use (borrowed);
- * NULL with RuntimeError in a build without CUDA. */
-AllocatorObject *pygpu_pinned_allocator(void);
 
 #endif /* PYGPU_ALLOCATOR_PY_H */

@@ -128,6 +128,7 @@ void pygpu_host_backend_init(pygpu_alloc_backend *backend,
     backend->mem_info = host_mem_info;
     backend->record_event = host_record_event;
     backend->event_done = host_event_done;
+    backend->last_error = NULL; /* its failures are out-of-memory ones */
     backend->ctx = ctx;
 }
 

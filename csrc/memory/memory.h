@@ -80,13 +80,47 @@ int pygpu_storage_guard_copy(StorageObject *st, void *stream, int device);
  * every allocation through an allocator (CUDA, pinned, host) and by
  * empty_cache; needs the GIL. */
 void pygpu_storage_free_deferred(int wait);
-/* The allocator of a CUDA device, created on first use (borrowed;
- * memory/cuda_allocators.c, or cuda/cuda_none.c's refusal). */
-AllocatorObject *pygpu_cuda_allocator(int device);
-/* CUDA build: give the cached blocks of `device`'s allocator (if it exists
- * yet) back to the driver, as empty_cache does; the bytes given back.
- * Calls no Python API.  Use pygpu_cuda_oom_retry rather than this. */
-size_t pygpu_cuda_allocator_release(int device);
+
+/* ------------------------------------------------- the devices' allocators */
+/* The process-wide allocators of the device runtime: one per CUDA device
+ * and one for pinned host memory, made on first use and kept for the life
+ * of the process (cuda/cuda_allocators.c in a CUDA build, over its
+ * backends; cuda/cuda_none.c's refusals in a CPU-only one).  cuda/'s init
+ * installs them; memory/ asks through them and never names a backend. */
+typedef struct pygpu_device_allocators {
+    /* The allocator of CUDA device `device` (borrowed), or NULL with an
+     * exception (an invalid ordinal, CUDA unusable or not built). */
+    AllocatorObject *(*device)(int device);
+    /* The allocator of pinned host memory (borrowed), or NULL with an
+     * exception. */
+    AllocatorObject *(*pinned)(void);
+} pygpu_device_allocators;
+
+/* The installed table: written once by cuda/'s init under the GIL (the
+ * module's init calls it before anything can allocate), read-only
+ * afterwards (memory/device_allocators.c). */
+extern const pygpu_device_allocators *pygpu_allocators;
+void pygpu_allocators_install(const pygpu_device_allocators *al);
+
+static inline AllocatorObject *
+pygpu_cuda_allocator(int device)
+{
+    return pygpu_allocators->device(device);
+}
+
+static inline AllocatorObject *
+pygpu_pinned_allocator(void)
+{
+    return pygpu_allocators->pinned();
+}
+
+/* A new Allocator object whose core runs over a copy of *backend with
+ * device number core_device; with backend NULL, over host memory of
+ * `capacity` bytes.  Its storages report `dev`.  NULL with an exception
+ * (allocator_py.c; what a device runtime builds its allocators with). */
+AllocatorObject *pygpu_allocator_object_new(const pygpu_alloc_backend *backend,
+                                            size_t capacity, pygpu_device dev,
+                                            int core_device, int caching);
 
 /* Adds Storage and the allocator types and functions to the module. */
 int pygpu_allocator_register(PyObject *m);

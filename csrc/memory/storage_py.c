@@ -7,8 +7,6 @@
 
 #include "memory/allocator_py.h"
 
-#include "memory/cuda_backend.h"
-
 /* ------------------------------------------------- backend without GIL */
 /* The core runs over these hooks, whose ctx is the real backend: a backend
  * allocation (cudaMalloc, cudaHostAlloc: seconds for gigabytes) runs
@@ -64,6 +62,7 @@ void pygpu_backend_without_gil(pygpu_alloc_backend *core,
     core->mem_info = mem_info_through;
     core->record_event = NULL; /* the Python layer uses inner's */
     core->event_done = NULL;
+    core->last_error = NULL;
     core->ctx = (void *)inner;
 }
 
@@ -135,9 +134,10 @@ static void raise_oom(AllocatorObject *self, size_t nbytes)
 
 static void raise_backend_error(AllocatorObject *self, size_t nbytes)
 {
+    const pygpu_alloc_backend *be = &self->backend;
     char msg[256];
 
-    if (pygpu_cuda_backend_describe(&self->backend, msg, sizeof(msg))) {
+    if (be->last_error != NULL && be->last_error(be->ctx, msg, sizeof(msg))) {
         PyErr_SetString(pygpu_state->CudaError, msg);
         return;
     }

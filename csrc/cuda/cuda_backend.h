@@ -1,9 +1,11 @@
 /* cuda_backend.h - allocator backends over cudaMalloc (device memory) and
- * cudaHostAlloc (page-locked host memory), for the caching allocator core.
+ * cudaHostAlloc (page-locked host memory), behind the caching allocator's
+ * backend interface (memory/allocator.h).
  *
  * Plain C, no Python.h; compiled only in a CUDA build.  A failure other
  * than out-of-memory is remembered for the calling thread so that the
- * Python layer can report it after the core returns PYGPU_ALLOC_ERROR.
+ * Python layer can report it (the backend's last_error hook) after the
+ * core returns PYGPU_ALLOC_ERROR.
  */
 #ifndef PYGPU_CUDA_BACKEND_H
 #define PYGPU_CUDA_BACKEND_H
@@ -15,7 +17,8 @@
 
 /* Fill `backend` for CUDA device `device` (pinned == 0) or for pinned host
  * memory (pinned != 0, device ignored).  Both have CUDA events for their
- * deferred frees (record_event / event_done). */
+ * deferred frees (record_event / event_done) and report their last
+ * failure (last_error). */
 void pygpu_cuda_backend_init(pygpu_alloc_backend *backend, int device,
                              int pinned);
 
@@ -26,12 +29,5 @@ int pygpu_cuda_enter_device(int device, int *prev);
 /* Restore `prev` if it differs from `device`; a failed switch back leaves
  * no error behind for the next check. */
 void pygpu_cuda_leave_device(int device, int prev);
-
-/* If `backend` is one of these backends and the calling thread's last
- * call into them failed other than for memory, write
- * "CUDA error: <string> (<name>) in <call>" into buf and return 1;
- * otherwise return 0. */
-int pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
-                                size_t n);
 
 #endif /* PYGPU_CUDA_BACKEND_H */

@@ -1,6 +1,7 @@
-/* dispatch.c - the table of backends by device type, and the one lookup
- * every op goes through (see dispatch.h). */
-#include "ops/ops.h"
+/* dispatch.c - the table of backends by device type, filled by the
+ * backends at the module's init, and the one lookup every op goes through
+ * (see dispatch.h); the names of the ops, for messages. */
+#include "core/dispatch.h"
 
 #define PYGPU_OP_NAME_ROW(OP, name) #name,
 const char *const pygpu_binop_names[PYGPU_NBINOPS] = {
@@ -8,22 +9,32 @@ const char *const pygpu_binop_names[PYGPU_NBINOPS] = {
 const char *const pygpu_unop_names[PYGPU_NUNOPS] = {
     PYGPU_UNARY_OPS(PYGPU_OP_NAME_ROW)};
 
-/* The rows by device type.  A CPU-only build has no CUDA rows. */
-static const pygpu_backend *const backends[] = {
-    [PYGPU_CPU] = &pygpu_cpu_backend,
-#ifdef PYGPU_WITH_CUDA
-    [PYGPU_CUDA] = &pygpu_cuda_backend,
-#endif
-    [PYGPU_MPS] = NULL,
-};
+/* The rows by device type (NULL: none; a CPU-only build has no CUDA
+ * rows).  Written once per backend by pygpu_dispatch_register at the
+ * module's init, under the GIL and before any op can run; read-only
+ * afterwards, so the lookup takes no lock. */
+static const pygpu_backend *backends[PYGPU_NDEVICE_TYPES];
+
+int
+pygpu_dispatch_register(int device_type, const pygpu_backend *be)
+{
+    if (device_type < 0 || device_type >= PYGPU_NDEVICE_TYPES ||
+        be == NULL || backends[device_type] != NULL) {
+        PyErr_Format(PyExc_SystemError,
+                     "pygpu: no backend can be registered for device type "
+                     "%d", device_type);
+        return -1;
+    }
+    backends[device_type] = be;
+    return 0;
+}
 
 int
 pygpu_dispatch(int kind, pygpu_device dev, int dtype, pygpu_kargs *k,
                const char *what)
 {
     const pygpu_backend *be = NULL;
-    if (dev.type >= 0 && dev.type < (int)(sizeof(backends) /
-                                          sizeof(backends[0]))) {
+    if (dev.type >= 0 && dev.type < PYGPU_NDEVICE_TYPES) {
         be = backends[dev.type];
     }
     if (be == NULL) {

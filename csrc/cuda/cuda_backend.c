@@ -7,7 +7,7 @@
  */
 #define _DEFAULT_SOURCE /* sysconf(_SC_AVPHYS_PAGES) */
 
-#include "memory/cuda_backend.h"
+#include "cuda/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -224,6 +224,22 @@ static int block_event_done(void *ctx, void *ev, int wait)
     return 1;
 }
 
+/* --------------------------------------------------------------- failures */
+/* The calling thread's last failure other than out-of-memory, in either
+ * backend: "CUDA error: <string> (<name>) in <call>". */
+static int describe_failure(void *ctx, char *buf, size_t n)
+{
+    (void)ctx;
+    if (last_error == cudaSuccess) {
+        return 0;
+    }
+    snprintf(buf, n, "CUDA error: %s (%s) in %s",
+             cudaGetErrorString(last_error), cudaGetErrorName(last_error),
+             last_call);
+    last_error = cudaSuccess;
+    return 1;
+}
+
 /* -------------------------------------------------------------- interface */
 void pygpu_cuda_backend_init(pygpu_alloc_backend *backend, int device,
                              int pinned)
@@ -245,21 +261,5 @@ void pygpu_cuda_backend_init(pygpu_alloc_backend *backend, int device,
     }
     backend->record_event = block_event;
     backend->event_done = block_event_done;
-}
-
-int pygpu_cuda_backend_describe(const pygpu_alloc_backend *backend, char *buf,
-                                size_t n)
-{
-    if (backend->raw_alloc != device_alloc &&
-        backend->raw_alloc != pinned_alloc) {
-        return 0;
-    }
-    if (last_error == cudaSuccess) {
-        return 0;
-    }
-    snprintf(buf, n, "CUDA error: %s (%s) in %s",
-             cudaGetErrorString(last_error), cudaGetErrorName(last_error),
-             last_call);
-    last_error = cudaSuccess;
-    return 1;
+    backend->last_error = describe_failure;
 }

@@ -1,7 +1,9 @@
 /* cuda_allocators.c - the process-wide allocators (one per CUDA device,
- * one for pinned host memory), created on first use and kept for the life
- * of the process as PyTorch keeps its own.  A CUDA build only; a CPU-only
- * build has the stand-ins of cuda/cuda_none.c.
+ * one for pinned host memory) over the backends of cuda_backend.c,
+ * created on first use and kept for the life of the process as PyTorch
+ * keeps its own.  memory/ reaches them through the table cuda/'s init
+ * installs (pygpu_allocators, memory.h).  A CUDA build only; a CPU-only
+ * build has the refusals of cuda/cuda_none.c.
  */
 #include "memory/memory.h"
 
@@ -9,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memory/allocator_py.h"
-#include "memory/cuda_backend.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_runtime.h"
 
 /* The slots are written once, under registry_lock.  An allocator is built
  * outside the lock (building runs Python code, which may run finalizers
@@ -78,7 +80,7 @@ static AllocatorObject *registry_get(AllocatorObject **slot, int device,
     return a;
 }
 
-AllocatorObject *pygpu_cuda_allocator(int device)
+static AllocatorObject *device_allocator(int device)
 {
     if (device < 0 || device >= PYGPU_MAX_DEVICES) {
         if (pygpu_cuda_require() < 0) {
@@ -102,7 +104,12 @@ size_t pygpu_cuda_allocator_release(int device)
     return a != NULL ? pygpu_allocator_empty_cache(a->alloc) : 0;
 }
 
-AllocatorObject *pygpu_pinned_allocator(void)
+static AllocatorObject *pinned_host_allocator(void)
 {
     return registry_get(&pinned_allocator, -1, 1);
 }
+
+const pygpu_device_allocators pygpu_cuda_allocators = {
+    .device = device_allocator,
+    .pinned = pinned_host_allocator,
+};
