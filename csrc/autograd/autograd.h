@@ -136,33 +136,35 @@ PyObject *pygpu_ag_prod(TensorObject *t, PyObject *dim, int keepdim,
                         int pair, const char *name);
 /* res = t.cumprod(dim), computed: recorded. */
 PyObject *pygpu_ag_cumprod(TensorObject *t, int dim, PyObject *res);
-/* res = index_select(t, dim, index) (gather: gather(t, dim, index)),
- * computed: recorded (autograd_select.c). */
-PyObject *pygpu_ag_select(TensorObject *t, int dim, TensorObject *index,
-                          int gather, PyObject *res);
-/* res = self.scatter_add(dim, index, src) (index_add: self.index_add(dim,
- * index, src, alpha=alpha)), computed: recorded. */
+/* The wrappers of the indexing ops (autograd_select.c): the op computed
+ * (ops/), then recorded when its inputs take part.  index_select(t, dim,
+ * index) (gather: gather(t, dim, index)). */
+PyObject *pygpu_ag_select(TensorObject *t, int dim, PyObject *index,
+                          int gather);
+/* self.scatter_add(dim, index, src) (index_add: self.index_add(dim,
+ * index, src, alpha=alpha)) after pygpu_scatter_check; inplace: self
+ * rebased onto the Node of (its history, src), the write done with grad
+ * mode off, self (new ref) returned; a leaf that requires grad and a view
+ * of one are refused. */
 PyObject *pygpu_ag_scatter(TensorObject *self, int dim, TensorObject *index,
-                           TensorObject *src, double alpha, int index_add,
-                           PyObject *res);
-/* The same in place: self rebased onto the Node of (its history, src),
- * write(arg) doing the write with grad mode off; self (new ref) or NULL.
- * A leaf that requires grad and a view of one are refused. */
-PyObject *pygpu_ag_scatter_(TensorObject *self, int dim, TensorObject *index,
-                            TensorObject *src, double alpha, int index_add,
-                            PyObject *(*write)(void *), void *arg);
-/* res = t[key] (computed) for a key that is not only ints, slices, None
- * and Ellipsis: recorded; its gradient is added into zeros at the
- * elements the key picks. */
-PyObject *pygpu_ag_index(TensorObject *t, PyObject *key, PyObject *res);
+                           TensorObject *src, PyObject *alpha, int index_add,
+                           int inplace);
+/* t[key] (its lists and arrays tensors by now): a view recorded as one
+ * for ints, slices, None and Ellipsis; else a copy whose gradient is
+ * added into zeros at the elements the key picks. */
+PyObject *pygpu_ag_getitem(TensorObject *t, PyObject *key);
 /* t[key] = value, value or t taking part in autograd: the write, then t
  * rebased onto a Node of (t's history, value).  0 or -1. */
-int pygpu_ag_setitem(TensorObject *t, PyObject *key, PyObject *value);
-/* res = t.flip(dims) / t.repeat(sizes), computed: recorded
- * (autograd_layout.c); dims is the call's arguments. */
+int pygpu_ag_setitem(TensorObject *t, PyObject *key, TensorObject *value);
+/* Wrappers of the layout ops (autograd_layout.c): flip(t, dims) (the
+ * call's dims), t.repeat(reps), cat or stack (pygpu_op_join; out= is
+ * refused when recorded), and the views of a split plan. */
 PyObject *pygpu_ag_flip(TensorObject *t, PyObject *const *dims,
-                        Py_ssize_t ndims, PyObject *res);
-PyObject *pygpu_ag_repeat(TensorObject *t, PyObject *res);
+                        Py_ssize_t ndims);
+PyObject *pygpu_ag_repeat(TensorObject *t, const int64_t *reps, int n);
+PyObject *pygpu_ag_join(const char *fname, const pygpu_tensor_list *l,
+                        PyObject *dim, PyObject *out, int stack);
+PyObject *pygpu_ag_pieces(TensorObject *t, const pygpu_pieces *p);
 /* RuntimeError "the derivative of <name> is not implemented ..." when an
  * op over in[0..n) would be recorded; 0 otherwise. */
 int pygpu_ag_refuse(const char *name, int n, TensorObject *const *in);

@@ -1,7 +1,9 @@
-/* autograd_select.c - the backward rules of the ops that pick elements by
- * index: index_select, gather, scatter_add, index_add, indexing by tensors
- * (t[idx], t[[0, 2]], t[mask], any key mixing them with slices), and the
- * writes t[key] = v.
+/* autograd_select.c - the recording wrappers and backward rules of the
+ * ops that pick elements by index: index_select, gather, scatter_add,
+ * index_add, t[key] (a view for ints, slices, None and Ellipsis; a copy
+ * for tensors, masks and keys mixing them with slices), and the writes
+ * t[key] = v.  The wrappers compute with the ops (ops_index.c,
+ * ops_scatter.c, ops_getitem.c) and give the result its Node.
  *
  * A picked gradient goes back by adding into zeros at the picked places
  * (index_add_, scatter_add_), so an index repeated sums its gradients.
@@ -36,11 +38,12 @@ select_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 }
 
 PyObject *
-pygpu_ag_select(TensorObject *t, int dim, TensorObject *index, int gather,
-                PyObject *res)
+pygpu_ag_select(TensorObject *t, int dim, PyObject *index, int gather)
 {
-    if (res == NULL) {
-        return NULL;
+    PyObject *res = gather ? pygpu_op_gather(t, dim, index)
+                           : pygpu_op_index_select(t, dim, index);
+    if (res == NULL || !pygpu_ag_wanted(1, &t)) {
+        return res;
     }
     pygpu_node *n = pygpu_ag_node(gather ? "GatherBackward0"
                                          : "IndexSelectBackward0",
@@ -48,7 +51,7 @@ pygpu_ag_select(TensorObject *t, int dim, TensorObject *index, int gather,
     if (n != NULL) {
         n->op = dim;
         n->flag = gather;
-        if (pygpu_ag_save(n, 0, index) < 0) {
+        if (pygpu_ag_save(n, 0, (TensorObject *)index) < 0) {
             Py_CLEAR(n);
         }
     }
@@ -73,8 +76,9 @@ scatter_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     if (n->next[1] == NULL) {
         return 0;
     }
-    r = pygpu_ag_call(g, n->flag ? "index_select" : "gather", "(iO)",
-                      n->op, (PyObject *)ix);
+    r = (TensorObject *)(n->flag
+                             ? pygpu_op_index_select(g, n->op, (PyObject *)ix)
+                             : pygpu_op_gather(g, n->op, (PyObject *)ix));
     if (r != NULL && n->flag && n->scalar != 1.0) {
         Py_SETREF(r, pygpu_ag_bin_s(PYGPU_MUL, r, n->scalar));
     }
@@ -118,18 +122,6 @@ scatter_node(TensorObject *self, int dim, TensorObject *index,
     return n;
 }
 
-PyObject *
-pygpu_ag_scatter(TensorObject *self, int dim, TensorObject *index,
-                 TensorObject *src, double alpha, int index_add,
-                 PyObject *res)
-{
-    if (res == NULL) {
-        return NULL;
-    }
-    return pygpu_ag_finish(res, scatter_node(self, dim, index, src, alpha,
-                                             index_add));
-}
-
 /* Whether an in-place write to t may be recorded by rebasing t (0), or
  * -1 with the error: a leaf that requires grad, a view of a tensor that
  * requires grad. */
@@ -154,20 +146,40 @@ rebase_refused(TensorObject *t, const char *what)
 }
 
 PyObject *
-pygpu_ag_scatter_(TensorObject *self, int dim, TensorObject *index,
-                  TensorObject *src, double alpha, int index_add,
-                  PyObject *(*write)(void *), void *arg)
+pygpu_ag_scatter(TensorObject *self, int dim, TensorObject *index,
+                 TensorObject *src, PyObject *alpha, int index_add,
+                 int inplace)
 {
+    TensorObject *in[2] = {self, src};
     PyObject *res;
+    if (!pygpu_ag_wanted(2, in)) {
+        return pygpu_op_scatter(self, dim, index, src, alpha, index_add,
+                                inplace);
+    }
+    double a = alpha && alpha != Py_None ? PyFloat_AsDouble(alpha) : 1.0;
+    if (a == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!inplace) {
+        res = pygpu_op_scatter(self, dim, index, src, alpha, index_add, 0);
+        if (res == NULL) {
+            return NULL;
+        }
+        return pygpu_ag_finish(res, scatter_node(self, dim, index, src, a,
+                                                 index_add));
+    }
+    /* in place: self rebased onto the Node of (its history, src), the
+     * write done with grad mode off (the ops' write check) */
     if (rebase_refused(self, index_add ? "index_add_" : "scatter_add_") <
         0) {
         return NULL;
     }
-    pygpu_node *n = scatter_node(self, dim, index, src, alpha, index_add);
+    pygpu_node *n = scatter_node(self, dim, index, src, a, index_add);
     if (n == NULL) {
         return NULL;
     }
-    PYGPU_UNRECORDED(res, write(arg));
+    PYGPU_UNRECORDED(res, pygpu_op_scatter(self, dim, index, src, alpha,
+                                           index_add, 1));
     if (res == NULL) {
         Py_DECREF(n);
         return NULL;
@@ -300,8 +312,7 @@ put_back(pygpu_node *n, TensorObject *g)
     TensorObject *pos = key ? positions(n->in_ndim[0], n->in_shape[0],
                                         g->device)
                             : NULL;
-    TensorObject *sel = pos ? (TensorObject *)pygpu_t_getitem(
-                                  (PyObject *)pos, key)
+    TensorObject *sel = pos ? (TensorObject *)pygpu_op_getitem(pos, key)
                             : NULL;
     TensorObject *sel1 = sel ? pygpu_ag_reshaped(sel, 1, &gnumel) : NULL;
     TensorObject *g1 = sel1 ? pygpu_ag_reshaped(g, 1, &gnumel) : NULL;
@@ -328,11 +339,16 @@ index_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
 }
 
 PyObject *
-pygpu_ag_index(TensorObject *t, PyObject *key, PyObject *res)
+pygpu_ag_getitem(TensorObject *t, PyObject *key)
 {
-    if (res == NULL) {
-        return NULL;
+    PyObject *res = pygpu_op_getitem(t, key);
+    if (res == NULL || !pygpu_ag_wanted(1, &t)) {
+        return res;
     }
+    if (pygpu_is_basic_key(key)) { /* a view */
+        return pygpu_ag_view(PYGPU_AG_INDEX, t, NULL, key, res);
+    }
+    /* tensors, masks, lists: a copy, its gradient put back by index */
     pygpu_node *n = pygpu_ag_node("IndexBackward0", index_backward, 1, &t);
     if (n != NULL && keep_key(n, key) < 0) {
         Py_CLEAR(n);
@@ -353,10 +369,11 @@ setitem_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
         return -1;
     }
     if (n->next[0] != NULL) {
-        PyObject *zero = PyFloat_FromDouble(0.0);
+        int64_t none[1] = {0};
+        TensorObject *zero = pygpu_ag_zeros(0, none, g->dtype, g->device);
         TensorObject *c = zero ? pygpu_tensor_to(g, g->device, g->dtype)
                                : NULL;
-        if (c != NULL && pygpu_t_setitem((PyObject *)c, key, zero) < 0) {
+        if (c != NULL && pygpu_op_setitem(c, key, zero) < 0) {
             Py_CLEAR(c);
         }
         Py_XDECREF(zero);
@@ -366,8 +383,7 @@ setitem_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
         grads[0] = c;
     }
     if (n->next[1] != NULL) {
-        TensorObject *r = (TensorObject *)pygpu_t_getitem((PyObject *)g,
-                                                          key);
+        TensorObject *r = (TensorObject *)pygpu_op_getitem(g, key);
         if (r != NULL && r->ndim < n->in_ndim[1]) {
             Py_SETREF(r, pygpu_ag_reshaped(r, n->in_ndim[1],
                                            n->in_shape[1]));
@@ -380,15 +396,59 @@ setitem_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
     return 0;
 }
 
-int
-pygpu_ag_setitem(TensorObject *t, PyObject *key, PyObject *value)
+/* value written to t: refused, unrecorded, when it requires grad. */
+static int
+refuse_source(TensorObject *value)
 {
-    TensorObject *in[2] = {t, Tensor_Check(value) ? (TensorObject *)value
-                                                  : NULL};
+    return pygpu_ag_refuse("copy_ (or t[k] = v) from a tensor that requires "
+                           "grad", 1, &value);
+}
+
+/* t[key] = value for t a leaf that requires grad, grad mode on: refused by
+ * the write check of what the write goes to (torch's words): t itself
+ * for a mask, else the view of t the key's basic part makes, recorded;
+ * a value that requires grad is refused first, except by index_put_. */
+static int
+leaf_setitem(TensorObject *t, PyObject *key, TensorObject *value)
+{
     int rc;
+    if (pygpu_is_mask_index(key)) {
+        return refuse_source(value) < 0 ? -1
+                                        : pygpu_op_setitem(t, key, value);
+    }
+    int indices = pygpu_index_wants(key);
+    PyObject *view = pygpu_ag_getitem(t, indices ? Py_Ellipsis : key);
+    if (view == NULL) {
+        return -1;
+    }
+    if (indices) {
+        rc = pygpu_check_writable((TensorObject *)view) < 0
+                 ? -1
+                 : pygpu_op_setitem(t, key, value);
+    }
+    else {
+        rc = refuse_source(value) < 0
+                 ? -1
+                 : pygpu_tensor_assign((TensorObject *)view, value);
+    }
+    Py_DECREF(view);
+    return rc;
+}
+
+int
+pygpu_ag_setitem(TensorObject *t, PyObject *key, TensorObject *value)
+{
+    TensorObject *in[2] = {t, value};
+    int rc;
+    if (!pygpu_ag_wanted(2, in)) {
+        return pygpu_op_setitem(t, key, value);
+    }
+    if (t->grad_fn == NULL && t->requires_grad) {
+        return leaf_setitem(t, key, value);
+    }
     if (!pygpu_dtype_table[t->dtype].is_floating_point) {
         /* an integer or bool tensor takes no history (torch's rule) */
-        PYGPU_UNRECORDED(rc, pygpu_t_setitem((PyObject *)t, key, value));
+        PYGPU_UNRECORDED(rc, pygpu_op_setitem(t, key, value));
         return rc;
     }
     if (rebase_refused(t, "t[k] = v") < 0) {
@@ -400,7 +460,7 @@ pygpu_ag_setitem(TensorObject *t, PyObject *key, PyObject *value)
         Py_XDECREF(n);
         return -1;
     }
-    PYGPU_UNRECORDED(rc, pygpu_t_setitem((PyObject *)t, key, value));
+    PYGPU_UNRECORDED(rc, pygpu_op_setitem(t, key, value));
     if (rc < 0) {
         Py_DECREF(n);
         return -1;

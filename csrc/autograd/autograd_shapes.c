@@ -226,8 +226,7 @@ view_backward(pygpu_node *n, TensorObject *g, TensorObject **grads)
         r = pygpu_tensor_empty(n->in_ndim[0], n->in_shape[0], g->dtype,
                                g->device);
         if (r != NULL && (pygpu_op_fill(r, 0.0) < 0 ||
-                          pygpu_t_setitem((PyObject *)r, n->key,
-                                          (PyObject *)g) < 0)) {
+                          pygpu_op_setitem(r, n->key, g) < 0)) {
             Py_CLEAR(r);
         }
         break;

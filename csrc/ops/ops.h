@@ -167,7 +167,8 @@ PyObject *pygpu_op_compare(int op, PyObject *a, PyObject *b,
  * tensor, and x[mask] (a copy) / x[mask] = value (0 or -1). */
 int pygpu_is_mask_index(PyObject *key);
 PyObject *pygpu_mask_getitem(TensorObject *x, TensorObject *mask);
-int pygpu_mask_setitem(TensorObject *x, TensorObject *mask, PyObject *value);
+int pygpu_mask_setitem(TensorObject *x, TensorObject *mask,
+                       TensorObject *value);
 /* out[i] = cond[i] ? a[i] : out[i], cond (bool) and a (any dtype,
  * converted) broadcast to out's shape (ops_where.c); `what` names the op
  * in errors. */
@@ -265,13 +266,55 @@ PyObject *pygpu_number_binary(int op, const char *sym, PyObject *a,
                               PyObject *b, TensorObject *out);
 /* ------------------------------------------------- creation and joining */
 extern PyMethodDef pygpu_range_functions[]; /* tensor_range.c */
-extern PyMethodDef pygpu_join_functions[];  /* ops_join.c */
+extern PyMethodDef pygpu_join_functions[];  /* tensor_join.c */
 /* t (a new tensor, or NULL) with requires_grad=flag (NULL: not given)
  * set through the attribute's own checks; NULL with an exception
  * (tensor_create.c). */
 PyObject *pygpu_with_requires_grad(PyObject *t, PyObject *flag);
-extern PyMethodDef pygpu_split_functions[]; /* ops_split.c */
-extern PyMethodDef pygpu_flip_functions[];  /* ops_flip.c */
+extern PyMethodDef pygpu_split_functions[]; /* tensor_split.c */
+extern PyMethodDef pygpu_flip_functions[];  /* tensor_join.c */
+/* The tensors of cat/stack (ops_join.c): seq (a new reference, to
+ * release) holding n Tensors, all on one device, dtype their promoted
+ * dtype; pygpu_tensor_list_parse fills it from a list or tuple (0), or
+ * raises torch's errors (-1, nothing to release). */
+typedef struct {
+    PyObject *seq;
+    PyObject **items;
+    Py_ssize_t n;
+    int dtype;
+} pygpu_tensor_list;
+int pygpu_tensor_list_parse(const char *fname, PyObject *obj,
+                            pygpu_tensor_list *l);
+/* cat (fname: cat, concat or concatenate; stack: stack) of l along dim
+ * (NULL: 0) into out (NULL or None: a new tensor; else of the result's
+ * shape, not resized); *joined_dim (may be NULL) the dim it joined along. */
+PyObject *pygpu_op_join(const char *fname, const pygpu_tensor_list *l,
+                        PyObject *dim, PyObject *out, int stack,
+                        int *joined_dim);
+/* Views along a dim (ops_split.c): a call of split, chunk, unbind or
+ * narrow (its arguments after input, as named in torch) checked into a
+ * plan of n pieces along dim, from start: of sizes[i] (split with sizes)
+ * or of step each (the last what is left); select: the indices start,
+ * start + 1, ..., the dim dropped (unbind). */
+enum { PYGPU_SPLIT, PYGPU_CHUNK, PYGPU_UNBIND, PYGPU_NARROW };
+typedef struct {
+    int dim, select;
+    Py_ssize_t n;
+    int64_t start, step;
+    int64_t *sizes; /* PyMem, or NULL */
+} pygpu_pieces;
+int pygpu_pieces_plan(int op, TensorObject *t, PyObject **args,
+                      pygpu_pieces *p);
+/* The plan's views as a tuple (unrecorded); pygpu_pieces_clear frees the
+ * plan's sizes (after a failed plan too). */
+PyObject *pygpu_op_pieces(TensorObject *t, const pygpu_pieces *p);
+void pygpu_pieces_clear(pygpu_pieces *p);
+/* flip (ops_flip.c): a copy of t reversed along dims[0..n) (Python ints,
+ * none repeated); repeat: t tiled reps[i] times along each dim i of n (>=
+ * t's; leading ones add dims). */
+PyObject *pygpu_op_flip(TensorObject *t, PyObject *const *dims,
+                        Py_ssize_t n);
+PyObject *pygpu_op_repeat(TensorObject *t, const int64_t *reps, int n);
 
 /* The function fname(input, ...) and the method t.fname(...) of
  * `PyObject *fname##_impl(TensorObject *t, PyObject **args)`, reading the
@@ -314,7 +357,11 @@ extern PyMethodDef pygpu_flip_functions[];  /* ops_flip.c */
     }
 
 /* ------------------------------------------------- integer indexing */
-extern PyMethodDef pygpu_index_functions[]; /* ops_index.c */
+extern PyMethodDef pygpu_index_functions[]; /* tensor_select.c */
+/* index_select(t, dim, index) and gather(t, dim, index), dim checked
+ * (ops_index.c); index is checked here. */
+PyObject *pygpu_op_index_select(TensorObject *t, int dim, PyObject *index);
+PyObject *pygpu_op_gather(TensorObject *t, int dim, PyObject *index);
 /* One GATHER over shape[0..nd): the dense operand, the indexed one
  * (without its indexed dim: dim_stride, dim_size; dim for messages) and
  * the index walk st[0], st[1], st[2]; mode is a pygpu_gather_mode.
@@ -334,22 +381,42 @@ int pygpu_index_plan_run_as(const char *what, int nd, const int64_t *shape,
                             int64_t dim_size, int dim, TensorObject *dense,
                             TensorObject *indexed, TensorObject *index,
                             int mode, PyObject *exc, const char *in_words);
-/* t[key] / t[key] = value for a key holding an integer index: an int32 or
- * int64 tensor, a list of ints, a NumPy integer array (tensor_index.c asks
- * pygpu_index_wants first; tensor_index_int.c). */
+/* t[key] and t[key] = value, unrecorded (ops_getitem.c): keys of ints,
+ * slices, None, Ellipsis and bools (views), bool masks (ops_mask.c),
+ * integer index tensors (ops_index_int.c); lists and NumPy arrays in a
+ * key must be tensors by now (tensor_index.c makes them).  New reference
+ * or NULL; 0 or -1. */
+PyObject *pygpu_op_getitem(TensorObject *t, PyObject *key);
+int pygpu_op_setitem(TensorObject *t, PyObject *key, TensorObject *value);
+/* Whether key is only ints, slices, None and Ellipsis: t[key] a view. */
+int pygpu_is_basic_key(PyObject *key);
+/* Whether key holds an integer index tensor (or a floating one, refused),
+ * and t[key] / t[key] = value for such a key (ops_index_int.c). */
 int pygpu_index_wants(PyObject *key);
+PyObject *pygpu_index_get(TensorObject *t, PyObject *key);
+int pygpu_index_put(TensorObject *t, PyObject *key, TensorObject *value);
 /* ops_scatter.c: self.scatter_add_(dim, index, src) and
- * self.index_add_(dim, index, src) (checked as torch; 0 or -1), and the
- * Python functions and Tensor methods scatter_add(_), index_add(_). */
+ * self.index_add_(dim, index, src) (checked as torch; 0 or -1). */
 int pygpu_scatter_add_into(TensorObject *self, int dim, TensorObject *index,
                            TensorObject *src);
 int pygpu_index_add_into(TensorObject *self, int dim, TensorObject *index,
                          TensorObject *src);
+/* The arguments of fname (scatter_add(_), index_add(_)): dimobj checked
+ * into *dim, index an int32/int64 tensor, src a tensor of self's dtype,
+ * all on self's device.  0 or -1. */
+int pygpu_scatter_check(const char *fname, TensorObject *self,
+                        PyObject *dimobj, PyObject *index, PyObject *src,
+                        int index_add, int *dim);
+/* After pygpu_scatter_check: src (times alpha, NULL or None: 1) added at
+ * index into self (inplace) or into a copy of self; the result (new
+ * reference) or NULL. */
+PyObject *pygpu_op_scatter(TensorObject *self, int dim, TensorObject *index,
+                           TensorObject *src, PyObject *alpha, int index_add,
+                           int inplace);
+/* scatter_add, index_add as module functions (added by module.c) and,
+ * with their in-place forms, Tensor methods (tensor_select.c). */
 int pygpu_scatter_register(PyObject *m);
-/* scatter_add(_), index_add(_) as Tensor methods. */
 extern PyMethodDef pygpu_scatter_methods[];
-PyObject *pygpu_index_get(TensorObject *t, PyObject *key);
-int pygpu_index_put(TensorObject *t, PyObject *key, PyObject *value);
 
 /* --------------------------------------------------------------- overlap */
 /* overlap.c: torch's memory-overlap rules.  Only definite answers raise. */

@@ -10,8 +10,13 @@
  * torch's error: on the CPU the loop stops at it; on CUDA the kernel
  * records it and the runner raises after reading it back (a sync per
  * call; cuda_dispatch.c).
+ *
+ * Nothing here records autograd history (autograd_select.c's wrappers
+ * do); the Python-facing index_select and gather are in
+ * tensor/tensor_select.c, t[idx] in tensor/tensor_index.c over
+ * ops_getitem.c and ops_index_int.c.
  */
-#include "autograd/autograd.h"
+#include "ops/ops.h"
 
 #include <string.h>
 
@@ -159,23 +164,14 @@ check_index(const char *fname, PyObject *obj, TensorObject *t,
 
 /* ---------------------------------------------------------- index_select */
 
-static PyObject *
-index_select_impl(TensorObject *t, PyObject **a)
+PyObject *
+pygpu_op_index_select(TensorObject *t, int dim, PyObject *index)
 {
-    int dim;
     plan p;
-    if (pygpu_ag_wanted(1, &t)) {
-        PyObject *res;
-        PYGPU_UNRECORDED(res, index_select_impl(t, a));
-        return res && pygpu_parse_dim(a[0], t->ndim, &dim) == 0
-                   ? pygpu_ag_select(t, dim, (TensorObject *)a[1], 0, res)
-                   : pygpu_ag_finish(res, NULL);
-    }
-    if (pygpu_parse_dim(a[0], t->ndim, &dim) < 0 ||
-        check_index("index_select", a[1], t, "int32 or int64") < 0) {
+    if (check_index("index_select", index, t, "int32 or int64") < 0) {
         return NULL;
     }
-    TensorObject *ix = (TensorObject *)a[1];
+    TensorObject *ix = (TensorObject *)index;
     if (ix->ndim > 1) {
         PyErr_SetString(PyExc_IndexError,
                         "index_select(): Index is supposed to be a vector");
@@ -203,24 +199,15 @@ index_select_impl(TensorObject *t, PyObject **a)
 
 /* ---------------------------------------------------------------- gather */
 
-static PyObject *
-gather_impl(TensorObject *t, PyObject **a)
+PyObject *
+pygpu_op_gather(TensorObject *t, int dim, PyObject *index)
 {
-    int dim;
     plan p;
-    if (pygpu_ag_wanted(1, &t)) {
-        PyObject *res;
-        PYGPU_UNRECORDED(res, gather_impl(t, a));
-        return res && pygpu_parse_dim(a[0], t->ndim, &dim) == 0
-                   ? pygpu_ag_select(t, dim, (TensorObject *)a[1], 1, res)
-                   : pygpu_ag_finish(res, NULL);
-    }
     char si[256], st[256];
-    if (pygpu_parse_dim(a[0], t->ndim, &dim) < 0 ||
-        check_index("gather", a[1], t, "int32 or int64") < 0) {
+    if (check_index("gather", index, t, "int32 or int64") < 0) {
         return NULL;
     }
-    TensorObject *ix = (TensorObject *)a[1];
+    TensorObject *ix = (TensorObject *)index;
     if (ix->ndim != t->ndim) {
         PyErr_SetString(PyExc_RuntimeError,
                         "Index tensor must have the same number of "
@@ -249,28 +236,3 @@ gather_impl(TensorObject *t, PyObject **a)
     p.dim = dim;
     return gather_new("gather", &p, t, ix, PyExc_RuntimeError, NULL);
 }
-
-/* ------------------------------------------------- functions and methods */
-
-/* fname(input, dim, index, ...) and t.fname(dim, index, ...) over
- * fname_impl, the names after index keyword-only. */
-static const char *const index_select_names[] = {"input", "dim", "index"};
-static const char *const gather_names[] = {"input", "dim", "index",
-                                           "sparse_grad"};
-
-PYGPU_FUNCTION_AND_METHOD(index_select, 2, 2)
-PYGPU_FUNCTION_AND_METHOD(gather, 2, 2)
-
-PyMethodDef pygpu_index_functions[] = {
-    {"index_select", FASTKW(index_select_fn),
-     "index_select($module, input, dim, index)\n--\n\n"
-     "The entries index (a 1-d int32/int64 tensor) of input along dim, as\n"
-     "a new tensor; every index lies in [0, input.size(dim))."},
-    {"gather", FASTKW(gather_fn),
-     "gather($module, input, dim, index, *, sparse_grad=False)\n--\n\n"
-     "out[i][j][k] = input[index[i][j][k]][j][k] (dim 0; likewise for the\n"
-     "others): index has input's number of dims and no larger sizes\n"
-     "outside dim, and its entries lie in [0, input.size(dim)).\n"
-     "sparse_grad is accepted and ignored (the gradient is dense)."},
-    {NULL},
-};

@@ -1,12 +1,13 @@
 /* ops_join.c - new tensors made of others by strided copies: cat (concat,
- * concatenate) and stack; and the explicit geometries they (and flip,
- * repeat, eye) copy over.
+ * concatenate) and stack.
  *
  * Each is one allocation and one copy per input through the COPY kind of
  * the dispatch table, into the input's slice of the output, converting to
- * the promoted dtype as it goes.
+ * the promoted dtype as it goes.  Nothing here records autograd history
+ * (autograd_layout.c's pygpu_ag_join does); the Python-facing functions
+ * are in tensor/tensor_join.c.
  */
-#include "autograd/autograd.h"
+#include "ops/ops.h"
 
 #include <string.h>
 
@@ -26,45 +27,43 @@ copy_into(TensorObject *out, int64_t at, const int64_t *out_st,
 
 /* ------------------------------------------------------------ the inputs */
 
-/* The tensors of cat/stack: borrowed items of *seq (to release), their
- * promoted dtype; all on one device.  -1 with torch's errors. */
-static int
-parse_tensor_list(const char *fname, PyObject *obj, PyObject **seq,
-                  Py_ssize_t *n, int *dtype)
+int
+pygpu_tensor_list_parse(const char *fname, PyObject *obj,
+                        pygpu_tensor_list *l)
 {
-    *seq = NULL;
+    l->seq = NULL;
     if (!PyList_Check(obj) && !PyTuple_Check(obj)) {
         PyErr_Format(PyExc_TypeError,
                      "%s(): argument 'tensors' (position 1) must be tuple of "
                      "Tensors, not %.100s", fname, Py_TYPE(obj)->tp_name);
         return -1;
     }
-    *seq = pygpu_sequence_tuple(obj, "tensors");
-    if (*seq == NULL) {
+    l->seq = pygpu_sequence_tuple(obj, "tensors");
+    if (l->seq == NULL) {
         return -1;
     }
-    *n = PySequence_Fast_GET_SIZE(*seq);
-    PyObject **items = PySequence_Fast_ITEMS(*seq);
-    for (Py_ssize_t i = 0; i < *n; i++) {
-        if (!Tensor_Check(items[i])) {
+    l->n = PySequence_Fast_GET_SIZE(l->seq);
+    l->items = PySequence_Fast_ITEMS(l->seq);
+    for (Py_ssize_t i = 0; i < l->n; i++) {
+        if (!Tensor_Check(l->items[i])) {
             PyErr_Format(PyExc_TypeError,
                          "expected Tensor as element %zd in argument 0, but "
-                         "got %.100s", i, Py_TYPE(items[i])->tp_name);
+                         "got %.100s", i, Py_TYPE(l->items[i])->tp_name);
             goto fail;
         }
-        TensorObject *t = (TensorObject *)items[i];
+        TensorObject *t = (TensorObject *)l->items[i];
         if (i == 0) {
-            *dtype = t->dtype;
+            l->dtype = t->dtype;
             continue;
         }
-        if (pygpu_check_same_device((TensorObject *)items[0], t) < 0) {
+        if (pygpu_check_same_device((TensorObject *)l->items[0], t) < 0) {
             goto fail;
         }
-        *dtype = pygpu_promote(*dtype, t->dtype);
+        l->dtype = pygpu_promote(l->dtype, t->dtype);
     }
     return 0;
 fail:
-    Py_CLEAR(*seq);
+    Py_CLEAR(l->seq);
     return -1;
 }
 
@@ -130,35 +129,19 @@ skipped(const TensorObject *t)
 }
 
 static PyObject *
-cat_impl(const char *fname, PyObject *const *args, Py_ssize_t nargs,
-         PyObject *kwnames)
+cat(const char *fname, const pygpu_tensor_list *l, PyObject *dimobj,
+    PyObject *out, int *dimp)
 {
-    static const char *const names[] = {"tensors", "dim", "out"};
-    PyObject *a[3], *seq = NULL;
+    PyObject **items = l->items;
+    Py_ssize_t n = l->n;
     TensorObject *res = NULL, *ref = NULL;
-    Py_ssize_t n;
-    int dtype, dim = 0;
+    int dim = 0;
     int64_t shape[PYGPU_MAX_DIMS] = {0};
-    if (pygpu_parse_args(fname, args, nargs, kwnames, names, 3, 2, 1, a) <
-            0 ||
-        parse_tensor_list(fname, a[0], &seq, &n, &dtype) < 0) {
-        return NULL;
-    }
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    int record = pygpu_ag_wanted((int)n, (TensorObject *const *)items);
-    if (record && a[2] && a[2] != Py_None) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): functions with out=... arguments don't support "
-                     "automatic differentiation, but one of the arguments "
-                     "requires grad.", fname);
-        Py_DECREF(seq);
-        return NULL;
-    }
     if (n == 0) {
         PyErr_Format(PyExc_ValueError,
                      "torch.%s(): expected a non-empty list of Tensors",
                      fname);
-        goto fail;
+        return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         TensorObject *t = (TensorObject *)items[i];
@@ -166,15 +149,15 @@ cat_impl(const char *fname, PyObject *const *args, Py_ssize_t nargs,
             PyErr_Format(PyExc_RuntimeError,
                          "zero-dimensional tensor (at position %zd) cannot "
                          "be concatenated", i);
-            goto fail;
+            return NULL;
         }
         if (ref == NULL && !skipped(t)) {
             ref = t;
         }
     }
     int ndim = ref ? ref->ndim : 1;
-    if (a[1] != NULL && pygpu_parse_dim(a[1], ndim, &dim) < 0) {
-        goto fail;
+    if (dimobj != NULL && pygpu_parse_dim(dimobj, ndim, &dim) < 0) {
+        return NULL;
     }
     if (ref != NULL) {
         memcpy(shape, ref->shape, sizeof(int64_t) * (size_t)ndim);
@@ -189,7 +172,7 @@ cat_impl(const char *fname, PyObject *const *args, Py_ssize_t nargs,
             PyErr_Format(PyExc_RuntimeError,
                          "Tensors must have same number of dimensions: got "
                          "%d and %d", ndim, t->ndim);
-            goto fail;
+            return NULL;
         }
         for (int d = 0; d < ndim; d++) {
             if (d != dim && t->shape[d] != ref->shape[d]) {
@@ -199,7 +182,7 @@ cat_impl(const char *fname, PyObject *const *args, Py_ssize_t nargs,
                              "%lld for tensor number %zd in the list.", dim,
                              (long long)ref->shape[d],
                              (long long)t->shape[d], i);
-                goto fail;
+                return NULL;
             }
         }
         if (__builtin_add_overflow(shape[dim], t->shape[dim], &shape[dim])) {
@@ -207,12 +190,12 @@ cat_impl(const char *fname, PyObject *const *args, Py_ssize_t nargs,
                          "%s(): the result's size along dim %d overflows "
                          "int64 (at tensor number %zd in the list)", fname,
                          dim, i);
-            goto fail;
+            return NULL;
         }
     }
-    res = make_result(fname, a[2], ndim, shape, dtype, items, n);
+    res = make_result(fname, out, ndim, shape, l->dtype, items, n);
     if (res == NULL) {
-        goto fail;
+        return NULL;
     }
     int64_t at = 0, step = res->strides[dim] *
                            (int64_t)pygpu_dtype_table[res->dtype].itemsize;
@@ -222,62 +205,31 @@ cat_impl(const char *fname, PyObject *const *args, Py_ssize_t nargs,
             continue;
         }
         if (copy_into(res, at, res->strides, t) < 0) {
-            Py_CLEAR(res);
-            goto fail;
+            Py_DECREF(res);
+            return NULL;
         }
         at += t->shape[dim] * step;
     }
-    if (record && res != NULL) {
-        res = (TensorObject *)pygpu_ag_cat(items, (int)n, dim, 0,
-                                           (PyObject *)res);
-    }
-fail:
-    Py_XDECREF(seq);
+    *dimp = dim;
     return (PyObject *)res;
 }
-
-#define CAT_FN(name)                                                         \
-    static PyObject *name##_fn(PyObject *self, PyObject *const *args,        \
-                               Py_ssize_t nargs, PyObject *kwnames)          \
-    {                                                                        \
-        return cat_impl(#name, args, nargs, kwnames);                        \
-    }
-
-CAT_FN(cat)
-CAT_FN(concat)
-CAT_FN(concatenate)
 
 /* ---------------------------------------------------------------- stack */
 
 static PyObject *
-stack_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-         PyObject *kwnames)
+stack(const pygpu_tensor_list *l, PyObject *dimobj, PyObject *out,
+      int *dimp)
 {
-    static const char *const names[] = {"tensors", "dim", "out"};
-    PyObject *a[3], *seq = NULL;
+    PyObject **items = l->items;
+    Py_ssize_t n = l->n;
     TensorObject *res = NULL;
-    Py_ssize_t n;
-    int dtype, dim = 0;
+    int dim = 0;
     int64_t shape[PYGPU_MAX_DIMS], st[PYGPU_MAX_DIMS];
     char s0[256], si[256];
-    if (pygpu_parse_args("stack", args, nargs, kwnames, names, 3, 2, 1, a) <
-            0 ||
-        parse_tensor_list("stack", a[0], &seq, &n, &dtype) < 0) {
-        return NULL;
-    }
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    int record = pygpu_ag_wanted((int)n, (TensorObject *const *)items);
-    if (record && a[2] && a[2] != Py_None) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "stack(): functions with out=... arguments don't "
-                        "support automatic differentiation, but one of the "
-                        "arguments requires grad.");
-        goto fail;
-    }
     if (n == 0) {
         PyErr_SetString(PyExc_RuntimeError,
                         "stack expects a non-empty TensorList");
-        goto fail;
+        return NULL;
     }
     TensorObject *first = (TensorObject *)items[0];
     int ndim = first->ndim;
@@ -285,10 +237,10 @@ stack_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         PyErr_Format(PyExc_RuntimeError,
                      "pygpu tensors have at most %d dimensions, got %d",
                      PYGPU_MAX_DIMS, ndim + 1);
-        goto fail;
+        return NULL;
     }
-    if (a[1] != NULL && pygpu_parse_dim(a[1], ndim + 1, &dim) < 0) {
-        goto fail;
+    if (dimobj != NULL && pygpu_parse_dim(dimobj, ndim + 1, &dim) < 0) {
+        return NULL;
     }
     for (Py_ssize_t i = 1; i < n; i++) {
         TensorObject *t = (TensorObject *)items[i];
@@ -300,15 +252,15 @@ stack_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                          "stack expects each tensor to be equal size, but "
                          "got [%s] at entry 0 and [%s] at entry %zd", s0, si,
                          i);
-            goto fail;
+            return NULL;
         }
     }
     for (int d = 0, s = 0; d <= ndim; d++) {
         shape[d] = d == dim ? (int64_t)n : first->shape[s++];
     }
-    res = make_result("stack", a[2], ndim + 1, shape, dtype, items, n);
+    res = make_result("stack", out, ndim + 1, shape, l->dtype, items, n);
     if (res == NULL) {
-        goto fail;
+        return NULL;
     }
     /* input i goes to res[..., i, ...]: res's strides without dim */
     for (int d = 0, s = 0; d <= ndim; d++) {
@@ -321,32 +273,23 @@ stack_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     for (Py_ssize_t i = 0; i < n; i++) {
         if (copy_into(res, (int64_t)i * step, st,
                       (TensorObject *)items[i]) < 0) {
-            Py_CLEAR(res);
-            goto fail;
+            Py_DECREF(res);
+            return NULL;
         }
     }
-    if (record) {
-        res = (TensorObject *)pygpu_ag_cat(items, (int)n, dim, 1,
-                                           (PyObject *)res);
-    }
-fail:
-    Py_XDECREF(seq);
+    *dimp = dim;
     return (PyObject *)res;
 }
 
-PyMethodDef pygpu_join_functions[] = {
-    {"cat", FASTKW(cat_fn),
-     "cat($module, tensors, dim=0, *, out=None)\n--\n\n"
-     "The tensors joined along dim (promoted to a common dtype, on one\n"
-     "device; 1-d tensors with no elements are skipped, as in torch)."},
-    {"concat", FASTKW(concat_fn),
-     "concat($module, tensors, dim=0, *, out=None)\n--\n\n"
-     "An alias of cat."},
-    {"concatenate", FASTKW(concatenate_fn),
-     "concatenate($module, tensors, dim=0, *, out=None)\n--\n\n"
-     "An alias of cat."},
-    {"stack", FASTKW(stack_fn),
-     "stack($module, tensors, dim=0, *, out=None)\n--\n\n"
-     "The tensors (all of one shape) joined along a new dim."},
-    {NULL},
-};
+PyObject *
+pygpu_op_join(const char *fname, const pygpu_tensor_list *l, PyObject *dim,
+              PyObject *out, int is_stack, int *joined_dim)
+{
+    int d = 0;
+    PyObject *res = is_stack ? stack(l, dim, out, &d)
+                             : cat(fname, l, dim, out, &d);
+    if (joined_dim != NULL) {
+        *joined_dim = d;
+    }
+    return res;
+}

@@ -6,8 +6,8 @@
  * the host (the mask is copied there when on CUDA: the result's size
  * depends on it, as in torch), then the index-rows kind of the dispatch
  * table gathers them, or scatters a value tensor into them.  Assigning a
- * number or a 0-d tensor needs no list: a masked copy with the mask
- * broadcast over the rows. */
+ * 0-d tensor (a number, as tensor_index.c converts it) needs no list: a
+ * masked copy with the mask broadcast over the rows. */
 #include "ops/ops.h"
 
 #include <stdio.h>
@@ -164,12 +164,12 @@ fail:
     return result;
 }
 
-/* x[m] = v for a number or a 0-d tensor v: the mask, viewed with size-1
+/* x[m] = v for a 0-d tensor v: the mask, viewed with size-1
  * trailing dims, broadcast over x in a masked copy. */
 static int
-assign_uniform(TensorObject *x, TensorObject *m, PyObject *value)
+assign_uniform(TensorObject *x, TensorObject *m, TensorObject *v)
 {
-    TensorObject *mv = NULL, *v = NULL;
+    TensorObject *mv = NULL, *here = NULL;
     int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS];
     int rc = -1;
     for (int d = 0; d < x->ndim; d++) {
@@ -193,20 +193,14 @@ assign_uniform(TensorObject *x, TensorObject *m, PyObject *value)
             return -1;
         }
     }
-    if (Tensor_Check(value)) {
-        v = (TensorObject *)value;
-        v = pygpu_device_equal(&v->device, &x->device)
-                ? (TensorObject *)Py_NewRef(v)
-                : pygpu_tensor_to(v, x->device, v->dtype);
-    }
-    else {
-        v = pygpu_tensor_from_data(value, x->dtype, x->device);
-    }
-    if (v != NULL) {
-        rc = pygpu_op_masked_copy(x, mv, v, "index_put_");
+    here = pygpu_device_equal(&v->device, &x->device)
+               ? (TensorObject *)Py_NewRef(v)
+               : pygpu_tensor_to(v, x->device, v->dtype);
+    if (here != NULL) {
+        rc = pygpu_op_masked_copy(x, mv, here, "index_put_");
     }
     Py_XDECREF(mv);
-    Py_XDECREF(v);
+    Py_XDECREF(here);
     return rc;
 }
 
@@ -236,25 +230,19 @@ value_rows(TensorObject *x, TensorObject *v, int ndim, const int64_t *shape)
 }
 
 static int
-mask_setitem(TensorObject *x, TensorObject *m, PyObject *value)
+mask_setitem(TensorObject *x, TensorObject *m, TensorObject *v)
 {
-    TensorObject *v = NULL, *idx = NULL, *full = NULL, *dst = NULL;
+    TensorObject *idx = NULL, *full = NULL, *dst = NULL;
     int64_t rows, row, count = 0, shape[PYGPU_MAX_DIMS];
     int rc = -1;
     if (check_mask(x, m, &rows, &row) < 0 ||
         pygpu_check_write(x, NULL, NULL) < 0) {
         return -1;
     }
-    if (!Tensor_Check(value) || ((TensorObject *)value)->ndim == 0) {
-        if (Tensor_Check(value) || PyFloat_Check(value) ||
-            PyLong_Check(value)) {
-            return assign_uniform(x, m, value);
-        }
+    if (v->ndim == 0) {
+        return assign_uniform(x, m, v);
     }
-    v = Tensor_Check(value)
-            ? (TensorObject *)Py_NewRef(value)
-            : pygpu_tensor_from_data(value, x->dtype, x->device);
-    idx = v ? selected_rows(m, rows, x->device, &count) : NULL;
+    idx = selected_rows(m, rows, x->device, &count);
     if (idx == NULL) {
         goto fail;
     }
@@ -274,7 +262,6 @@ mask_setitem(TensorObject *x, TensorObject *m, PyObject *value)
     }
     rc = 0;
 fail:
-    Py_XDECREF(v);
     Py_XDECREF(idx);
     Py_XDECREF(full);
     Py_XDECREF(dst);
@@ -291,7 +278,7 @@ pygpu_mask_getitem(TensorObject *x, TensorObject *m)
 }
 
 int
-pygpu_mask_setitem(TensorObject *x, TensorObject *m, PyObject *value)
+pygpu_mask_setitem(TensorObject *x, TensorObject *m, TensorObject *value)
 {
     TensorObject *b = bool_mask(m);
     int rc = b ? mask_setitem(x, b, value) : -1;

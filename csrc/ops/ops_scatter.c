@@ -14,8 +14,12 @@
  * torch refuses it (RuntimeError "index -1 is out of bounds for dimension
  * 0 with size 4" for scatter_add, IndexError "index out of range in self"
  * for index_add_; on CUDA the CudaError of the gather runner).
+ *
+ * Nothing here records autograd history (autograd_select.c's
+ * pygpu_ag_scatter does); the Python-facing functions and methods are in
+ * tensor/tensor_select.c.
  */
-#include "autograd/autograd.h"
+#include "ops/ops.h"
 
 #include <string.h>
 
@@ -218,64 +222,28 @@ pygpu_index_add_into(TensorObject *self, int dim, TensorObject *index,
                     1);
 }
 
-/* ------------------------------------------------- functions and methods */
+/* ---------------------------------------- the four entries' common work */
 
-static PyObject *scatter_call(const char *fname, TensorObject *self,
-                              PyObject *dimobj, PyObject *indexobj,
-                              PyObject *srcobj, PyObject *alpha,
-                              int index_add, int inplace);
-
-/* An in-place call, its arguments kept for the recorded write. */
-typedef struct {
-    const char *fname;
-    TensorObject *self;
-    PyObject *dimobj, *indexobj, *srcobj, *alpha;
-    int index_add;
-} inplace_call;
-
-static PyObject *
-run_inplace(void *arg)
-{
-    inplace_call *c = arg;
-    return scatter_call(c->fname, c->self, c->dimobj, c->indexobj,
-                        c->srcobj, c->alpha, c->index_add, 1);
-}
-
-/* The work of the four entries: into self (in place) or into a copy of
- * self (out of place), src scaled by alpha (NULL: 1) first. */
-static PyObject *
-scatter_call(const char *fname, TensorObject *self, PyObject *dimobj,
-             PyObject *indexobj, PyObject *srcobj, PyObject *alpha,
-             int index_add, int inplace)
+int
+pygpu_scatter_check(const char *fname, TensorObject *self, PyObject *dimobj,
+                    PyObject *index, PyObject *src, int index_add, int *dim)
 {
     const char *arg = index_add ? "source" : "src";
-    TensorObject *target = NULL, *src = NULL;
-    int dim;
-    if (pygpu_parse_dim(dimobj, self->ndim, &dim) < 0 ||
-        check_index(fname, indexobj, self) < 0 ||
-        check_src(fname, arg, srcobj, self) < 0) {
-        return NULL;
+    if (pygpu_parse_dim(dimobj, self->ndim, dim) < 0 ||
+        check_index(fname, index, self) < 0 ||
+        check_src(fname, arg, src, self) < 0) {
+        return -1;
     }
-    TensorObject *in[2] = {self, (TensorObject *)srcobj};
-    if (pygpu_ag_wanted(2, in)) {
-        double a = alpha && alpha != Py_None ? PyFloat_AsDouble(alpha) : 1.0;
-        if (a == -1.0 && PyErr_Occurred()) {
-            return NULL;
-        }
-        if (inplace) {
-            inplace_call c = {fname, self, dimobj, indexobj, srcobj, alpha,
-                              index_add};
-            return pygpu_ag_scatter_(self, dim, (TensorObject *)indexobj,
-                                     (TensorObject *)srcobj, a, index_add,
-                                     run_inplace, &c);
-        }
-        PyObject *res;
-        PYGPU_UNRECORDED(res, scatter_call(fname, self, dimobj, indexobj,
-                                           srcobj, alpha, index_add, 0));
-        return pygpu_ag_scatter(self, dim, (TensorObject *)indexobj,
-                                (TensorObject *)srcobj, a, index_add, res);
-    }
-    src = (TensorObject *)Py_NewRef(srcobj);
+    return 0;
+}
+
+PyObject *
+pygpu_op_scatter(TensorObject *self, int dim, TensorObject *index,
+                 TensorObject *src, PyObject *alpha, int index_add,
+                 int inplace)
+{
+    TensorObject *target = NULL;
+    src = (TensorObject *)Py_NewRef(src);
     if (alpha != NULL && alpha != Py_None) {
         Py_SETREF(src, (TensorObject *)pygpu_op_binary(
                            PYGPU_MUL, (PyObject *)src, alpha, NULL));
@@ -289,96 +257,12 @@ scatter_call(const char *fname, TensorObject *self, PyObject *dimobj,
     target = inplace ? (TensorObject *)Py_NewRef(self)
                      : pygpu_tensor_to(self, self->device, self->dtype);
     int rc = target == NULL ? -1
-             : index_add ? pygpu_index_add_into(target, dim,
-                                                (TensorObject *)indexobj, src)
-                         : pygpu_scatter_add_into(target, dim,
-                                                  (TensorObject *)indexobj,
-                                                  src);
+             : index_add    ? pygpu_index_add_into(target, dim, index, src)
+                            : pygpu_scatter_add_into(target, dim, index, src);
     Py_DECREF(src);
     if (rc < 0) {
         Py_XDECREF(target);
         return NULL;
     }
     return (PyObject *)target;
-}
-
-static const char *const fn_names[] = {"input", "dim", "index", "src",
-                                       "alpha"};
-static const char *const fn_names_ia[] = {"input", "dim", "index", "source",
-                                          "alpha"};
-
-/* fname(input, dim, index, src) / t.fname(dim, index, src); index_add
- * takes source and a keyword-only alpha. */
-#define SCATTER_ENTRIES(fname, index_add, inplace)                           \
-    static PyObject *fname##_fn(PyObject *self, PyObject *const *args,       \
-                                Py_ssize_t nargs, PyObject *kwnames)         \
-    {                                                                        \
-        PyObject *a[5] = {NULL, NULL, NULL, NULL, NULL};                     \
-        if (pygpu_parse_args(#fname, args, nargs, kwnames,                   \
-                             index_add ? fn_names_ia : fn_names,             \
-                             index_add ? 5 : 4, 4, 4, a) < 0 ||              \
-            pygpu_tensor_arg(a[0], #fname, "input") < 0) {                   \
-            return NULL;                                                     \
-        }                                                                    \
-        return scatter_call(#fname, (TensorObject *)a[0], a[1], a[2], a[3],  \
-                            a[4], index_add, inplace);                       \
-    }                                                                        \
-    static PyObject *t_##fname(PyObject *op, PyObject *const *args,          \
-                               Py_ssize_t nargs, PyObject *kwnames)          \
-    {                                                                        \
-        PyObject *a[4] = {NULL, NULL, NULL, NULL};                           \
-        if (pygpu_parse_args(#fname, args, nargs, kwnames,                   \
-                             (index_add ? fn_names_ia : fn_names) + 1,       \
-                             index_add ? 4 : 3, 3, 3, a) < 0) {              \
-            return NULL;                                                     \
-        }                                                                    \
-        return scatter_call(#fname, (TensorObject *)op, a[0], a[1], a[2],    \
-                            a[3], index_add, inplace);                       \
-    }
-
-SCATTER_ENTRIES(scatter_add, 0, 0)
-SCATTER_ENTRIES(scatter_add_, 0, 1)
-SCATTER_ENTRIES(index_add, 1, 0)
-SCATTER_ENTRIES(index_add_, 1, 1)
-
-#define SCATTER_DOC                                                          \
-    "self[index[i][j][k]][j][k] += src[i][j][k] for dim 0 (likewise for\n"  \
-    "the others) over the positions of index, which has self's number of\n" \
-    "dims and sizes no larger than src's (nor self's outside dim);\n"       \
-    "repeated indices accumulate."
-#define INDEX_ADD_DOC                                                        \
-    "self[..., index[i], ...] += alpha * source[..., i, ...] along dim,\n"  \
-    "index a 1-d int32/int64 tensor of source.size(dim) entries; repeated\n" \
-    "indices accumulate."
-
-static PyMethodDef scatter_functions[] = {
-    {"scatter_add", FASTKW(scatter_add_fn),
-     "scatter_add($module, input, dim, index, src)\n--\n\n"
-     "A copy of input with src added at index: " SCATTER_DOC},
-    {"index_add", FASTKW(index_add_fn),
-     "index_add($module, input, dim, index, source, *, alpha=1)\n--\n\n"
-     "A copy of input with: " INDEX_ADD_DOC},
-    {NULL},
-};
-
-PyMethodDef pygpu_scatter_methods[] = {
-    {"scatter_add", FASTKW(t_scatter_add),
-     "scatter_add($self, dim, index, src)\n--\n\n"
-     "Out-of-place scatter_add_: " SCATTER_DOC},
-    {"scatter_add_", FASTKW(t_scatter_add_),
-     "scatter_add_($self, dim, index, src)\n--\n\n"
-     "In place: " SCATTER_DOC},
-    {"index_add", FASTKW(t_index_add),
-     "index_add($self, dim, index, source, *, alpha=1)\n--\n\n"
-     "Out-of-place index_add_: " INDEX_ADD_DOC},
-    {"index_add_", FASTKW(t_index_add_),
-     "index_add_($self, dim, index, source, *, alpha=1)\n--\n\n"
-     "In place: " INDEX_ADD_DOC},
-    {NULL},
-};
-
-int
-pygpu_scatter_register(PyObject *m)
-{
-    return PyModule_AddFunctions(m, scatter_functions);
 }

@@ -1,280 +1,138 @@
-/* tensor_index.c - t[key] and t[key] = value for ints, slices (positive
- * steps), None, Ellipsis and bools: views of the same memory, and a
- * broadcast copy into such a view.  A bool tensor key goes to
- * boolean-mask indexing (ops_mask.c); keys holding integer index tensors,
- * lists or arrays go to tensor_index_int.c. */
+/* tensor_index.c - t[key] and t[key] = value, the Tensor's mapping slots,
+ * as torch's binding does them: a key's lists of ints and NumPy integer
+ * arrays are made int64 tensors on t's device, a value that is no tensor
+ * one of t's dtype on t's device, then autograd_select.c's
+ * pygpu_ag_getitem / pygpu_ag_setitem record what ops_getitem.c computes.
+ */
 #include "autograd/autograd.h"
 
-#include <string.h>
-
-PyObject *pygpu_t_expand(PyObject *op, PyObject *const *args,
-                         Py_ssize_t nargs);
-
-/* A bool index (Python or NumPy), which adds a dim of size 1 (True) or 0
- * (False) as in NumPy and torch, rather than an int.  The result is a view
- * (torch and NumPy copy), so that t[True] = v writes through it. */
 static int
-is_bool_index(PyObject *k)
+is_integer_item(PyObject *v)
 {
-    return PyBool_Check(k) || PyArray_IsScalar(k, Bool);
+    return (PyLong_Check(v) && !PyBool_Check(v)) ||
+           PyArray_IsScalar(v, Integer);
 }
 
-/* Several bools index together, as torch's index tensors do: their dims
- * (at output positions pos[0..nb)) become one, of size 1 if all are True,
- * where the first was when they are adjacent, else in front. */
-static void
-merge_bool_dims(int *n, int64_t *shape, int64_t *strides, const int *pos,
-                int nb)
+/* A key entry to make a tensor: a list of ints or of lists of ints, an
+ * integer (not uint8: a mask) or floating NumPy array (a floating one,
+ * for ops_index_int.c to refuse in torch's words).  A nested list is a
+ * tuple of indices (key_tuple) at the top of a key, an index of several
+ * dims in a tuple. */
+static int
+needs_tensor(PyObject *k)
 {
-    int64_t size = 1;
-    int at = pos[0], m = 0, k = 0;
-    for (int i = 0; i < nb; i++) {
-        size &= shape[pos[i]];
-        if (pos[i] != pos[0] + i) {
-            at = 0;
-        }
+    if (PyArray_Check(k)) {
+        char kind = PyArray_DESCR((PyArrayObject *)k)->kind;
+        return kind == 'i' || kind == 'f' ||
+               (kind == 'u' && PyArray_ITEMSIZE((PyArrayObject *)k) > 1);
     }
-    for (int d = 0; d < *n; d++) {
-        if (k < nb && pos[k] == d) {
-            k++;
-            continue;
+    if (PyList_Check(k)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(k); i++) {
+            PyObject *v = PyList_GET_ITEM(k, i);
+            if (!is_integer_item(v) && !PyList_Check(v) &&
+                !PyTuple_Check(v)) {
+                return 0;
+            }
         }
-        shape[m] = shape[d];
-        strides[m] = strides[d];
-        m++;
+        return 1;
     }
-    memmove(shape + at + 1, shape + at, sizeof(int64_t) * (size_t)(m - at));
-    memmove(strides + at + 1, strides + at,
-            sizeof(int64_t) * (size_t)(m - at));
-    shape[at] = size;
-    strides[at] = 0;
-    *n = m + 1;
+    return 0;
 }
 
-/* t[index] for ints, slices (positive steps), None, Ellipsis and bools. */
+/* torch reads a list key holding a sequence as a tuple of indices:
+ * t[[[0, 1], [1, 0]]] is t[[0, 1], [1, 0]]. */
 static PyObject *
-getitem_view(PyObject *op, PyObject *key)
+key_tuple(PyObject *key)
 {
-    TensorObject *t = (TensorObject *)op;
-    PyObject *tuple = NULL, *r = NULL;
-    int64_t shape[PYGPU_MAX_DIMS], strides[PYGPU_MAX_DIMS], offset = 0;
-    int n = 0, src = 0, nidx = 0, nbool = 0, bool_pos[PYGPU_MAX_DIMS];
-    if (pygpu_is_mask_index(key)) {
-        return pygpu_mask_getitem(t, (TensorObject *)key);
-    }
-    if (pygpu_index_wants(key)) { /* an integer index: tensor_index_int.c */
-        return pygpu_index_get(t, key);
-    }
     if (PyTuple_Check(key)) {
-        tuple = Py_NewRef(key);
+        return Py_NewRef(key);
     }
-    else {
-        tuple = PyTuple_Pack(1, key);
-        if (tuple == NULL) {
-            return NULL;
-        }
-    }
-    Py_ssize_t nkeys = PyTuple_GET_SIZE(tuple);
-    int has_ellipsis = 0;
-    for (Py_ssize_t i = 0; i < nkeys; i++) {
-        PyObject *k = PyTuple_GET_ITEM(tuple, i);
-        if (k == Py_Ellipsis) {
-            if (has_ellipsis++) {
-                PyErr_SetString(PyExc_IndexError,
-                                "an index can only have a single ellipsis "
-                                "('...')");
-                goto fail;
-            }
-        }
-        else if (k != Py_None && !is_bool_index(k)) {
-            nidx++;
+    for (Py_ssize_t i = 0; PyList_Check(key) && i < PyList_GET_SIZE(key);
+         i++) {
+        PyObject *v = PyList_GET_ITEM(key, i);
+        if (PyList_Check(v) || PyTuple_Check(v)) {
+            return PyList_AsTuple(key);
         }
     }
-    if (nidx > t->ndim) {
-        PyErr_Format(PyExc_IndexError,
-                     "too many indices for tensor of dimension %d", t->ndim);
-        goto fail;
+    return PyTuple_Pack(1, key);
+}
+
+/* key with its list and array entries as tensors on t's device (key
+ * itself when it has none).  New reference or NULL. */
+static PyObject *
+tensor_key(TensorObject *t, PyObject *key)
+{
+    int any = needs_tensor(key);
+    for (Py_ssize_t i = 0; PyTuple_Check(key) && i < PyTuple_GET_SIZE(key);
+         i++) {
+        any |= needs_tensor(PyTuple_GET_ITEM(key, i));
     }
-    for (Py_ssize_t i = 0; i < nkeys; i++) {
-        PyObject *k = PyTuple_GET_ITEM(tuple, i);
-        if (n >= PYGPU_MAX_DIMS) {
-            PyErr_SetString(PyExc_IndexError, "too many dimensions");
-            goto fail;
-        }
-        if (k == Py_None) {
-            shape[n] = 1;
-            strides[n] = 1;
-            n++;
-        }
-        else if (is_bool_index(k)) {
-            int v = PyObject_IsTrue(k);
-            if (v < 0) {
-                goto fail;
-            }
-            shape[n] = v;
-            strides[n] = 0;
-            bool_pos[nbool++] = n++;
-        }
-        else if (k == Py_Ellipsis) {
-            int skip = t->ndim - nidx;
-            for (int j = 0; j < skip; j++, src++, n++) {
-                shape[n] = t->shape[src];
-                strides[n] = t->strides[src];
-            }
-        }
-        else if (PySlice_Check(k)) {
-            Py_ssize_t start, stop, step;
-            if (PySlice_Unpack(k, &start, &stop, &step) < 0) {
-                goto fail;
-            }
-            if (step <= 0) {
-                PyErr_SetString(PyExc_ValueError,
-                                "step must be greater than zero");
-                goto fail;
-            }
-            Py_ssize_t len = PySlice_AdjustIndices(
-                (Py_ssize_t)t->shape[src], &start, &stop, step);
-            offset += (int64_t)start * t->strides[src];
-            shape[n] = len;
-            /* With two elements or more, step < size, so the product
-             * fits; the stride of one element or none does not matter,
-             * and a step past the size would overflow it: kept. */
-            strides[n] = t->strides[src] * (len > 1 ? step : 1);
-            n++;
-            src++;
-        }
-        else if (PyIndex_Check(k) && !Tensor_Check(k)) {
-            Py_ssize_t v = PyNumber_AsSsize_t(k, PyExc_IndexError);
-            if (v == -1 && PyErr_Occurred()) {
-                goto fail;
-            }
-            int64_t size = t->shape[src];
-            if (v < -size || v >= size) {
-                PyErr_Format(PyExc_IndexError,
-                             "index %zd is out of bounds for dimension %d "
-                             "with size %lld", v, src, (long long)size);
-                goto fail;
-            }
-            offset += (v < 0 ? v + size : v) * t->strides[src];
-            src++;
+    if (!any) {
+        return Py_NewRef(key);
+    }
+    PyObject *tuple = key_tuple(key), *r = NULL;
+    if (tuple == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+    r = PyTuple_New(n);
+    for (Py_ssize_t i = 0; r != NULL && i < n; i++) {
+        PyObject *k = PyTuple_GET_ITEM(tuple, i), *e;
+        if (needs_tensor(k)) {
+            int floating = PyArray_Check(k) &&
+                           PyArray_DESCR((PyArrayObject *)k)->kind == 'f';
+            e = (PyObject *)pygpu_tensor_from_data(
+                k, floating ? -1 : PYGPU_INT64, t->device);
         }
         else {
-            PyErr_Format(PyExc_IndexError,
-                         "only integers, slices (`:`), ellipsis (`...`) and "
-                         "None are valid indices (got %.100s)",
-                         Py_TYPE(k)->tp_name);
-            goto fail;
+            e = Py_NewRef(k);
         }
-    }
-    for (; src < t->ndim; src++, n++) {
-        if (n >= PYGPU_MAX_DIMS) {
-            PyErr_SetString(PyExc_IndexError, "too many dimensions");
-            goto fail;
+        if (e == NULL) {
+            Py_CLEAR(r);
+            break;
         }
-        shape[n] = t->shape[src];
-        strides[n] = t->strides[src];
+        PyTuple_SET_ITEM(r, i, e);
     }
-    if (nbool > 1) {
-        merge_bool_dims(&n, shape, strides, bool_pos, nbool);
-    }
-    r = (PyObject *)pygpu_tensor_view(t, n, shape, strides, offset);
-fail:
-    Py_XDECREF(tuple);
+    Py_DECREF(tuple);
     return r;
-}
-
-/* Whether every part of an index key selects a view: ints, slices, None,
- * Ellipsis, bools. */
-static int
-basic_key(PyObject *key)
-{
-    PyObject *one[1] = {key};
-    PyObject *const *items = one;
-    Py_ssize_t n = 1;
-    if (PyTuple_Check(key)) {
-        items = &PyTuple_GET_ITEM(key, 0);
-        n = PyTuple_GET_SIZE(key);
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = items[i];
-        if (!PyLong_Check(k) && !PySlice_Check(k) && k != Py_None &&
-            k != Py_Ellipsis) {
-            return 0;
-        }
-    }
-    return 1;
 }
 
 PyObject *
 pygpu_t_getitem(PyObject *op, PyObject *key)
 {
     TensorObject *t = (TensorObject *)op;
-    PyObject *r;
-    if (pygpu_ag_wanted(1, &t) && !basic_key(key)) {
-        /* tensors, masks, lists: a copy, its gradient put back by index */
-        PYGPU_UNRECORDED(r, getitem_view(op, key));
-        return pygpu_ag_index(t, key, r);
+    PyObject *k = tensor_key(t, key), *r;
+    if (k == NULL) {
+        return NULL;
     }
-    r = getitem_view(op, key);
-    if (r != NULL && pygpu_ag_wanted(1, &t)) {
-        r = pygpu_ag_view(PYGPU_AG_INDEX, t, NULL, key, r);
-    }
+    r = pygpu_ag_getitem(t, k);
+    Py_DECREF(k);
     return r;
-}
-
-/* t[index] = value: a view, then a checked copy (broadcast) into it. */
-/* An unrecorded write from a source that requires grad, refused. */
-static int
-refuse_grad_source(TensorObject *src)
-{
-    return pygpu_ag_refuse("copy_ (or t[k] = v) from a tensor that requires "
-                           "grad", 1, &src);
 }
 
 int
 pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value)
 {
-    TensorObject *view = NULL, *src = NULL;
+    TensorObject *t = (TensorObject *)op, *v = NULL;
+    PyObject *k = NULL;
     int rc = -1;
     if (value == NULL) {
         PyErr_SetString(PyExc_TypeError, "tensor items cannot be deleted");
         return -1;
     }
-    TensorObject *in[2] = {(TensorObject *)op,
-                           Tensor_Check(value) ? (TensorObject *)value
-                                               : NULL};
-    /* the write recorded (autograd); a leaf's refused below, in torch's
-     * words for a view or an index_put_ */
-    if (pygpu_ag_wanted(2, in) && (in[0]->grad_fn != NULL ||
-                                   !in[0]->requires_grad)) {
-        return pygpu_ag_setitem((TensorObject *)op, key, value);
+    k = tensor_key(t, key);
+    if (k == NULL) {
+        goto fail;
     }
-    if (pygpu_is_mask_index(key)) {
-        if (refuse_grad_source(in[1]) < 0) {
-            return -1;
-        }
-        return pygpu_mask_setitem((TensorObject *)op, (TensorObject *)key,
-                                  value);
+    v = Tensor_Check(value)
+            ? (TensorObject *)Py_NewRef(value)
+            : pygpu_tensor_from_data(value, t->dtype, t->device);
+    if (v == NULL) {
+        goto fail;
     }
-    if (pygpu_index_wants(key)) { /* an integer index: tensor_index_int.c */
-        return pygpu_index_put((TensorObject *)op, key, value);
-    }
-    view = (TensorObject *)pygpu_t_getitem(op, key);
-    if (view == NULL) {
-        return -1;
-    }
-    if (Tensor_Check(value)) {
-        src = (TensorObject *)Py_NewRef(value);
-    }
-    else {
-        src = pygpu_tensor_from_data(value, view->dtype, view->device);
-        if (src == NULL) {
-            goto fail;
-        }
-    }
-    rc = refuse_grad_source(src) < 0 ? -1 : pygpu_tensor_assign(view, src);
+    rc = pygpu_ag_setitem(t, k, v);
 fail:
-    Py_XDECREF(view);
-    Py_XDECREF(src);
+    Py_XDECREF(k);
+    Py_XDECREF(v);
     return rc;
 }

@@ -37,7 +37,7 @@ NOARGS_DECL(pygpu_t_tolist);
 NOARGS_DECL(pygpu_t_item);
 NOARGS_DECL(pygpu_t_t);
 NOARGS_DECL(pygpu_t_unsqueeze); /* METH_O */
-#include "ops/join_methods.h" /* their declarations and rows */
+#include "tensor/join_methods.h" /* their declarations and rows */
 
 #define SELF ((TensorObject *)op)
 

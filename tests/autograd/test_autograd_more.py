@@ -161,6 +161,7 @@ def test_cumprod_gradcheck(device, rng, dim):
     lambda t: t.flip(0),
     lambda t: t.flip(0, 2),
     lambda t: pygpu.flip(t, (1,)),
+    lambda t: pygpu.flip(t, ()),  # no dims: a copy, its gradient as it is
     lambda t: t.repeat(2, 1, 3),
     lambda t: t.repeat(2, 2, 1, 2),
     lambda t: t.repeat(1, 1, 1),

@@ -301,6 +301,16 @@ def test_setitem_errors(device):
         del x[[0]]
 
 
+@pytest.mark.parametrize("key", [10, [10], (0, 9)])
+def test_setitem_value_converted_before_the_key(device, key):
+    # as torch's binding: the value becomes a tensor first, so a value that
+    # cannot is refused even where the key is out of range
+    x = pygpu.zeros(2, 3, device=device)
+    with pytest.raises(TypeError, match="invalid data type 'str'"):
+        x[key] = "abc"
+    assert host(x).tolist() == [[0.0] * 3] * 2
+
+
 # -- CUDA: the index check -----------------------------------------------
 
 @pytest.mark.cuda

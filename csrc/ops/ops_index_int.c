@@ -1,54 +1,29 @@
-/* tensor_index_int.c - t[idx] and t[idx] = v for integer indices: int32
- * or int64 tensors, lists of ints, NumPy integer arrays, with basic
- * indices (ints, slices, None, Ellipsis) around them, as torch: the basic
- * part is applied first as a view (ints select, so t[0, :, idx] has the
- * index's dims where idx was), then one index picks along its dim of that
- * view with one GATHER (ops_index.c).  Several indices are first turned
- * into element offsets (one GATHER in OFFSETS mode each, which checks
- * them, and adds), which the GATHER then follows.  tensor_index.c hands
- * these keys here.  Bool and uint8 tensors and lists of bools are masks,
- * not ours.
+/* ops_index_int.c - t[idx] and t[idx] = v for integer index tensors
+ * (int32 or int64), with basic indices (ints, slices, None, Ellipsis)
+ * around them, as torch: the basic part is applied first as a view (ints
+ * select, so t[0, :, idx] has the index's dims where idx was), then one
+ * index picks along its dim of that view with one GATHER (ops_index.c).
+ * Several indices are first turned into element offsets (one GATHER in
+ * OFFSETS mode each, which checks them, and adds), which the GATHER then
+ * follows.  ops_getitem.c hands these keys here; lists and NumPy arrays
+ * in a key were made int64 tensors above (tensor/tensor_index.c).  Bool
+ * and uint8 tensors are masks, not ours.  Nothing here records.
  */
-#include "autograd/autograd.h"
+#include "ops/ops.h"
 
 #include <string.h>
 
-static int
-is_integer_item(PyObject *v)
-{
-    return (PyLong_Check(v) && !PyBool_Check(v)) ||
-           PyArray_IsScalar(v, Integer);
-}
-
-/* A key entry of ours: a tensor of int32/int64 (or a floating one, to
- * refuse in torch's words), a list of ints or of lists of ints, an
- * integer (not uint8) or floating NumPy array.  A nested list is a tuple
- * of indices (key_tuple) at the top of a key, an index of several dims in
- * a tuple. */
+/* A key entry of ours: a tensor of int32/int64, or a floating one, to
+ * refuse in torch's words. */
 static int
 is_index_entry(PyObject *k)
 {
-    if (Tensor_Check(k)) {
-        const pygpu_dtype_info *info =
-            &pygpu_dtype_table[((TensorObject *)k)->dtype];
-        return info->is_floating_point || info->itemsize >= 4;
+    if (!Tensor_Check(k)) {
+        return 0;
     }
-    if (PyArray_Check(k)) { /* uint8, like bool, is a mask */
-        char kind = PyArray_DESCR((PyArrayObject *)k)->kind;
-        return kind == 'i' || kind == 'f' ||
-               (kind == 'u' && PyArray_ITEMSIZE((PyArrayObject *)k) > 1);
-    }
-    if (PyList_Check(k)) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(k); i++) {
-            PyObject *v = PyList_GET_ITEM(k, i);
-            if (!is_integer_item(v) && !PyList_Check(v) &&
-                !PyTuple_Check(v)) {
-                return 0;
-            }
-        }
-        return 1;
-    }
-    return 0;
+    const pygpu_dtype_info *info =
+        &pygpu_dtype_table[((TensorObject *)k)->dtype];
+    return info->is_floating_point || info->itemsize >= 4;
 }
 
 int
@@ -65,36 +40,28 @@ pygpu_index_wants(PyObject *key)
     return 0;
 }
 
-/* The index as an int32/int64 tensor on t's device. */
+/* The index tensor ix as an int32/int64 tensor on t's device. */
 static TensorObject *
-index_tensor(TensorObject *t, PyObject *k)
+index_tensor(TensorObject *t, TensorObject *ix)
 {
-    static const char not_int[] = "tensors used as indices must be long, "
-                                  "int, byte or bool tensors";
-    if (Tensor_Check(k)) {
-        TensorObject *ix = (TensorObject *)k;
-        char dev[32];
-        if (pygpu_dtype_table[ix->dtype].is_floating_point) {
-            PyErr_SetString(PyExc_IndexError, not_int);
-            return NULL;
-        }
-        if (pygpu_device_equal(&ix->device, &t->device)) {
-            return (TensorObject *)Py_NewRef(k);
-        }
-        if (ix->device.type == PYGPU_CPU) {
-            return pygpu_tensor_to(ix, t->device, ix->dtype);
-        }
-        pygpu_device_str(&t->device, dev, sizeof(dev));
-        PyErr_Format(PyExc_RuntimeError,
-                     "indices should be either on cpu or on the same device "
-                     "as the indexed tensor (%s)", dev);
+    char dev[32];
+    if (pygpu_dtype_table[ix->dtype].is_floating_point) {
+        PyErr_SetString(PyExc_IndexError,
+                        "tensors used as indices must be long, int, byte or "
+                        "bool tensors");
         return NULL;
     }
-    if (PyArray_Check(k) && PyArray_DESCR((PyArrayObject *)k)->kind == 'f') {
-        PyErr_SetString(PyExc_IndexError, not_int);
-        return NULL;
+    if (pygpu_device_equal(&ix->device, &t->device)) {
+        return (TensorObject *)Py_NewRef(ix);
     }
-    return pygpu_tensor_from_data(k, PYGPU_INT64, t->device);
+    if (ix->device.type == PYGPU_CPU) {
+        return pygpu_tensor_to(ix, t->device, ix->dtype);
+    }
+    pygpu_device_str(&t->device, dev, sizeof(dev));
+    PyErr_Format(PyExc_RuntimeError,
+                 "indices should be either on cpu or on the same device as "
+                 "the indexed tensor (%s)", dev);
+    return NULL;
 }
 
 /* A key with integer indices: view = t[key with each index replaced by
@@ -161,24 +128,6 @@ fail:
     return NULL;
 }
 
-/* torch reads a list key holding a sequence as a tuple of indices:
- * t[[[0, 1], [1, 0]]] is t[[0, 1], [1, 0]]. */
-static PyObject *
-key_tuple(PyObject *key)
-{
-    if (PyTuple_Check(key)) {
-        return Py_NewRef(key);
-    }
-    for (Py_ssize_t i = 0; PyList_Check(key) && i < PyList_GET_SIZE(key);
-         i++) {
-        PyObject *v = PyList_GET_ITEM(key, i);
-        if (PyList_Check(v) || PyTuple_Check(v)) {
-            return PyList_AsTuple(key);
-        }
-    }
-    return PyTuple_Pack(1, key);
-}
-
 static int
 adv_parse(TensorObject *t, PyObject *key, adv *a)
 {
@@ -187,7 +136,7 @@ adv_parse(TensorObject *t, PyObject *key, adv *a)
     Py_ssize_t pos[PYGPU_MAX_DIMS];
     int rc = -1, other = 0, nidx = 0, seen = 0;
     memset(a, 0, sizeof(*a));
-    tuple = key_tuple(key);
+    tuple = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
     if (tuple == NULL) {
         return -1;
     }
@@ -238,12 +187,13 @@ adv_parse(TensorObject *t, PyObject *key, adv *a)
         }
         PyTuple_SET_ITEM(basic, i, k);
     }
-    a->view = (TensorObject *)pygpu_t_getitem((PyObject *)t, basic);
+    a->view = (TensorObject *)pygpu_op_getitem(t, basic);
     if (a->view == NULL) {
         goto fail;
     }
     for (int j = 0; j < a->k; j++) {
-        ix[j] = index_tensor(a->view, PyTuple_GET_ITEM(tuple, pos[j]));
+        ix[j] = index_tensor(a->view,
+                             (TensorObject *)PyTuple_GET_ITEM(tuple, pos[j]));
         if (ix[j] == NULL) {
             goto fail;
         }
@@ -371,7 +321,7 @@ broadcast_value(const TensorObject *val, int nd, const int64_t *shape,
 }
 
 int
-pygpu_index_put(TensorObject *t, PyObject *key, PyObject *value)
+pygpu_index_put(TensorObject *t, PyObject *key, TensorObject *value)
 {
     adv a;
     int64_t shape[PYGPU_MAX_DIMS], st[3][PYGPU_MAX_DIMS];
@@ -385,12 +335,7 @@ pygpu_index_put(TensorObject *t, PyObject *key, PyObject *value)
     if (pygpu_check_write(v, NULL, NULL) < 0) {
         goto fail;
     }
-    val = Tensor_Check(value)
-              ? (TensorObject *)Py_NewRef(value)
-              : pygpu_tensor_from_data(value, v->dtype, v->device);
-    if (val == NULL) {
-        goto fail;
-    }
+    val = (TensorObject *)Py_NewRef(value);
     /* the bytes moved are v's dtype; a value sharing memory with t is
      * copied first, as the writes may reach what is still to be read */
     if (val->dtype != v->dtype ||

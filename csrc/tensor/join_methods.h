@@ -1,7 +1,8 @@
 /* join_methods.h - the Tensor methods of creation, joining, splitting and
  * integer indexing, for the method table of tensor_methods.c: their
- * declarations (defined in tensor_create.c, tensor_type.c, ops_split.c,
- * ops_flip.c and ops_index.c) and their rows, PYGPU_JOIN_METHOD_ROWS.
+ * declarations (defined in tensor_create.c, tensor_type.c,
+ * tensor_split.c, tensor_join.c and tensor_select.c) and their rows,
+ * PYGPU_JOIN_METHOD_ROWS.
  * Needs FASTKW_DECL, FAST_DECL and NOARGS_DECL (tensor_methods.c).
  */
 #ifndef PYGPU_JOIN_METHODS_H
@@ -21,7 +22,7 @@ FASTKW_DECL(pygpu_t_narrow);
 FAST_DECL(pygpu_t_flip);
 FAST_DECL(pygpu_t_repeat);
 NOARGS_DECL(pygpu_t_expand_as); /* METH_O */
-FASTKW_DECL(pygpu_t_index_select); /* ops_index.c */
+FASTKW_DECL(pygpu_t_index_select);
 FASTKW_DECL(pygpu_t_gather);
 
 #define PYGPU_JOIN_METHOD_ROWS                                               \
