@@ -2,7 +2,7 @@
  * which refuses a second initialisation in one process), then each floor's
  * types and functions, from the bottom up.  Multi-phase init.
  */
-#include "ops/ops.h"
+#include "tensor/tensor.h"
 #include "ops/autocast.h"
 #include "autograd/autograd.h"
 #include "ops/op_list.h"

@@ -121,7 +121,7 @@ __all__ = [
 __all__ += ["amax", "amin", "argmax", "argmin", "cumprod", "cumsum",
             "log_softmax", "logsumexp", "min", "norm", "prod", "softmax",
             "std", "var"]
-# Binary math (csrc/ops/ops_binary_math.c, ops_clamp.c).
+# Binary math and clamp (csrc/tensor/tensor_math.c).
 from ._C import (clamp, clip, floor_divide, fmod, maximum, minimum,  # noqa: E402,E501
                  pow, remainder)
 __all__ += ["pow", "maximum", "minimum", "clamp", "clip", "fmod",

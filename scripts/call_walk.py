@@ -120,6 +120,10 @@ def main(argv):
                         sys.executable, prog], env=env, cwd=ROOT,
                        stdout=None if os.environ.get("WALK_DEBUG") else subprocess.DEVNULL,
                        stderr=None if os.environ.get("WALK_DEBUG") else subprocess.DEVNULL)
+        if not os.path.exists(env["WALK_OUT"]):
+            print("call_walk: gdb could not run the statement (set "
+                  "WALK_DEBUG=1 to see why)", file=sys.stderr)
+            return 2
         with open(env["WALK_OUT"]) as fh:
             calls = json.load(fh)
     steps = []

@@ -201,8 +201,11 @@ PyObject *pygpu_ag_cross_entropy(TensorObject *input, TensorObject *target,
 
 /* --------------------------- the rules' building blocks (autograd_util.c)
  * New references, or NULL with an exception. */
-/* The op with grad mode off, into `res` (recording is the caller's). */
-#define PYGPU_UNRECORDED(res, call)                                          \
+/* An in-place write a wrapper records, run below autograd: with grad mode
+ * off, so that the ops' write check (which refuses any write to a tensor
+ * taking part in autograd) lets it through.  Out-of-place ops and the
+ * rules need nothing of the kind: ops never record. */
+#define PYGPU_BELOW_AUTOGRAD(res, call)                                      \
     do {                                                                     \
         int was_ = pygpu_set_grad_enabled(0);                                \
         (res) = (call);                                                      \
@@ -226,10 +229,8 @@ TensorObject *pygpu_ag_zeros(int ndim, const int64_t *shape, int dtype,
  * masked_fill_(cond, 0): t, a tensor of the rule's own, is written in
  * place.  Steals both (either NULL: NULL). */
 TensorObject *pygpu_ag_zero_where(TensorObject *t, TensorObject *cond);
-/* t.method(*args), args built by Py_BuildValue(fmt, ...) (a tuple, or
- * one value); the result must be a tensor. */
-TensorObject *pygpu_ag_call(TensorObject *t, const char *method,
-                            const char *fmt, ...);
+/* t reversed along dim (a copy). */
+TensorObject *pygpu_ag_flip_dim(TensorObject *t, int dim);
 /* r, reduced over the dims of input 0 marked in n->perm (kept as size 1
  * when n->flag), spread back over input 0's shape: a view, stride 0 along
  * the reduced dims (autograd_reduce.c). */

@@ -215,11 +215,11 @@ others_product(TensorObject *x, int dim)
     TensorObject *cp = (TensorObject *)pygpu_op_scan(PYGPU_CUMPROD, x, dim,
                                                      -1);
     TensorObject *before = cp ? shifted(cp, dim, 0) : NULL;
-    TensorObject *xf = before ? pygpu_ag_call(x, "flip", "i", dim) : NULL;
+    TensorObject *xf = before ? pygpu_ag_flip_dim(x, dim) : NULL;
     TensorObject *rcp = xf ? (TensorObject *)pygpu_op_scan(PYGPU_CUMPROD, xf,
                                                            dim, -1)
                            : NULL;
-    Py_XSETREF(rcp, rcp ? pygpu_ag_call(rcp, "flip", "i", dim) : NULL);
+    Py_XSETREF(rcp, rcp ? pygpu_ag_flip_dim(rcp, dim) : NULL);
     TensorObject *after = rcp ? shifted(rcp, dim, 1) : NULL;
     TensorObject *r = after ? pygpu_ag_bin(PYGPU_MUL, before,
                                            (PyObject *)after)
@@ -327,12 +327,12 @@ pygpu_ag_prod(TensorObject *t, PyObject *dimobj, int keepdim, int pair,
 static TensorObject *
 reverse_cumsum(TensorObject *v, int dim)
 {
-    TensorObject *f = pygpu_ag_call(v, "flip", "i", dim);
+    TensorObject *f = pygpu_ag_flip_dim(v, dim);
     TensorObject *c = f ? (TensorObject *)pygpu_op_scan(PYGPU_CUMSUM, f, dim,
                                                         -1)
                         : NULL;
     Py_XDECREF(f);
-    Py_XSETREF(c, c ? pygpu_ag_call(c, "flip", "i", dim) : NULL);
+    Py_XSETREF(c, c ? pygpu_ag_flip_dim(c, dim) : NULL);
     return c;
 }
 
@@ -350,8 +350,10 @@ cmp(int op, TensorObject *a, long v)
 static TensorObject *
 zero_where(TensorObject *v, TensorObject *mask)
 {
-    return v ? pygpu_ag_call(v, "masked_fill", "(Od)", (PyObject *)mask, 0.0)
-             : NULL;
+    PyObject *zero = v ? PyFloat_FromDouble(0.0) : NULL;
+    PyObject *r = zero ? pygpu_op_masked_fill(v, mask, zero) : NULL;
+    Py_XDECREF(zero);
+    return (TensorObject *)r;
 }
 
 /* With z the first zero of x along dim (in each line): before z, the sum

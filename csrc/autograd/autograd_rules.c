@@ -238,7 +238,7 @@ pygpu_ag_binary_inplace(int op, TensorObject *a, PyObject *b)
     /* The rule for a needs b only, which is saved; a's slot holds its
      * pre-op value in no rule. */
     Py_CLEAR(n->saved[0]);
-    PYGPU_UNRECORDED(res, pygpu_op_binary(op, (PyObject *)a, b, a));
+    PYGPU_BELOW_AUTOGRAD(res, pygpu_op_binary(op, (PyObject *)a, b, a));
     return pygpu_ag_finish(res, n);
 }
 
@@ -410,7 +410,12 @@ pygpu_ag_unary(int op, TensorObject *a, TensorObject *out, int inplace)
         return NULL;
     }
     n->op = op;
-    PYGPU_UNRECORDED(res, pygpu_op_unary(op, a, inplace));
+    if (inplace) {
+        PYGPU_BELOW_AUTOGRAD(res, pygpu_op_unary(op, a, 1));
+    }
+    else {
+        res = pygpu_op_unary(op, a, 0);
+    }
     if (res != NULL && reads == 1 &&
         pygpu_ag_save(n, 0, (TensorObject *)res) < 0) {
         Py_CLEAR(res);

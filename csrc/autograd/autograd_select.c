@@ -13,6 +13,7 @@
  * and lists copied.
  */
 #include "autograd/autograd.h"
+#include "ops/reduce.h"
 
 #include <string.h>
 
@@ -178,7 +179,7 @@ pygpu_ag_scatter(TensorObject *self, int dim, TensorObject *index,
     if (n == NULL) {
         return NULL;
     }
-    PYGPU_UNRECORDED(res, pygpu_op_scatter(self, dim, index, src, alpha,
+    PYGPU_BELOW_AUTOGRAD(res, pygpu_op_scatter(self, dim, index, src, alpha,
                                            index_add, 1));
     if (res == NULL) {
         Py_DECREF(n);
@@ -291,7 +292,8 @@ positions(int ndim, const int64_t *shape, pygpu_device dev)
         Py_XDECREF(ones);
         return NULL;
     }
-    TensorObject *c = pygpu_ag_call(ones, "cumsum", "i", 0);
+    TensorObject *c = (TensorObject *)pygpu_op_scan(PYGPU_CUMSUM, ones, 0,
+                                                     -1);
     Py_DECREF(ones);
     PyObject *one = c ? PyLong_FromLong(1) : NULL;
     Py_XSETREF(c, one ? pygpu_ag_bin(PYGPU_SUB, c, one) : NULL);
@@ -448,7 +450,7 @@ pygpu_ag_setitem(TensorObject *t, PyObject *key, TensorObject *value)
     }
     if (!pygpu_dtype_table[t->dtype].is_floating_point) {
         /* an integer or bool tensor takes no history (torch's rule) */
-        PYGPU_UNRECORDED(rc, pygpu_op_setitem(t, key, value));
+        PYGPU_BELOW_AUTOGRAD(rc, pygpu_op_setitem(t, key, value));
         return rc;
     }
     if (rebase_refused(t, "t[k] = v") < 0) {
@@ -460,7 +462,7 @@ pygpu_ag_setitem(TensorObject *t, PyObject *key, TensorObject *value)
         Py_XDECREF(n);
         return -1;
     }
-    PYGPU_UNRECORDED(rc, pygpu_op_setitem(t, key, value));
+    PYGPU_BELOW_AUTOGRAD(rc, pygpu_op_setitem(t, key, value));
     if (rc < 0) {
         Py_DECREF(n);
         return -1;

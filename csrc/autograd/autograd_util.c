@@ -3,7 +3,6 @@
  * reshape dims, a dtype change, and attaching a Node to a result. */
 #include "autograd/autograd.h"
 
-#include <stdarg.h>
 #include <string.h>
 
 TensorObject *
@@ -115,26 +114,11 @@ pygpu_ag_zeros(int ndim, const int64_t *shape, int dtype, pygpu_device dev)
 }
 
 TensorObject *
-pygpu_ag_call(TensorObject *t, const char *method, const char *fmt, ...)
+pygpu_ag_flip_dim(TensorObject *t, int dim)
 {
-    va_list va;
-    va_start(va, fmt);
-    PyObject *m = PyObject_GetAttrString((PyObject *)t, method), *r = NULL;
-    PyObject *args = m ? Py_VaBuildValue(fmt, va) : NULL;
-    va_end(va);
-    if (args != NULL && !PyTuple_Check(args)) {
-        Py_SETREF(args, PyTuple_Pack(1, args));
-    }
-    if (args != NULL) {
-        r = PyObject_Call(m, args, NULL);
-    }
-    Py_XDECREF(m);
-    Py_XDECREF(args);
-    if (r != NULL && !Tensor_Check(r)) {
-        PyErr_Format(PyExc_RuntimeError, "autograd: %s gave no tensor",
-                     method);
-        Py_CLEAR(r);
-    }
+    PyObject *d = PyLong_FromLong(dim);
+    PyObject *r = d ? pygpu_op_flip(t, &d, 1) : NULL;
+    Py_XDECREF(d);
     return (TensorObject *)r;
 }
 

@@ -7,7 +7,7 @@
  * PYGPU_UNARY_OPS (kernels/kernels.h), whose scalar rules are in
  * kernels/rules.h; int64 inputs of the floating ops (PYGPU_UNARY_FLOAT_OPS)
  * give float32.  neg and relu predate the list and have signatures of
- * their own (ops_functions.c, tensor_methods.c).
+ * their own (tensor/tensor_functions.c, tensor/tensor_methods.c).
  */
 #ifndef PYGPU_OP_LIST_H
 #define PYGPU_OP_LIST_H

@@ -1,49 +1,28 @@
-/* ops.h - the ops layer: the Tensor type and its methods, tensor
- * creation and conversion, the op front ends, the memory-overlap rules,
- * and the module's registration.  Above memory.h and the dispatch
- * contract (dispatch.h). */
+/* ops.h - the ops floor: the op front ends that compute (checks in
+ * torch's words, promotion, broadcasting, out=, the overlap rules,
+ * autocast, the dispatch call), copies and conversions.  Nothing here
+ * records autograd history: autograd.h's wrappers call these.  Above
+ * memory.h and the dispatch contract (dispatch.h). */
 #ifndef PYGPU_OPS_H
 #define PYGPU_OPS_H
 
 #include "memory/memory.h"
 #include "core/dispatch.h"
 
-/* Registration hooks called by module exec (0 or -1). */
-int pygpu_tensor_register(PyObject *m);
+/* Registration hooks called by the module's init (0 or -1). */
 int pygpu_reduce_register(PyObject *m);
 int pygpu_matmul_register(PyObject *m);
-/* Module-level functions of each file (PyMethodDef arrays ending NULL). */
-extern PyMethodDef pygpu_create_functions[];  /* tensor_create.c */
-extern PyMethodDef pygpu_ops_functions[];     /* ops_functions.c */
-extern PyMethodDef pygpu_matmul_functions[];  /* ops_matmul.c */
-extern PyMethodDef pygpu_linear_functions[];  /* ops_linear.c */
+/* The module functions of ops that are never recorded (PyMethodDef arrays
+ * ending NULL; the recorded ops' are in tensor/tensor.h). */
 extern PyMethodDef pygpu_random_functions[];  /* ops_random.c */
 extern PyMethodDef pygpu_thread_functions[];  /* ops_threads.c */
 extern PyMethodDef pygpu_compare_functions[]; /* ops_compare.c */
 extern PyMethodDef pygpu_logical_functions[]; /* ops_logical.c */
-extern PyMethodDef pygpu_where_functions[];   /* ops_where.c */
-extern PyMethodDef pygpu_xent_functions[];    /* ops_xent.c */
 extern PyMethodDef pygpu_optim_functions[];   /* ops_optim.c */
-extern PyMethodDef pygpu_strided_functions[]; /* tensor_strided.c */
-/* Tensor methods, registered by pygpu_tensor_register. */
+/* Tensor methods of ops never recorded, added by pygpu_tensor_register. */
 extern PyMethodDef pygpu_compare_methods[];   /* ops_compare.c */
 extern PyMethodDef pygpu_logical_methods[];   /* ops_logical.c */
-/* Tensor methods, getset and number slots (tensor_methods.c). */
-extern PyMethodDef pygpu_tensor_methods[];
-extern PyGetSetDef pygpu_tensor_getset[];
 
-/* The Tensor's protocol slots (tensor_number.c, tensor_index.c), named in
- * the type's slot table in tensor_core.c. */
-PyObject *pygpu_t_add(PyObject *a, PyObject *b);
-PyObject *pygpu_t_sub(PyObject *a, PyObject *b);
-PyObject *pygpu_t_mul(PyObject *a, PyObject *b);
-PyObject *pygpu_t_div(PyObject *a, PyObject *b);
-PyObject *pygpu_t_iadd(PyObject *a, PyObject *b);
-PyObject *pygpu_t_isub(PyObject *a, PyObject *b);
-PyObject *pygpu_t_imul(PyObject *a, PyObject *b);
-PyObject *pygpu_t_idiv(PyObject *a, PyObject *b);
-PyObject *pygpu_t_matmul(PyObject *a, PyObject *b);
-PyObject *pygpu_t_neg(PyObject *a);
 /* & | ^ ~ and their in-place forms (ops_logical.c). */
 PyObject *pygpu_t_and(PyObject *a, PyObject *b);
 PyObject *pygpu_t_or(PyObject *a, PyObject *b);
@@ -52,26 +31,9 @@ PyObject *pygpu_t_iand(PyObject *a, PyObject *b);
 PyObject *pygpu_t_ior(PyObject *a, PyObject *b);
 PyObject *pygpu_t_ixor(PyObject *a, PyObject *b);
 PyObject *pygpu_t_invert(PyObject *a);
-PyObject *pygpu_t_pos(PyObject *a);
-int pygpu_t_bool(PyObject *a);
-PyObject *pygpu_t_nb_float(PyObject *a);
-PyObject *pygpu_t_nb_int(PyObject *a);
-PyObject *pygpu_t_index(PyObject *a);
-Py_ssize_t pygpu_t_len(PyObject *a);
-PyObject *pygpu_t_iter(PyObject *a);
 PyObject *pygpu_t_richcompare(PyObject *a, PyObject *b, int op);
-Py_hash_t pygpu_t_hash(PyObject *a);
-PyObject *pygpu_t_repr(PyObject *a);
-PyObject *pygpu_t_getitem(PyObject *op, PyObject *key);
-int pygpu_t_setitem(PyObject *op, PyObject *key, PyObject *value);
 
 /* ----------------------------------------------------------------- tensor */
-/* A CPU tensor that shares the memory of a NumPy array (from_numpy). */
-TensorObject *pygpu_tensor_from_ndarray(PyArrayObject *arr);
-/* pygpu.tensor(data): a new tensor holding a copy of data (nested lists,
- * scalars, arrays, tensors); dtype -1 infers it as torch does. */
-TensorObject *pygpu_tensor_from_data(PyObject *data, int dtype,
-                                     pygpu_device dev);
 /* Copies (ops_copy.c), none recorded by autograd.  Copy/convert between
  * any two tensors of equal shape, any devices (unchecked: copy_ and
  * t[k] = v go through pygpu_tensor_assign). */
@@ -92,13 +54,6 @@ int pygpu_tensor_assign(TensorObject *dst, TensorObject *src);
  * a size-1 dim grows): expand's view, unrecorded. */
 TensorObject *pygpu_expand_view(TensorObject *t, int ndim,
                                 const int64_t *want);
-/* t.expand(*sizes) (tensor_views.c). */
-PyObject *pygpu_t_expand(PyObject *op, PyObject *const *args,
-                         Py_ssize_t nargs);
-/* t.T as a new view (tensor_views.c). */
-PyObject *pygpu_t_get_T(PyObject *op, void *closure);
-/* t.item(): the single element as a Python number (tensor_convert.c). */
-PyObject *pygpu_t_item(PyObject *op, PyObject *noargs);
 /* -------------------------------------------------------------------- ops */
 /* a <op> b where either may be a Python scalar (at least one a tensor);
  * into `out` when non-NULL, by pygpu_out_prepare's rules: in place when
@@ -107,11 +62,6 @@ PyObject *pygpu_t_item(PyObject *op, PyObject *noargs);
  * reference or NULL. */
 PyObject *pygpu_op_binary(int op, PyObject *a, PyObject *b,
                           TensorObject *out);
-/* pygpu.add(input, other, alpha=...) and t.add(other, alpha=...): alpha
- * (may be NULL) scales other, as torch; TypeError for non-numbers. */
-PyObject *pygpu_binary_call(int op, const char *name, PyObject *input,
-                            PyObject *other, PyObject *alpha,
-                            TensorObject *out);
 PyObject *pygpu_op_unary(int op, TensorObject *a, int inplace);
 /* op over dim (NULL/None: all elements), never recorded (ops/reduce.h
  * has the family). MAX over a dim gives a (values, indices) pair, as
@@ -244,35 +194,7 @@ PyObject *pygpu_t_resize_(PyObject *op, PyObject *const *args,
 
 
 /* ------------------------------------------------------------ binary math */
-/* ops_binary_math.c: pow, maximum, minimum, clamp, fmod, remainder,
- * floor_divide (functions, Tensor methods, the ** // % slots). */
-extern PyMethodDef pygpu_binary_math_functions[];
-extern PyMethodDef pygpu_binary_math_methods[];
-/* ops_clamp.c: clamp, clip and their methods. */
-extern PyMethodDef pygpu_clamp_functions[];
-extern PyMethodDef pygpu_clamp_methods[];
-/* Adds the PyMethodDef array defs (ending NULL) to the Tensor type, for
- * methods defined next to their ops (tensor_core.c). */
-int pygpu_tensor_add_methods(PyMethodDef *defs);
-PyObject *pygpu_t_pow(PyObject *a, PyObject *b, PyObject *mod);
-PyObject *pygpu_t_ipow(PyObject *a, PyObject *b, PyObject *mod);
-PyObject *pygpu_t_floordiv(PyObject *a, PyObject *b);
-PyObject *pygpu_t_ifloordiv(PyObject *a, PyObject *b);
-PyObject *pygpu_t_mod(PyObject *a, PyObject *b);
-PyObject *pygpu_t_imod(PyObject *a, PyObject *b);
-/* The operator front end of tensor_number.c: a <op> b (out: in place),
- * sym naming the operator in TypeErrors. */
-PyObject *pygpu_number_binary(int op, const char *sym, PyObject *a,
-                              PyObject *b, TensorObject *out);
 /* ------------------------------------------------- creation and joining */
-extern PyMethodDef pygpu_range_functions[]; /* tensor_range.c */
-extern PyMethodDef pygpu_join_functions[];  /* tensor_join.c */
-/* t (a new tensor, or NULL) with requires_grad=flag (NULL: not given)
- * set through the attribute's own checks; NULL with an exception
- * (tensor_create.c). */
-PyObject *pygpu_with_requires_grad(PyObject *t, PyObject *flag);
-extern PyMethodDef pygpu_split_functions[]; /* tensor_split.c */
-extern PyMethodDef pygpu_flip_functions[];  /* tensor_join.c */
 /* The tensors of cat/stack (ops_join.c): seq (a new reference, to
  * release) holding n Tensors, all on one device, dtype their promoted
  * dtype; pygpu_tensor_list_parse fills it from a list or tuple (0), or
@@ -357,7 +279,6 @@ PyObject *pygpu_op_repeat(TensorObject *t, const int64_t *reps, int n);
     }
 
 /* ------------------------------------------------- integer indexing */
-extern PyMethodDef pygpu_index_functions[]; /* tensor_select.c */
 /* index_select(t, dim, index) and gather(t, dim, index), dim checked
  * (ops_index.c); index is checked here. */
 PyObject *pygpu_op_index_select(TensorObject *t, int dim, PyObject *index);
@@ -413,10 +334,6 @@ int pygpu_scatter_check(const char *fname, TensorObject *self,
 PyObject *pygpu_op_scatter(TensorObject *self, int dim, TensorObject *index,
                            TensorObject *src, PyObject *alpha, int index_add,
                            int inplace);
-/* scatter_add, index_add as module functions (added by module.c) and,
- * with their in-place forms, Tensor methods (tensor_select.c). */
-int pygpu_scatter_register(PyObject *m);
-extern PyMethodDef pygpu_scatter_methods[];
 
 /* --------------------------------------------------------------- overlap */
 /* overlap.c: torch's memory-overlap rules.  Only definite answers raise. */

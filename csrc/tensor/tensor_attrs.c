@@ -1,7 +1,7 @@
 /* tensor_attrs.c - the Tensor's attributes (shape, dtype, device, ...,
  * and the assignable `data`), as one getset table. */
 #include "interop/dlpack.h"
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 
 #include <string.h>
 

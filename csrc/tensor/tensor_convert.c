@@ -2,7 +2,7 @@
  * float / half / double / long / bool / int / byte / bfloat16,
  * contiguous, numpy, tolist, item, __array__.  bfloat16 meets NumPy as
  * float32 (tolist, item) or not at all (numpy, __array__: TypeError). */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 #include "cuda/cuda_stream.h"
 
 #include <string.h>

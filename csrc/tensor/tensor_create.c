@@ -1,6 +1,6 @@
 /* tensor_create.c - pygpu.tensor, from_numpy, empty, zeros, ones, full,
  * rand, randn and their *_like forms.  Data to tensor is tensor_data.c. */
-#include "ops/ops.h"
+#include "tensor/tensor.h"
 #include "interop/dlpack.h"
 
 static const pygpu_device cpu_device = {PYGPU_CPU, -1};

@@ -1,7 +1,7 @@
 /* tensor_data.c - pygpu.tensor(data)'s conversion: nested sequences,
  * scalars, NumPy arrays and tensors to a new tensor, with torch's dtype
  * inference and its errors for integers that int64 cannot hold. */
-#include "ops/ops.h"
+#include "tensor/tensor.h"
 
 /* The pygpu dtype for a NumPy dtype met in pygpu.tensor(): float16/32/64,
  * int64, int32, uint8 and bool map to themselves, other integers to

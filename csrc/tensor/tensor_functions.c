@@ -2,7 +2,7 @@
  * sub, mul, div, relu, relu_, neg, the unary functions of op_list.h),
  * through autograd's pygpu_ag_binary / pygpu_ag_unary to
  * ops/ops_elementwise.c. */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 #include "ops/op_list.h"
 #include "ops/xent.h"
 

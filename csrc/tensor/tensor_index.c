@@ -4,7 +4,7 @@
  * one of t's dtype on t's device, then autograd_select.c's
  * pygpu_ag_getitem / pygpu_ag_setitem record what ops_getitem.c computes.
  */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 
 static int
 is_integer_item(PyObject *v)

@@ -1,7 +1,7 @@
 /* tensor_join.c - the Python-facing cat (concat, concatenate), stack,
  * flip and repeat: their arguments parsed, then autograd_layout.c's
  * recording wrappers, which compute with ops_join.c and ops_flip.c. */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 
 /* ------------------------------------------------------------ cat, stack */
 

@@ -3,7 +3,7 @@
  * Tensor methods and their in-place forms, and the **, // and % slots.
  * Each is a row of PYGPU_BINARY_OPS, recorded by autograd's
  * pygpu_ag_binary and run by pygpu_op_binary (ops/ops_elementwise.c). */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 
 /* What an op takes besides two tensors, as torch: maximum and minimum
  * take tensors only, fmod a number only as `other`. */

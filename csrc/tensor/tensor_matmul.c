@@ -2,7 +2,7 @@
  * and bmm (with out=), the TF32 switch, and the fused linear functions
  * nn.Linear calls; recorded by autograd (pygpu_ag_matmul, pygpu_ag_linear)
  * and computed by ops/ops_matmul.c and ops/ops_linear.c. */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 
 static int
 out_arg(const char *fname, PyObject *x, TensorObject **out)

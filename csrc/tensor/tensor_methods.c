@@ -1,6 +1,6 @@
 /* tensor_methods.c - the Tensor's method table, and the small methods
  * that are neither conversions, views nor ops (attributes: tensor_attrs.c). */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 #include "ops/op_list.h"
 #include "interop/dlpack.h"
 

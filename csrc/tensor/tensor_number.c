@@ -1,7 +1,7 @@
 /* tensor_number.c - the Tensor's operator slots: arithmetic, @, in-place
  * forms, hash, conversions to Python numbers, len, indexing, iteration,
  * repr (the comparisons are in ops_compare.c). */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 
 /* A NumPy scalar as the Python number it holds, so that it follows torch's
  * rules for Python scalars (np.float32(2) * t keeps t's dtype); any other

@@ -5,7 +5,7 @@
  * them to the dtype and device asked for in one copy; eye fills zeros and
  * writes its diagonal with one strided copy of a single one, on the device.
  */
-#include "ops/ops.h"
+#include "tensor/tensor.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
 #ifndef PYGPU_TENSOR_REDUCE_H
 #define PYGPU_TENSOR_REDUCE_H
 
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 #include "ops/reduce.h"
 
 /* A Tensor method (METH_FASTCALL | METH_KEYWORDS). */

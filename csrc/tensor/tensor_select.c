@@ -2,7 +2,7 @@
  * and index_add(_) (module functions and Tensor methods): arguments parsed
  * and checked (ops_index.c, ops_scatter.c), then autograd_select.c's
  * recording wrappers, which compute with those ops. */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 
 /* ------------------------------------------------- index_select, gather */
 

@@ -2,7 +2,7 @@
  * (module functions and Tensor methods): a plan of views checked by
  * ops_split.c, the views made and recorded by autograd_layout.c's
  * pygpu_ag_pieces; and expand_as. */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 
 static PyObject *
 pieces_call(int op, TensorObject *t, PyObject **a)

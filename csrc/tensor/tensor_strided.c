@@ -7,7 +7,7 @@
  * Nothing is recorded for autograd, so base must not require grad; the
  * view starts as a leaf that does not require grad either.
  */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 
 /* A list or tuple of ints into out[0..*n); *n checked against
  * PYGPU_MAX_DIMS.  0 or -1 with an exception. */

@@ -1,7 +1,7 @@
 /* tensor_type.c - Tensor.type() and type_as(): torch's legacy tensor type
  * names ('pygpu.FloatTensor', 'pygpu.cuda.LongTensor'; 'torch.' is
  * accepted in place of 'pygpu.') and conversion to a dtype or type. */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 
 #include <string.h>
 

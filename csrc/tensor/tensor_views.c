@@ -1,7 +1,7 @@
 /* tensor_views.c - views that share memory: T, t, transpose, permute,
  * view/reshape, flatten, unsqueeze, squeeze, expand.  Indexing is in
  * tensor_index.c. */
-#include "autograd/autograd.h"
+#include "tensor/tensor.h"
 
 #include <string.h>
 

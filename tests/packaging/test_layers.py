@@ -3,6 +3,7 @@ include or call of a layer above or beside, no folder cycle, no folder over
 a quarter of the lines; and the check itself catches each of these on small
 trees written here."""
 import os
+import shutil
 import subprocess
 import sys
 
@@ -234,3 +235,26 @@ def test_folder_over_a_quarter_of_the_lines_fails(tmp_path):
     r = check(tmp_path, files, balance=False)
     assert r.returncode == 0, r.stdout
     assert "lines: ops 18%, " in r.stdout
+
+
+WALK = os.path.join(ROOT, "scripts", "call_walk.py")
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb")
+def test_a_plus_b_walks_down_through_the_floors():
+    """`a + b` enters the Python face first, then autograd's wrapper, then
+    the op, and reaches the CPU rows through the dispatch lookup."""
+    r = subprocess.run([sys.executable, WALK, "a + b"], capture_output=True,
+                       text=True, timeout=300)
+    if r.returncode == 2:
+        pytest.skip(r.stderr.strip())
+    assert r.returncode == 0, r.stderr
+    files = [line.split(":")[0].strip() for line in r.stdout.splitlines()
+             if line.startswith("  ")]
+    first = {}
+    for i, f in enumerate(files):
+        first.setdefault(f.split("/")[0], i)
+    assert first["tensor"] == 0, files
+    assert first["tensor"] < first["autograd"] < first["ops"], files
+    assert "core/dispatch.c" in files and "cpu/cpu_dispatch.c" in files
+    assert files.index("core/dispatch.c") < files.index("cpu/cpu_dispatch.c")
