@@ -7,10 +7,10 @@ Runs Python under gdb: the setup code (default: two small CPU tensors a, b
 and a one-layer model with its loss) runs first, then a breakpoint on every
 function of pygpu._C's csrc files records each call while STATEMENT runs.
 Prints the files in the order they are entered (a file entered again right
-after itself is one step), how many distinct files the walk visits, and how
-many steps climb from a floor to one above it (scripts/check_layers.py's
-ranks; --root: another checkout with its extension built, walked with
-this one's ranks).  Functions the compiler inlined are not seen; the extension needs
+after itself is one step), how many distinct files the walk visits, and
+each call from a floor to one above it (scripts/check_layers.py's ranks;
+--root: another checkout with its extension built, its files placed on
+the floors where this checkout keeps a file of the same name).  Functions the compiler inlined are not seen; the extension needs
 its debug information (setup.py builds with -g).  Needs gdb.
 """
 import json
@@ -22,6 +22,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from check_layers import LAYERS, layer_of  # noqa: E402
+
+HERE_CSRC = os.path.join(ROOT, "csrc")
 
 SETUP = """
 import pygpu
@@ -43,7 +45,10 @@ class Logger(gdb.Breakpoint):
         f = gdb.selected_frame()
         sal = f.find_sal()
         if sal.symtab is not None:
-            calls.append([sal.symtab.filename, f.name()])
+            caller = f.older()
+            csal = caller.find_sal() if caller is not None else None
+            cfile = csal.symtab.filename if csal and csal.symtab else ""
+            calls.append([sal.symtab.filename, f.name(), cfile])
         return False
 gdb.execute("set pagination off")
 gdb.execute("set breakpoint pending on")
@@ -82,6 +87,22 @@ def functions_of(path):
     import re
     text = open(path, encoding="utf-8").read()
     return sorted(set(re.findall(r"^([A-Za-z_]\w*)\(", text, re.M)))
+
+
+def floor_path(rel):
+    """rel (a path under csrc/ of the checkout walked) as this checkout
+    files it: a file that moved to another floor keeps its name."""
+    if os.path.exists(os.path.join(HERE_CSRC, rel)):
+        return rel
+    name = os.path.basename(rel)
+    for d, _, files in os.walk(HERE_CSRC):
+        if name in files:
+            return os.path.relpath(os.path.join(d, name), HERE_CSRC)
+    return rel
+
+
+def rank(rel):
+    return LAYERS.get(layer_of(rel) or "module", 99)
 
 
 def main(argv):
@@ -127,24 +148,28 @@ def main(argv):
         with open(env["WALK_OUT"]) as fh:
             calls = json.load(fh)
     steps = []
-    for filename, func in calls:
+    up = []
+    for filename, func, caller in calls:
         if "csrc/" not in filename:
             continue  # a header of Python's, inlined
-        rel = filename.split("csrc/", 1)[-1]
+        rel = floor_path(filename.split("csrc/", 1)[-1])
+        if "csrc/" in caller:
+            frm = floor_path(caller.split("csrc/", 1)[-1])
+            if rank(frm) < rank(rel):
+                how = (" through the rows cpu/ and cuda/ register"
+                       if frm == "core/dispatch.c" else "")
+                up.append(f"{frm} -> {rel} ({func}){how}")
         if not steps or steps[-1][0] != rel:
             steps.append([rel, [func]])
         elif func not in steps[-1][1]:
             steps[-1][1].append(func)
-    climbs = 0
-    for (f, _), (g, _) in zip(steps, steps[1:]):
-        lf, lg = layer_of(f) or "module", layer_of(g) or "module"
-        if LAYERS.get(lg, 99) > LAYERS.get(lf, 99):
-            climbs += 1
     print(f"walk of `{statement}`:")
     for rel, funcs in steps:
         print(f"  {rel}: {', '.join(funcs)}")
+    for u in up:
+        print(f"  call up: {u}")
     print(f"{len(steps)} steps, {len({s[0] for s in steps})} files, "
-          f"{climbs} climbs to a floor above")
+          f"{len(up)} calls to a floor above")
     return 0
 
 
