@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, SANITIZED
 SCRIPT = os.path.join(ROOT, "scripts", "check_layers.py")
 FOLDERS = ("kernels", "core", "memory", "cpu", "cuda", "ops", "autograd",
            "interop", "dist", "tensor")
@@ -241,6 +241,8 @@ WALK = os.path.join(ROOT, "scripts", "call_walk.py")
 
 
 @pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb")
+@pytest.mark.skipif(SANITIZED, reason="gdb and the sanitizers' runtime do "
+                    "not share a process")
 def test_a_plus_b_walks_down_through_the_floors():
     """`a + b` enters the Python face first, then autograd's wrapper, then
     the op, and reaches the CPU rows through the dispatch lookup."""
