@@ -296,6 +296,22 @@ class _IncludeGraph:
         return seen
 
 
+def _venv_own_include(d):
+    """Whether d is a virtual environment's own include folder, which
+    setuptools adds to every build in it: empty unless a package put
+    headers there, so that a second venv (or pip's build environment)
+    does not make the objects look stale."""
+    if sys.prefix == sys.base_prefix:
+        return False
+    own = os.path.join(sys.prefix, "include")
+    if os.path.normpath(d) != os.path.normpath(own):
+        return False
+    for _, _, files in os.walk(own):
+        if any(f.endswith(".h") for f in files):
+            return False
+    return True
+
+
 class BuildExt(build_ext):
     """build_ext with a persistent per-flavour build folder, objects reused
     when up to date, and the C and CUDA sources compiled in parallel."""
@@ -385,7 +401,7 @@ class BuildExt(build_ext):
             "cflags": ext.extra_compile_args,
             "macros": [list(m) for m in ext.define_macros],
             "include_dirs": [d for d in ext.include_dirs + self.include_dirs
-                             if d != np_inc],
+                             if d != np_inc and not _venv_own_include(d)],
             "nvcc": NVCC_CMD,
             "sources": sorted(ext.sources) + cu_sources,
             "libraries": self.get_libraries(ext),

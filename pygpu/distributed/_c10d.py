@@ -120,8 +120,9 @@ def _parse_backend(backend):
                     names[dev] = name
         if "cpu" not in names and "cuda" not in names:
             raise RuntimeError("no distributed backend is available: "
-                               "install mpi4py and mpich "
-                               "(pip install pygpu[distributed])")
+                               "install mpi4py and mpich (pip install "
+                               "'.[distributed]' in pygpu's source tree, "
+                               "or pip install 'pygpu[distributed]')")
         return names
     backend = str(backend).lower()
     if ":" in backend:

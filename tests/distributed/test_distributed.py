@@ -24,7 +24,7 @@ HAS_MPI = importlib.util.find_spec("mpi4py") is not None and \
     find_mpiexec() is not None
 needs_mpi = pytest.mark.skipif(
     not HAS_MPI, reason="mpi4py and an mpiexec are not installed "
-                        "(pip install pygpu[distributed])")
+                        "(pip install '.[distributed]')")
 HARD_TIMEOUT = 60
 
 

@@ -20,7 +20,7 @@ from pygpu import nn  # noqa: E402
 
 needs_mpi = pytest.mark.skipif(
     not HAS_MPI, reason="mpi4py and an mpiexec are not installed "
-                        "(pip install pygpu[distributed])")
+                        "(pip install '.[distributed]')")
 
 
 def test_names():
