@@ -21,6 +21,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import check_layers  # noqa: E402
 from check_layers import LAYERS, layer_of  # noqa: E402
 
 HERE_CSRC = os.path.join(ROOT, "csrc")
@@ -81,14 +82,6 @@ os.kill(os.getpid(), signal.SIGTRAP)
 """
 
 
-def functions_of(path):
-    """Names of the functions a csrc file defines (check_layers' scan,
-    static ones included)."""
-    import re
-    text = open(path, encoding="utf-8").read()
-    return sorted(set(re.findall(r"^([A-Za-z_]\w*)\(", text, re.M)))
-
-
 def floor_path(rel):
     """rel (a path under csrc/ of the checkout walked) as this checkout
     files it: a file that moved to another floor keeps its name."""
@@ -117,16 +110,18 @@ def main(argv):
         setup = argv[i + 1]
         del argv[i:i + 2]
     statement = " ".join(argv) or "a + b"
-    csrc = os.path.join(ROOT, "csrc")
+    # The names each C file defines, static ones included, as
+    # check_layers reads them (macros expanded); a name gdb finds no
+    # function for (a variable) is passed over.
+    check_layers.CSRC = os.path.join(ROOT, "csrc")
     env = dict(os.environ)
     sources = []
-    for d, _, files in os.walk(csrc):
-        for f in sorted(files):
-            if f.endswith(".c"):
-                rel = os.path.relpath(os.path.join(d, f), ROOT)
-                sources.append(rel)
-                key = "WALK_FUNCS_" + rel.replace("/", "_").replace(".", "_")
-                env[key] = json.dumps(functions_of(os.path.join(d, f)))
+    for rel, (_, defined, local, _, _) in sorted(check_layers.files().items()):
+        if rel.endswith(".c"):
+            src = os.path.join("csrc", rel)
+            sources.append(src)
+            key = "WALK_FUNCS_" + src.replace("/", "_").replace(".", "_")
+            env[key] = json.dumps(sorted(defined | local))
     with tempfile.TemporaryDirectory() as tmp:
         prog = os.path.join(tmp, "prog.py")
         with open(prog, "w") as fh:
