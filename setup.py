@@ -7,6 +7,11 @@ Environment:
   NCCL_HOME               where NCCL's include/nccl.h is, when not in the
                           toolkit nor in the building Python's nvidia-nccl-cu*
                           pip package (its library is loaded at run time).
+  PYGPU_CUDA_DEPS=0       a CUDA build without the nvidia-cublas dependency
+                          (cuBLAS is then found in the toolkit at run time).
+  PYGPU_STRIP=0           keep the symbols of a regular install or wheel
+                          (stripped otherwise; in-place, editable and
+                          sanitized builds always keep them).
   PYGPU_NO_CUDA=1         build the CPU-only flavour even with a toolkit.
   PYGPU_FORCE_CUDA=1      fail the build when no toolkit is found.
   PYGPU_CUDA_ARCH         e.g. "80;90" or "90a": the SASS targets; PTX is
@@ -36,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -109,11 +115,6 @@ def find_cuda():
     return None
 
 
-def _lib_dir(root):
-    lib = os.path.join(root, "lib64")
-    return lib if os.path.isdir(lib) else os.path.join(root, "lib")
-
-
 def nccl_wheel_roots():
     """nvidia/nccl of the building Python's nvidia-nccl-cu* pip packages
     (the folders of the nvidia namespace package, in import order), found
@@ -129,21 +130,14 @@ def nccl_wheel_roots():
 
 
 def find_nccl(cuda_root):
-    """(include dir, lib dir) of NCCL's header and library: NCCL_HOME, else
-    the CUDA toolkit's own, else the nvidia-nccl-cu* pip package of the
-    Python building pygpu; None when no nccl.h is found.  Only the header
-    is needed to build: the library is loaded at run time, first from the
-    loader's search, then from the lib dir given here, which is the first
-    of those roots (the header's first) that holds libnccl.so.2."""
+    """The include dir of NCCL's header: NCCL_HOME's, else the CUDA
+    toolkit's own, else the nvidia-nccl-cu* pip package's of the Python
+    building pygpu; None when no nccl.h is found.  Only the header is
+    needed to build: the library is loaded at run time."""
     roots = [os.environ.get("NCCL_HOME"), cuda_root, *nccl_wheel_roots()]
-    roots = [r for r in roots if r]
     for root in roots:
-        if os.path.exists(os.path.join(root, "include", "nccl.h")):
-            libs = [_lib_dir(root)] + [_lib_dir(r) for r in roots
-                                       if r != root]
-            lib = next((d for d in libs if os.path.exists(
-                os.path.join(d, "libnccl.so.2"))), libs[0])
-            return os.path.join(root, "include"), lib
+        if root and os.path.exists(os.path.join(root, "include", "nccl.h")):
+            return os.path.join(root, "include")
     return None
 
 
@@ -156,6 +150,20 @@ def cuda_arch_flags():
     top = max(archs, key=lambda a: int("".join(c for c in a if c.isdigit())))
     flags += ["-gencode", f"arch=compute_{top},code=compute_{top}"]
     return flags
+
+
+def cublas_major(root):
+    """The major version of the toolkit's cuBLAS (its cublas_api.h), or
+    None when it cannot be read."""
+    path = os.path.join(root, "include", "cublas_api.h")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return int(re.search(r"#define CUBLAS_VER_MAJOR (\d+)",
+                                 f.read()).group(1))
+    except (OSError, AttributeError):
+        say(f"cannot read cuBLAS's version from {path}: the nvidia-cublas "
+            f"dependency is left out")
+        return None
 
 
 def existing(names):
@@ -211,10 +219,12 @@ if SANITIZE:
     extra_link_args += SANITIZERS
 cu_sources = []
 NVCC_CMD = []
+CUBLAS_MAJOR = None
 if CUDA_ROOT:
     lib = os.path.join(CUDA_ROOT, "lib64")
     if not os.path.isdir(lib):
         lib = os.path.join(CUDA_ROOT, "lib")
+    CUBLAS_MAJOR = cublas_major(CUDA_ROOT)
     sources += existing(CUDA_C)
     cu_sources = [os.path.join(CSRC, f) for f in _walk("kernels", ".cu")]
     NVCC_CMD = [os.path.join(CUDA_ROOT, "bin", "nvcc"), "-std=c++17", "-O3",
@@ -223,18 +233,16 @@ if CUDA_ROOT:
     define_macros.append(("PYGPU_WITH_CUDA", "1"))
     include_dirs.append(os.path.join(CUDA_ROOT, "include"))
     library_dirs.append(lib)
-    # cudart statically (import needs no driver); cuBLAS shared, found
-    # through an rpath to the toolkit.
-    libraries += ["cublasLt", "cublas", "cudart_static", "stdc++", "rt", "dl",
-                  "pthread"]
-    extra_link_args += [f"-Wl,-rpath,{lib}"]
+    # cudart statically (import needs no driver); cuBLAS, cuBLASLt and NCCL
+    # are loaded at run time (csrc/cuda/cuda_libs.h says where from), so
+    # the extension names no CUDA library and no path of this machine.
+    libraries += ["cudart_static", "stdc++", "rt", "dl", "pthread"]
     nccl = find_nccl(CUDA_ROOT)
     if nccl:
-        say(f"with NCCL's header from {nccl[0]} (the library is loaded at "
-            f"run time, also from {nccl[1]})")
+        say(f"with NCCL's header from {nccl} (the library is loaded at "
+            f"run time)")
         sources += existing(NCCL_C)
-        include_dirs.append(nccl[0])
-        define_macros.append(("PYGPU_NCCL_LIBDIR", f'"{nccl[1]}"'))
+        include_dirs.append(nccl)
     else:
         say("without NCCL (no nccl.h in the CUDA toolkit or an "
             "nvidia-nccl-cu* pip package; set NCCL_HOME)")
@@ -317,6 +325,12 @@ class BuildExt(build_ext):
     when up to date, and the C and CUDA sources compiled in parallel."""
 
     def build_extension(self, ext):
+        # An interpreter built with a shared libpython (pyenv's, say) adds
+        # an rpath to its own lib folder to every link: an extension needs
+        # none, and a wheel must not carry a path of this machine.
+        self.compiler.linker_so = [
+            f for f in self.compiler.linker_so
+            if not f.startswith(("-Wl,-rpath", "-Wl,-R"))]
         if SANITIZE:
             # Python's own CFLAGS carry -fwrapv (signed overflow wraps), so
             # UndefinedBehaviorSanitizer would never see a signed overflow:
@@ -383,9 +397,37 @@ class BuildExt(build_ext):
         ext_path = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(ext_path) or ".", exist_ok=True)
         shutil.copy(linked, ext_path + ".tmp")
+        if self._release():
+            self._strip(ext_path + ".tmp")
         os.replace(ext_path + ".tmp", ext_path)
         say(f"{FLAVOUR} build of {ext.name} ready "
             f"({time.perf_counter() - t0:.1f} s)")
+
+    def run(self):
+        # setuptools builds an in-place extension with inplace turned off,
+        # then copies it: remember what was asked.
+        self._asked_inplace = bool(self.inplace)
+        super().run()
+
+    def _release(self):
+        """A regular install or a wheel: neither in place nor editable
+        (those keep their symbols for debuggers), nor sanitized."""
+        return not (getattr(self, "_asked_inplace", self.inplace)
+                    or getattr(self, "editable_mode", False)
+                    or SANITIZE or os.environ.get("PYGPU_STRIP") == "0")
+
+    @staticmethod
+    def _strip(path):
+        """Strip the copy that is installed (the build folder's keeps its
+        symbols); a machine without strip installs it as it is."""
+        strip = shutil.which("strip")
+        if strip is None:
+            say("no strip found: the extension keeps its symbols")
+            return
+        before = os.path.getsize(path)
+        subprocess.check_call([strip, "--strip-unneeded", path])
+        say(f"stripped {os.path.basename(path)[:-4]}: {before >> 20} MB -> "
+            f"{os.path.getsize(path) >> 20} MB")
 
     def _stamp(self, ext):
         """Everything besides the sources that goes into the objects and the
@@ -410,18 +452,31 @@ class BuildExt(build_ext):
         }
 
     def _compile_all(self, ext, todo_c, todo_cu, jobs):
+        done = [0]
+        total = len(todo_c) + len(todo_cu)
+        lock = threading.Lock()
+
+        def report(src, t0):
+            with lock:
+                done[0] += 1
+                say(f"[{done[0]}/{total}] {src} "
+                    f"({time.perf_counter() - t0:.1f} s)")
+
         def cc(src, obj):
+            t0 = time.perf_counter()
             self.compiler.compile(
                 [src], output_dir=BUILD_DIR, macros=ext.define_macros,
                 include_dirs=ext.include_dirs, debug=self.debug,
                 extra_postargs=ext.extra_compile_args)
+            report(src, t0)
 
         def nvcc(src, obj):
+            t0 = time.perf_counter()
             os.makedirs(os.path.dirname(obj), exist_ok=True)
             cmd = [*NVCC_CMD, "-c", src, "-o", obj]
-            print(" ".join(cmd), flush=True)
             if subprocess.call(cmd) != 0:
-                raise CompileError(f"nvcc failed on {src}")
+                raise CompileError(f"nvcc failed on {src}: {' '.join(cmd)}")
+            report(src, t0)
 
         for _, obj in todo_c + todo_cu:
             os.makedirs(os.path.dirname(obj), exist_ok=True)
@@ -453,4 +508,16 @@ ext = Extension(
     depends=HEADERS,
 )
 
-setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})
+# A CUDA build brings cuBLAS (cuBLAS and cuBLASLt, one pip package) as a
+# dependency, the version of the toolkit it was built with, so that a
+# wheel needs only a driver; PYGPU_CUDA_DEPS=0 leaves it out (the
+# toolkit's, or CUDA_HOME's, is found at run time instead).  NCCL is
+# optional: pip install nvidia-nccl-cu<major>.
+install_requires = ["numpy>=1.23"]
+if (CUDA_ROOT and CUBLAS_MAJOR is not None
+        and os.environ.get("PYGPU_CUDA_DEPS", "1").strip() != "0"):
+    install_requires.append(
+        f"nvidia-cublas>={CUBLAS_MAJOR},<{CUBLAS_MAJOR + 1}")
+
+setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt},
+      install_requires=install_requires)

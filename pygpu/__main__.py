@@ -34,6 +34,10 @@ def environment(info):
               f"driver {_ver(versions['driver'])})")
     else:
         print("build: CPU-only")
+    if built:
+        libs = pygpu.backends.cuda.libraries()
+        info["cublas"] = libs["cublas"]
+        print(f"cuBLAS: {libs['cublas'] or 'none (' + libs['error'] + ')'}")
     info["gpus"] = []
     if not cuda.is_available():
         print(f"GPUs: none ({pygpu._C._cuda_unavailable_reason()})")

@@ -263,8 +263,9 @@ if wanted selftests; then
     step selftests blas_build 120 "$OUT/logs/blas_selftest_build.log" \
         gcc -std=c11 -O2 -I csrc -I "$CUDA_ROOT/include" \
         tests/native/blas_selftest/*.c csrc/cuda/cuda_blas_gemm.c \
-        csrc/cuda/cuda_blas_lt.c -L "$CUDA_ROOT/lib64" \
-        -Wl,-rpath,"$CUDA_ROOT/lib64" -lcublasLt -lcublas -lcudart \
+        csrc/cuda/cuda_blas_lt.c csrc/cuda/cuda_blas_load.c \
+        csrc/cuda/cuda_libfind.c -L "$CUDA_ROOT/lib64" \
+        -Wl,-rpath,"$CUDA_ROOT/lib64" -lcublasLt -lcublas -lcudart -ldl \
         -o "$TMP/blasselftest"
     step selftests blas 180 "$OUT/logs/blas_selftest.log" \
         "$TMP/blasselftest"

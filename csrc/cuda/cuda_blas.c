@@ -48,8 +48,8 @@ int pygpu_blas_raise(const pygpu_blas_err *e)
      * that the next kernel's launch check would report as its own. */
     (void)cudaGetLastError();
     /* The status enum is shared by cuBLAS and cuBLASLt. */
-    name = cublasGetStatusName((cublasStatus_t)e->status);
-    text = cublasGetStatusString((cublasStatus_t)e->status);
+    name = pygpu_cublas.cublasGetStatusName((cublasStatus_t)e->status);
+    text = pygpu_cublas.cublasGetStatusString((cublasStatus_t)e->status);
     name = name != NULL ? name : "CUBLAS_STATUS_UNKNOWN";
     if (e->cuda_status != 0) {
         /* EXECUTION_FAILED with the CUDA error behind it: that error is
@@ -114,10 +114,12 @@ static int blas_dev_init(pygpu_blas_dev *d, int device, pygpu_blas_err *e)
     int major = 0;
     cudaError_t err;
 
-    if (pygpu_blas_check(cublasCreate(&handle), "cublasCreate", e) < 0) {
+    if (pygpu_blas_check(pygpu_cublas.cublasCreate(&handle), "cublasCreate",
+                         e) < 0) {
         goto fail;
     }
-    if (pygpu_blas_check(cublasLtCreate(&lt), "cublasLtCreate", e) < 0) {
+    if (pygpu_blas_check(pygpu_cublas.cublasLtCreate(&lt), "cublasLtCreate",
+                         e) < 0) {
         goto fail;
     }
     err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
@@ -163,10 +165,10 @@ fail:
         cudaFree(ws);
     }
     if (lt != NULL) {
-        cublasLtDestroy(lt);
+        pygpu_cublas.cublasLtDestroy(lt);
     }
     if (handle != NULL) {
-        cublasDestroy(handle);
+        pygpu_cublas.cublasDestroy(handle);
     }
     return -1;
 }
@@ -231,13 +233,13 @@ static int blas_bind(pygpu_blas_dev *d, cudaStream_t s, int capturing,
         return 0;
     }
     d->bound = 0;
-    if (pygpu_blas_check(cublasSetStream(d->handle, s), "cublasSetStream",
-                         e) < 0) {
+    if (pygpu_blas_check(pygpu_cublas.cublasSetStream(d->handle, s),
+                         "cublasSetStream", e) < 0) {
         return -1;
     }
     if (d->workspace != NULL &&
-        pygpu_blas_check(cublasSetWorkspace(d->handle, d->workspace,
-                                            d->workspace_size),
+        pygpu_blas_check(pygpu_cublas.cublasSetWorkspace(
+                             d->handle, d->workspace, d->workspace_size),
                          "cublasSetWorkspace", e) < 0) {
         return -1;
     }
@@ -343,7 +345,13 @@ int pygpu_blas_run(int device, pygpu_blas_body body, pygpu_blas_after after,
     pygpu_blas_dev *d;
     cudaStream_t stream;
     int prev, rc, capturing, attempts = 0;
+    const char *why = NULL;
 
+    /* Loaded already when a device was found (cuda_runtime.c's probe). */
+    if (pygpu_cublas_load(&why) < 0) {
+        PyErr_SetString(PyExc_RuntimeError, why);
+        return -1;
+    }
     prev = pygpu_cuda_device_guard(device);
     if (prev < 0) {
         return -1;

@@ -134,17 +134,17 @@ int pygpu_blas_gemm(pygpu_blas_dev *d, int dtype, int tf32, int kind,
     if (pygpu_gemm_plan_fits_int(p) && !force64) {
         if (p->batch == 1) {
             call = "cublasGemmEx";
-            st = cublasGemmEx(d->handle, ta, tb, (int)p->m, (int)p->n,
-                              (int)p->k, alpha, p->a, type, (int)p->lda, p->b,
-                              type, (int)p->ldb, beta, c, type, (int)p->ldc,
-                              compute, CUBLAS_GEMM_DEFAULT);
+            st = pygpu_cublas.cublasGemmEx(
+                d->handle, ta, tb, (int)p->m, (int)p->n, (int)p->k, alpha, p->a,
+                type, (int)p->lda, p->b, type, (int)p->ldb, beta, c, type,
+                (int)p->ldc, compute, CUBLAS_GEMM_DEFAULT);
         } else {
             call = "cublasGemmStridedBatchedEx";
-            st = cublasGemmStridedBatchedEx(
-                d->handle, ta, tb, (int)p->m, (int)p->n, (int)p->k, alpha,
-                p->a, type, (int)p->lda, (long long)p->stride_a, p->b, type,
-                (int)p->ldb, (long long)p->stride_b, beta, c, type,
-                (int)p->ldc, (long long)p->stride_c, (int)p->batch, compute,
+            st = pygpu_cublas.cublasGemmStridedBatchedEx(
+                d->handle, ta, tb, (int)p->m, (int)p->n, (int)p->k, alpha, p->a,
+                type, (int)p->lda, (long long)p->stride_a, p->b, type,
+                (int)p->ldb, (long long)p->stride_b, beta, c, type, (int)p->ldc,
+                (long long)p->stride_c, (int)p->batch, compute,
                 CUBLAS_GEMM_DEFAULT);
         }
     } else {
@@ -153,18 +153,17 @@ int pygpu_blas_gemm(pygpu_blas_dev *d, int dtype, int tf32, int kind,
          * kernel for such sizes, and that is raised. */
         if (p->batch == 1) {
             call = "cublasGemmEx_64";
-            st = cublasGemmEx_64(d->handle, ta, tb, p->m, p->n, p->k, alpha,
-                                 p->a, type, p->lda, p->b, type, p->ldb, beta,
-                                 c, type, p->ldc, compute,
-                                 CUBLAS_GEMM_DEFAULT);
+            st = pygpu_cublas.cublasGemmEx_64(
+                d->handle, ta, tb, p->m, p->n, p->k, alpha, p->a, type, p->lda,
+                p->b, type, p->ldb, beta, c, type, p->ldc, compute,
+                CUBLAS_GEMM_DEFAULT);
         } else {
             call = "cublasGemmStridedBatchedEx_64";
-            st = cublasGemmStridedBatchedEx_64(
+            st = pygpu_cublas.cublasGemmStridedBatchedEx_64(
                 d->handle, ta, tb, p->m, p->n, p->k, alpha, p->a, type, p->lda,
                 (long long)p->stride_a, p->b, type, p->ldb,
                 (long long)p->stride_b, beta, c, type, p->ldc,
-                (long long)p->stride_c, p->batch, compute,
-                CUBLAS_GEMM_DEFAULT);
+                (long long)p->stride_c, p->batch, compute, CUBLAS_GEMM_DEFAULT);
         }
     }
     return pygpu_blas_check(st, call, e);

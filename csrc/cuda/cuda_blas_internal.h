@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/blas_layout.h"
+#include "cuda/cuda_libs.h"
 
 /* A failure seen while holding the mutex, raised after it is dropped. */
 typedef struct pygpu_blas_err {

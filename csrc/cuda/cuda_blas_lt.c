@@ -58,16 +58,16 @@ void pygpu_lt_key_make(pygpu_lt_key *key, int device, int dtype, int tf32,
 void pygpu_lt_plan_clear(pygpu_lt_plan *s)
 {
     if (s->lc != NULL) {
-        cublasLtMatrixLayoutDestroy(s->lc);
+        pygpu_cublas.cublasLtMatrixLayoutDestroy(s->lc);
     }
     if (s->lb != NULL) {
-        cublasLtMatrixLayoutDestroy(s->lb);
+        pygpu_cublas.cublasLtMatrixLayoutDestroy(s->lb);
     }
     if (s->la != NULL) {
-        cublasLtMatrixLayoutDestroy(s->la);
+        pygpu_cublas.cublasLtMatrixLayoutDestroy(s->la);
     }
     if (s->desc != NULL) {
-        cublasLtMatmulDescDestroy(s->desc);
+        pygpu_cublas.cublasLtMatmulDescDestroy(s->desc);
     }
     memset(s, 0, sizeof(*s));
 }
@@ -76,17 +76,17 @@ static int lt_desc_set(cublasLtMatmulDesc_t desc,
                        cublasLtMatmulDescAttributes_t attr, const void *buf,
                        size_t size, pygpu_blas_err *e)
 {
-    return pygpu_blas_check(cublasLtMatmulDescSetAttribute(desc, attr, buf,
-                                                           size),
-                            "cublasLtMatmulDescSetAttribute", e);
+    return pygpu_blas_check(
+        pygpu_cublas.cublasLtMatmulDescSetAttribute(desc, attr, buf, size),
+        "cublasLtMatmulDescSetAttribute", e);
 }
 
 static int lt_pref_set(cublasLtMatmulPreference_t pref,
                        cublasLtMatmulPreferenceAttributes_t attr,
                        const void *buf, size_t size, pygpu_blas_err *e)
 {
-    return pygpu_blas_check(cublasLtMatmulPreferenceSetAttribute(pref, attr,
-                                                                 buf, size),
+    return pygpu_blas_check(pygpu_cublas.cublasLtMatmulPreferenceSetAttribute(
+                                pref, attr, buf, size),
                             "cublasLtMatmulPreferenceSetAttribute", e);
 }
 
@@ -111,7 +111,7 @@ int pygpu_lt_plan_build(pygpu_blas_dev *d, pygpu_lt_plan *s,
     memset(&result, 0, sizeof(result));
     pygpu_blas_types((int)key->dtype, (int)key->tf32, &type, &compute, &scale);
     s->key = *key;
-    st = cublasLtMatmulDescCreate(&s->desc, compute, scale);
+    st = pygpu_cublas.cublasLtMatmulDescCreate(&s->desc, compute, scale);
     if (pygpu_blas_check(st, "cublasLtMatmulDescCreate", e) < 0) {
         goto fail;
     }
@@ -130,23 +130,23 @@ int pygpu_lt_plan_build(pygpu_blas_dev *d, pygpu_lt_plan *s,
         goto fail;
     }
     pygpu_gemm_stored_a(p, &rows, &cols);
-    st = cublasLtMatrixLayoutCreate(&s->la, type, (uint64_t)rows,
-                                    (uint64_t)cols, p->lda);
+    st = pygpu_cublas.cublasLtMatrixLayoutCreate(&s->la, type, (uint64_t)rows,
+                                                 (uint64_t)cols, p->lda);
     if (pygpu_blas_check(st, "cublasLtMatrixLayoutCreate", e) < 0) {
         goto fail;
     }
     pygpu_gemm_stored_b(p, &rows, &cols);
-    st = cublasLtMatrixLayoutCreate(&s->lb, type, (uint64_t)rows,
-                                    (uint64_t)cols, p->ldb);
+    st = pygpu_cublas.cublasLtMatrixLayoutCreate(&s->lb, type, (uint64_t)rows,
+                                                 (uint64_t)cols, p->ldb);
     if (pygpu_blas_check(st, "cublasLtMatrixLayoutCreate", e) < 0) {
         goto fail;
     }
-    st = cublasLtMatrixLayoutCreate(&s->lc, type, (uint64_t)p->m,
-                                    (uint64_t)p->n, p->ldc);
+    st = pygpu_cublas.cublasLtMatrixLayoutCreate(&s->lc, type, (uint64_t)p->m,
+                                                 (uint64_t)p->n, p->ldc);
     if (pygpu_blas_check(st, "cublasLtMatrixLayoutCreate", e) < 0) {
         goto fail;
     }
-    st = cublasLtMatmulPreferenceCreate(&pref);
+    st = pygpu_cublas.cublasLtMatmulPreferenceCreate(&pref);
     if (pygpu_blas_check(st, "cublasLtMatmulPreferenceCreate", e) < 0) {
         goto fail;
     }
@@ -162,8 +162,8 @@ int pygpu_lt_plan_build(pygpu_blas_dev *d, pygpu_lt_plan *s,
                     &align_c, sizeof(align_c), e) < 0) {
         goto fail;
     }
-    st = cublasLtMatmulAlgoGetHeuristic(d->lt, s->desc, s->la, s->lb, s->lc,
-                                        s->lc, pref, 1, &result, &found);
+    st = pygpu_cublas.cublasLtMatmulAlgoGetHeuristic(
+        d->lt, s->desc, s->la, s->lb, s->lc, s->lc, pref, 1, &result, &found);
     if (st == CUBLAS_STATUS_SUCCESS && found > 0 &&
         result.state == CUBLAS_STATUS_SUCCESS) {
         s->algo = result.algo;
@@ -179,13 +179,13 @@ int pygpu_lt_plan_build(pygpu_blas_dev *d, pygpu_lt_plan *s,
                                 e) < 0) {
         goto fail;
     }
-    cublasLtMatmulPreferenceDestroy(pref);
+    pygpu_cublas.cublasLtMatmulPreferenceDestroy(pref);
     s->used = 1;
     return 0;
 
 fail:
     if (pref != NULL) {
-        cublasLtMatmulPreferenceDestroy(pref);
+        pygpu_cublas.cublasLtMatmulPreferenceDestroy(pref);
     }
     pygpu_lt_plan_clear(s);
     return -1;
@@ -210,9 +210,9 @@ int pygpu_lt_plan_run(pygpu_blas_dev *d, pygpu_lt_plan *s,
                     sizeof(bias), e) < 0) {
         return -1;
     }
-    st = cublasLtMatmul(d->lt, s->desc, alpha, p->a, s->la, p->b, s->lb, beta,
-                        out, s->lc, out, s->lc, &s->algo, d->workspace,
-                        d->workspace_size, stream);
+    st = pygpu_cublas.cublasLtMatmul(
+        d->lt, s->desc, alpha, p->a, s->la, p->b, s->lb, beta, out, s->lc, out,
+        s->lc, &s->algo, d->workspace, d->workspace_size, stream);
     if (st == CUBLAS_STATUS_NOT_SUPPORTED ||
         st == CUBLAS_STATUS_INVALID_VALUE) {
         /* Refused before anything was queued: the fallback runs it, now

@@ -27,5 +27,10 @@
 #define PYGPU_DOC_CUDA_VERSIONS \
     "_cuda_versions($module, /)\n--\n\n" \
     "{'built', 'runtime', 'driver'} CUDA versions (1000*major+10*minor)."
+#define PYGPU_DOC_CUDA_LIBRARIES \
+    "_cuda_libraries($module, /)\n--\n\n" \
+    "{'cublas', 'cublasLt', 'error'}: the files cuBLAS and cuBLASLt were\n" \
+    "loaded from (loading them now if need be; no GPU is needed), or None\n" \
+    "with 'error' saying why not."
 
 #endif

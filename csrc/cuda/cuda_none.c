@@ -135,6 +135,13 @@ versions_py(PyObject *m, PyObject *noargs)
                          "driver", 0);
 }
 
+static PyObject *
+libraries_py(PyObject *m, PyObject *noargs)
+{
+    return Py_BuildValue("{s:O,s:O,s:s}", "cublas", Py_None, "cublasLt",
+                         Py_None, "error", "pygpu was built without CUDA");
+}
+
 PyMethodDef pygpu_cuda_functions[] = {
     {"_cuda_get_device_properties", refuse_o, METH_O,
      PYGPU_DOC_CUDA_GET_DEVICE_PROPERTIES},
@@ -148,6 +155,8 @@ PyMethodDef pygpu_cuda_functions[] = {
      PYGPU_DOC_CUDA_MEM_GET_INFO},
     {"_cuda_versions", versions_py, METH_NOARGS,
      PYGPU_DOC_CUDA_VERSIONS},
+    {"_cuda_libraries", libraries_py, METH_NOARGS,
+     PYGPU_DOC_CUDA_LIBRARIES},
     {NULL},
 };
 

@@ -9,6 +9,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_docs.h"
 #include "cuda/cuda_graph.h"
+#include "cuda/cuda_libs.h"
 #include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 
@@ -21,7 +22,7 @@
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static int probed_count = 0;
-static char probed_reason[512];
+static char probed_reason[4096];
 static int launch_blocking = 0;
 /* Set in a child forked after the driver was initialised: the child's
  * CUDA state (contexts, cached device memory) is not usable. */
@@ -77,6 +78,13 @@ probe(void)
     launch_blocking = lb != NULL && lb[0] == '1';
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
+    const char *why = NULL;
+    if (err == cudaSuccess && count > 0 && pygpu_cublas_load(&why) < 0) {
+        /* A device without cuBLAS cannot run a product: not usable. */
+        snprintf(probed_reason, sizeof(probed_reason),
+                 "CUDA is not available: %s", why);
+        return;
+    }
     if (err == cudaSuccess && count > 0) {
         probed_count = count;
         (void)pthread_atfork(NULL, NULL, after_fork_in_child);
@@ -403,6 +411,20 @@ versions_py(PyObject *m, PyObject *noargs)
                          "runtime", runtime, "driver", driver);
 }
 
+static PyObject *
+libraries_py(PyObject *m, PyObject *noargs)
+{
+    const char *why = NULL;
+
+    if (pygpu_cublas_load(&why) < 0) {
+        return Py_BuildValue("{s:O,s:O,s:s}", "cublas", Py_None, "cublasLt",
+                             Py_None, "error", why);
+    }
+    return Py_BuildValue("{s:s,s:s,s:O}", "cublas", pygpu_cublas.cublas_path,
+                         "cublasLt", pygpu_cublas.cublaslt_path, "error",
+                         Py_None);
+}
+
 PyMethodDef pygpu_cuda_functions[] = {
     {"_cuda_get_device_properties", get_properties, METH_O,
      PYGPU_DOC_CUDA_GET_DEVICE_PROPERTIES},
@@ -416,5 +438,7 @@ PyMethodDef pygpu_cuda_functions[] = {
      PYGPU_DOC_CUDA_MEM_GET_INFO},
     {"_cuda_versions", versions_py, METH_NOARGS,
      PYGPU_DOC_CUDA_VERSIONS},
+    {"_cuda_libraries", libraries_py, METH_NOARGS,
+     PYGPU_DOC_CUDA_LIBRARIES},
     {NULL},
 };

@@ -28,9 +28,9 @@
 
 #define PYGPU_DOC_NCCL_LOAD \
     "_nccl_load($module, paths=(), /)\n--\n\n" \
-    "Load NCCL now, trying libnccl.so.2 by the loader's search, then in\n" \
-    "the folder where the build found NCCL (the CUDA toolkit's or pip's\n" \
-    "nvidia-nccl-cu*), then each of `paths` (a sequence of file names);\n" \
+    "Load NCCL now, trying libnccl.so.2 where every CUDA library is\n" \
+    "looked for (pip's nvidia/nccl/lib next to pygpu, the loader's\n" \
+    "search, CUDA_HOME), then each of `paths` (a sequence of file names);\n" \
     "PYGPU_NCCL_LIBRARY, when set, is the only path tried.  A library\n" \
     "once loaded stays.  Returns None on success, else the reason, as\n" \
     "_nccl_load_error does."

@@ -3,14 +3,13 @@
  * for is_nccl_available(), and NCCL's errors turned into exceptions.
  *
  * Where it is looked for, in order: PYGPU_NCCL_LIBRARY alone when set;
- * otherwise libnccl.so.2 by the dynamic loader's search (LD_LIBRARY_PATH,
- * the system, a copy already loaded in the process), then in the folder
- * where the build found NCCL (PYGPU_NCCL_LIBDIR, from setup.py: the CUDA
- * toolkit's, or the nvidia-nccl-cu* pip package's of the Python that
- * built pygpu), then the paths Python hands to _nccl_load (pip's NCCL
- * wheels on sys.path). */
+ * otherwise where every CUDA library is (cuda/cuda_libs.h: pip's
+ * nvidia/nccl/lib next to pygpu, the dynamic loader's search, CUDA_HOME),
+ * then the paths Python hands to _nccl_load (pip's NCCL wheels elsewhere
+ * on sys.path). */
 #include "dist/nccl_api.h"
 #include "dist/nccl_docs.h"
+#include "cuda/cuda_libs.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -112,9 +111,9 @@ try_load(const char *path)
 static void
 load_locked(const char *const *extra, int n_extra)
 {
-    const char *candidates[MAX_CANDIDATES];
+    static const char *const pip_dirs[] = {"nccl"};
+    pygpu_lib_candidates c;
     const char *env = getenv("PYGPU_NCCL_LIBRARY");
-    int n = 0;
 
     attempted = 1;
     if (loaded) {
@@ -122,24 +121,32 @@ load_locked(const char *const *extra, int n_extra)
     }
     load_error[0] = '\0';
     if (env != NULL && env[0] != '\0') {
-        candidates[n++] = env;
-    }
-    else {
-        candidates[n++] = NCCL_SONAME;
-#ifdef PYGPU_NCCL_LIBDIR
-        candidates[n++] = PYGPU_NCCL_LIBDIR "/" NCCL_SONAME;
-#endif
-        for (int i = 0; i < n_extra && n < MAX_CANDIDATES; i++) {
-            candidates[n++] = extra[i];
+        c.n = 0;
+        if (strlen(env) < PYGPU_LIB_PATH_MAX) {
+            snprintf(c.path[c.n++], PYGPU_LIB_PATH_MAX, "%s", env);
         }
     }
-    for (int i = 0; i < n; i++) {
-        if (try_load(candidates[i])) {
+    else {
+        pygpu_cuda_lib_candidates(NCCL_SONAME, pip_dirs, 1, &c);
+        for (int i = 0; i < n_extra && c.n < PYGPU_LIB_MAX_CANDIDATES; i++) {
+            if (strlen(extra[i]) < PYGPU_LIB_PATH_MAX) {
+                snprintf(c.path[c.n++], PYGPU_LIB_PATH_MAX, "%s", extra[i]);
+            }
+        }
+    }
+    for (int i = 0; i < c.n; i++) {
+        if (try_load(c.path[i])) {
             return;
         }
     }
     /* Drop the leading "; " of the first reason. */
-    memmove(load_error, load_error + 2, strlen(load_error + 2) + 1);
+    if (load_error[0] != '\0') {
+        memmove(load_error, load_error + 2, strlen(load_error + 2) + 1);
+    }
+    else {
+        snprintf(load_error, sizeof(load_error), "%s was not found",
+                 NCCL_SONAME);
+    }
 }
 
 const pygpu_nccl_api *

@@ -1,10 +1,22 @@
-"""pygpu.backends.cuda: is_built() and matmul.allow_tf32."""
+"""pygpu.backends.cuda: is_built(), libraries() and matmul.allow_tf32."""
 from .. import _C
 
 
 def is_built():
     """True when pygpu was compiled with CUDA support."""
     return _C._cuda_is_built()
+
+
+def libraries():
+    """Where the CUDA libraries pygpu loads at run time come from:
+    ``{"cublas": path, "cublasLt": path, "error": None}``, or the paths
+    None and ``"error"`` saying what was tried and how to install them.
+    Loads cuBLAS if it is not loaded yet; needs no GPU.  They are looked
+    for in pip's ``nvidia`` packages next to pygpu, then by the system's
+    loader (``LD_LIBRARY_PATH``, ``ldconfig``), then under ``CUDA_HOME``,
+    ``CUDA_PATH`` and ``/usr/local/cuda``.  (pygpu's own; torch links
+    them instead.)"""
+    return _C._cuda_libraries()
 
 
 class _MatmulFlags:

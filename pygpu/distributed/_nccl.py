@@ -2,10 +2,10 @@
 
 NCCL is not linked into pygpu: the C layer loads libnccl.so.2 when it is
 first needed (PYGPU_NCCL_LIBRARY, when set, is the only file tried; else
-the loader's search, the folder where the build found NCCL (the CUDA
-toolkit's or an ``nvidia-nccl-cu*`` wheel's), and the NCCL of pip's
-``nvidia-nccl`` wheels found on ``sys.path``), so ``import pygpu``
-works without it and ``is_nccl_available()`` says whether it can be used.
+pip's ``nvidia-nccl-cu*`` package next to pygpu, the loader's search and
+``CUDA_HOME``, then the NCCL of pip's ``nvidia-nccl`` wheels found on
+``sys.path``), so ``import pygpu`` works without it and
+``is_nccl_available()`` says whether it can be used.
 
 ``NcclBackend`` follows the backend interface of
 pygpu.distributed.backend (registered there as "nccl", serving "cuda"):

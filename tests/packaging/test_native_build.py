@@ -104,13 +104,14 @@ def test_blas_selftest_builds(tmp_path):
     assert sources
     # The extension's own call sequences, which the self-test runs as-is.
     sources += [os.path.join(ROOT, "csrc", "cuda", f)
-                for f in ("cuda_blas_gemm.c", "cuda_blas_lt.c")]
+                for f in ("cuda_blas_gemm.c", "cuda_blas_lt.c",
+                          "cuda_blas_load.c", "cuda_libfind.c")]
     exe = tmp_path / "blas_selftest"
     r = subprocess.run([cc, "-std=c11", "-O2", "-Wall", "-I",
                         os.path.join(ROOT, "csrc"), "-I",
                         os.path.join(root, "include"), *sources, "-L", lib,
                         f"-Wl,-rpath,{lib}", "-lcublasLt", "-lcublas",
-                        "-lcudart", "-o", str(exe)],
+                        "-lcudart", "-ldl", "-o", str(exe)],
                        capture_output=True, text=True, timeout=300,
                        env=native_env())
     assert r.returncode == 0, r.stderr[-3000:]

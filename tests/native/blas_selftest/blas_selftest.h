@@ -33,8 +33,9 @@
  *
  *   gcc -std=c11 -O2 -I csrc -I $CUDA_HOME/include \
  *       tests/native/blas_selftest/[a-z]*.c csrc/cuda/cuda_blas_gemm.c \
- *       csrc/cuda/cuda_blas_lt.c -o blas_selftest \
- *       -L $CUDA_HOME/lib64 -lcublasLt -lcublas -lcudart
+ *       csrc/cuda/cuda_blas_lt.c csrc/cuda/cuda_blas_load.c \
+ *       csrc/cuda/cuda_libfind.c -o blas_selftest \
+ *       -L $CUDA_HOME/lib64 -lcublasLt -lcublas -lcudart -ldl
  *
  * Prints each failure ("FAIL <case> ..."), each skipped case ("SKIP <case>:
  * why"), observations that are printed but not checked ("observation:"),
@@ -57,6 +58,8 @@
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
+
+#include "cuda/cuda_libs.h"
 #include <cuda_runtime_api.h>
 
 #include "cuda/blas_layout.h"

@@ -11,6 +11,15 @@ int main(void)
     struct cudaDeviceProp prop;
     int dev = 0, major = 0, t, dtype;
 
+    const char *why = NULL;
+
+    /* The call sequences reach cuBLAS through pygpu_cublas, as in the
+     * extension. */
+    if (pygpu_cublas_load(&why) < 0) {
+        fprintf(stderr, "%s\n", why);
+        return 1;
+    }
+    printf("cuBLAS: %s\n", pygpu_cublas.cublas_path);
     CUDA_OK(cudaSetDevice(dev));
     CUDA_OK(cudaGetDeviceProperties(&prop, dev));
     CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
