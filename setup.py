@@ -28,9 +28,9 @@ Environment:
 Each flavour (and Python) builds in its own folder, build/<flavour>-<platform>-
 <python>/, kept between builds whatever temporary folder pip gives the build:
 an object is compiled again only when its source or a csrc header it includes
-(directly or through another) is newer,
-everything when the compile or link commands change (flags.json), and the
-extension is linked again only when an object is newer.  Whatever was reused,
+(directly or through another) is newer, everything when the compile
+commands change (flags.json), and the extension is linked again only when
+an object is newer or the link command changed.  Whatever was reused,
 the extension of the flavour asked for is copied to where setuptools wants it.
 """
 import importlib.util
@@ -102,16 +102,18 @@ def say(msg):
 
 
 def find_cuda():
-    """The CUDA toolkit's root, or None."""
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        root = os.environ.get(var)
-        if root and os.path.exists(os.path.join(root, "bin", "nvcc")):
-            return root
+    """The CUDA toolkit's root (one with bin/nvcc and the runtime's
+    header; an nvcc on PATH that is a wrapper script elsewhere does not
+    count), or None."""
     nvcc = shutil.which("nvcc")
-    if nvcc:
-        return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
-    if os.path.exists("/usr/local/cuda/bin/nvcc"):
-        return "/usr/local/cuda"
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+             nvcc and os.path.dirname(os.path.dirname(os.path.realpath(nvcc))),
+             "/usr/local/cuda"]
+    for root in roots:
+        if root and os.path.exists(os.path.join(root, "bin", "nvcc")) and \
+                os.path.exists(os.path.join(root, "include",
+                                            "cuda_runtime_api.h")):
+            return root
     return None
 
 
@@ -325,6 +327,14 @@ class BuildExt(build_ext):
     when up to date, and the C and CUDA sources compiled in parallel."""
 
     def build_extension(self, ext):
+        # One line per compiled file (ours, below), not the compiler's
+        # whole command; a failing command is shown with its error.
+        def run(cmd, **kwargs):
+            if subprocess.call([os.fspath(c) for c in cmd]) != 0:
+                raise CompileError(
+                    f"command failed: {' '.join(map(os.fspath, cmd))}")
+        # spawn: setuptools < 75; call: later ones.
+        self.compiler.spawn = self.compiler.call = run
         # An interpreter built with a shared libpython (pyenv's, say) adds
         # an rpath to its own lib folder to every link: an extension needs
         # none, and a wheel must not carry a path of this machine.
@@ -344,10 +354,12 @@ class BuildExt(build_ext):
         stamp = self._stamp(ext)
         try:
             with open(stamp_path, encoding="utf-8") as f:
-                same_flags = json.load(f) == stamp
+                old = json.load(f)
         except (OSError, ValueError):
-            same_flags = False
-        if not same_flags or self.force:
+            old = {}
+        same_flags = old.get("compile") == stamp["compile"]
+        same_link = same_flags and old.get("link") == stamp["link"]
+        if not same_link or self.force:
             # Nothing here may be trusted until a build with these flags
             # has gone through: take the stamp away first.
             if os.path.exists(stamp_path):
@@ -379,7 +391,8 @@ class BuildExt(build_ext):
         else:
             say(f"all {len(objects)} objects in "
                 f"{os.path.relpath(BUILD_DIR, HERE)} are up to date")
-        if rebuild_all or _mtime(linked) < max(_mtime(o) for o in objects):
+        if (not same_link or rebuild_all
+                or _mtime(linked) < max(_mtime(o) for o in objects)):
             say(f"linking {os.path.basename(linked)}")
             self.compiler.link_shared_object(
                 objects, linked,
@@ -430,25 +443,32 @@ class BuildExt(build_ext):
             f"{os.path.getsize(path) >> 20} MB")
 
     def _stamp(self, ext):
-        """Everything besides the sources that goes into the objects and the
-        link; the NumPy headers by version, since pip's build environment
-        moves them to a new folder every time."""
+        """Everything besides the sources that goes into the objects
+        ("compile": a change compiles everything again) and into the link
+        ("link": a change links again); the NumPy headers by version,
+        since pip's build environment moves them to a new folder every
+        time."""
         np_inc = numpy.get_include()
         return {
-            "flavour": FLAVOUR,
-            "python": sysconfig.get_config_var("EXT_SUFFIX"),
-            "numpy": numpy.__version__,
-            "cc": list(self.compiler.compiler_so),
-            "ld": list(self.compiler.linker_so),
-            "cflags": ext.extra_compile_args,
-            "macros": [list(m) for m in ext.define_macros],
-            "include_dirs": [d for d in ext.include_dirs + self.include_dirs
-                             if d != np_inc and not _venv_own_include(d)],
-            "nvcc": NVCC_CMD,
-            "sources": sorted(ext.sources) + cu_sources,
-            "libraries": self.get_libraries(ext),
-            "library_dirs": ext.library_dirs,
-            "link_args": ext.extra_link_args,
+            "compile": {
+                "flavour": FLAVOUR,
+                "python": sysconfig.get_config_var("EXT_SUFFIX"),
+                "numpy": numpy.__version__,
+                "cc": list(self.compiler.compiler_so),
+                "cflags": ext.extra_compile_args,
+                "macros": [list(m) for m in ext.define_macros],
+                "include_dirs": [
+                    d for d in ext.include_dirs + self.include_dirs
+                    if d != np_inc and not _venv_own_include(d)],
+                "nvcc": NVCC_CMD,
+            },
+            "link": {
+                "ld": list(self.compiler.linker_so),
+                "sources": sorted(ext.sources) + cu_sources,
+                "libraries": self.get_libraries(ext),
+                "library_dirs": ext.library_dirs,
+                "link_args": ext.extra_link_args,
+            },
         }
 
     def _compile_all(self, ext, todo_c, todo_cu, jobs):
@@ -513,7 +533,7 @@ ext = Extension(
 # wheel needs only a driver; PYGPU_CUDA_DEPS=0 leaves it out (the
 # toolkit's, or CUDA_HOME's, is found at run time instead).  NCCL is
 # optional: pip install nvidia-nccl-cu<major>.
-install_requires = ["numpy>=1.23"]
+install_requires = ["numpy>=1.26"]
 if (CUDA_ROOT and CUBLAS_MAJOR is not None
         and os.environ.get("PYGPU_CUDA_DEPS", "1").strip() != "0"):
     install_requires.append(

@@ -100,7 +100,8 @@ def save_curve(losses, path):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: no plot", file=sys.stderr)
+        print('matplotlib is not installed: no loss curve (pip install '
+              '".[bench]")', file=sys.stderr)
         return
     fig, ax = plt.subplots(figsize=(5, 3))
     ax.plot(range(1, len(losses) + 1), losses, marker="o")

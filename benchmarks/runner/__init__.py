@@ -4,13 +4,16 @@ cupy, NumPy), in one process, on one device (a GPU when pygpu sees one).
 Each suite is a module here with NAME, a docstring and run(bench); see
 core.py for how a case is checked and timed.  Results go to
 DIR/results.json (every figure and ratio, with the run's provenance),
-DIR/results.md (a table per suite) and DIR/*.png (when matplotlib
-imports).
+DIR/results.md (a table per suite) and DIR/*.png (with matplotlib:
+pip install ".[bench]"); DIR is --out, or the source tree's
+benchmarks/results/<date>_<device-kind>/ with --save, else a new
+temporary folder.
 """
 import argparse
 import datetime
 import os
 import sys
+import tempfile
 import time
 
 from . import (allocator, bandwidth, latency, linear, matmul, model,
@@ -54,8 +57,12 @@ def parse(argv):
                     help="fewer sizes and repetitions (a few minutes on a "
                     "2-core CPU)")
     ap.add_argument("--out", metavar="DIR",
-                    help="where results go (default "
-                    "benchmarks/results/<date>_<device-kind>/)")
+                    help="where results go (default: a new temporary "
+                    "folder, printed)")
+    ap.add_argument("--save", action="store_true",
+                    help="write into the source tree's "
+                    "benchmarks/results/<date>_<device-kind>/ (for results "
+                    "to commit)")
     ap.add_argument("--suite", action="append", choices=list(SUITES),
                     metavar="NAME", help="run this suite (repeatable; "
                     "default all); see --list")
@@ -109,8 +116,13 @@ def main(argv=None):
     bench = Bench(device, quick=args.quick, sizes=args.sizes,
                   reps=args.reps)
     kind = output.device_kind(device)
-    out = args.out or os.path.join(
-        RESULTS, f"{datetime.date.today().isoformat()}_{kind}")
+    stem = f"{datetime.date.today().isoformat()}_{kind}"
+    if args.out:
+        out = args.out
+    elif args.save:
+        out = os.path.join(RESULTS, stem)
+    else:
+        out = tempfile.mkdtemp(prefix=f"pygpu-bench-{stem}-")
     bench.say(f"device {output.device_name(device)}; peers: "
               f"{', '.join(bench.peers) or 'none'}; suites: "
               f"{', '.join(names)}; results to {out}")

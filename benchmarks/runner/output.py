@@ -192,6 +192,8 @@ def plots(out, data):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        print('matplotlib is not installed: no plots (pip install '
+              '".[bench]")', file=sys.stderr)
         return []
     rows = data["rows"]
     dev = data["meta"]["device"]

@@ -297,6 +297,7 @@ def test_build_finds_nccl_in_the_pip_package(tmp_path):
     cuda = tmp_path / "cuda"
     (cuda / "bin").mkdir(parents=True)
     (cuda / "include").mkdir()
+    (cuda / "include" / "cuda_runtime_api.h").write_text("/* stand-in */\n")
     nvcc = cuda / "bin" / "nvcc"
     nvcc.write_text("#!/bin/sh\nexit 1\n")
     nvcc.chmod(0o755)

@@ -38,15 +38,14 @@ CUDA_BUILD = _C._cuda_is_built()
 def cuda_root():
     """The toolkit the build would use: CUDA_HOME / CUDA_PATH, nvcc on
     PATH, /usr/local/cuda (as setup.py finds it); None without one."""
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        root = os.environ.get(var)
-        if root and os.path.exists(os.path.join(root, "bin", "nvcc")):
-            return root
     nvcc = shutil.which("nvcc")
-    if nvcc:
-        return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
-    if os.path.exists("/usr/local/cuda/bin/nvcc"):
-        return "/usr/local/cuda"
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+             nvcc and os.path.dirname(os.path.dirname(os.path.realpath(nvcc))),
+             "/usr/local/cuda"]
+    for root in roots:
+        if root and os.path.exists(os.path.join(root, "bin", "nvcc")) and \
+                os.path.exists(os.path.join(root, "include", "cublasLt.h")):
+            return root
     return None
 
 
