@@ -7,8 +7,8 @@
 #
 # Needs a CUDA toolkit (no GPU) and the Python environment to install into
 # (active venv); leaves pygpu installed editable, CPU-only.  Builds of both
-# flavours already in build/ are reused, so after the first two steps each
-# one takes only pip's own time.
+# flavours already in build/ are reused: after the first two steps, a step
+# that compiles anything fails the check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TREE=$(pwd -P)
@@ -33,21 +33,34 @@ EOF
     )
 }
 
-install() {  # install cuda|cpu regular|editable
+LOG=$(mktemp)
+trap 'rm -f "$LOG"' EXIT
+
+install() {  # install cuda|cpu regular|editable [reuse]
     local editable=()
     [ "$2" = editable ] && editable=(-e)
     if [ "$1" = cuda ]; then
-        PYGPU_FORCE_CUDA=1 python -m pip install -q --no-deps "${editable[@]}" .
+        PYGPU_FORCE_CUDA=1 python -m pip install -v --no-deps "${editable[@]}" . > "$LOG" 2>&1 ||
+            { tail -40 "$LOG"; exit 1; }
     else
-        PYGPU_NO_CUDA=1 python -m pip install -q --no-deps "${editable[@]}" .
+        PYGPU_NO_CUDA=1 python -m pip install -v --no-deps "${editable[@]}" . > "$LOG" 2>&1 ||
+            { tail -40 "$LOG"; exit 1; }
+    fi
+    if [ "${3:-}" = reuse ] && ! grep -q 'objects in .* are up to date' "$LOG"; then
+        echo "  $2 $1: compiled again although nothing changed:"
+        grep '^pygpu: ' "$LOG" | head -5
+        exit 1
     fi
     check "$1" "$2"
 }
 
 echo "flavour switches (CUDA toolkit $CUDA_RELEASE):"
-for step in "cuda regular" "cpu regular" "cuda regular" \
-            "cpu editable" "cuda editable" "cpu editable"; do
+# After the first two, every step reuses every object of its flavour
+# (regular after editable and back included).
+install cuda regular
+install cpu regular
+for step in "cuda regular" "cpu editable" "cuda editable" "cpu editable"; do
     # shellcheck disable=SC2086
-    install $step
+    install $step reuse
 done
 echo "flavour switches: OK"

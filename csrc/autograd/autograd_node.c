@@ -208,16 +208,23 @@ node_clear(PyObject *self)
     return 0;
 }
 
-/* Freeing a Node frees the Nodes only it held, and so on down the graph:
- * within CPython's trashcan, which defers a free nested too deep and runs
- * the deferred ones in a loop, so that a graph of millions of Nodes in a
- * chain is freed without a C recursion as deep as the chain. */
+/* Freeing a Node frees the Nodes only it held, and so on down the graph.
+ * That must not recurse as deep as the graph (a chain of a million Nodes,
+ * freed on a thread with a small stack): the outermost node_dealloc of a
+ * thread frees its Node, and any Node whose last reference goes meanwhile
+ * is queued on the thread's list and freed by the same loop.  (CPython's
+ * trashcan is not enough: from 3.13 it lets the nesting reach the C
+ * recursion limit, thousands of levels.)  Thread-local, so no lock; the
+ * list is given back when the loop ends.  If the list cannot grow, that
+ * one Node is freed where it is, nested. */
+static _Thread_local PyObject **dealloc_pending;
+static _Thread_local size_t dealloc_count, dealloc_cap;
+static _Thread_local int dealloc_running;
+
 static void
-node_dealloc(PyObject *self)
+node_free(PyObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    Py_TRASHCAN_BEGIN(self, node_dealloc)
     if (((pygpu_node *)self)->weakreflist != NULL) {
         PyObject_ClearWeakRefs(self);
     }
@@ -225,7 +232,44 @@ node_dealloc(PyObject *self)
     PyMem_Free(((pygpu_node *)self)->in_shape); /* the inputs' block */
     tp->tp_free(self);
     Py_DECREF(tp);
-    Py_TRASHCAN_END
+}
+
+static int
+dealloc_defer(PyObject *self)
+{
+    if (dealloc_count == dealloc_cap) {
+        size_t cap = dealloc_cap ? 2 * dealloc_cap : 64;
+        PyObject **grown =
+            PyMem_Realloc(dealloc_pending, cap * sizeof(*dealloc_pending));
+        if (grown == NULL) {
+            return -1;
+        }
+        dealloc_pending = grown;
+        dealloc_cap = cap;
+    }
+    dealloc_pending[dealloc_count++] = self;
+    return 0;
+}
+
+static void
+node_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    if (dealloc_running) {
+        if (dealloc_defer(self) < 0) {
+            node_free(self);
+        }
+        return;
+    }
+    dealloc_running = 1;
+    node_free(self);
+    while (dealloc_count > 0) {
+        node_free(dealloc_pending[--dealloc_count]);
+    }
+    PyMem_Free(dealloc_pending);
+    dealloc_pending = NULL;
+    dealloc_cap = 0;
+    dealloc_running = 0;
 }
 
 static PyObject *
