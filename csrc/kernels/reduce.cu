@@ -1,8 +1,12 @@
 /* reduce.cu - sum, mean, prod, max and min (with the index of the max or
  * min) over the middle dim of a contiguous input seen as [outer, n, inner].
- * The kernels read the input in its own dtype (every dtype has its
- * launch) and accumulate in acc_t (int64 for bool and the integers, float
- * for float16 and bfloat16); the output is pygpu_reduce_out_dtype's.
+ * The kernels read the input in its own dtype and accumulate in acc_t
+ * (int64 for bool and the integers, float for float16 and bfloat16):
+ * float32, float16, bfloat16, float64 and int64 have kernels of their own,
+ * bool, uint8 and int32 share one (int_any: the dtype switched on at each
+ * read, common.cuh).  The output, pygpu_reduce_out_dtype's, is written
+ * once per result through store_acc (a switch on its dtype), so its dtype
+ * is no template parameter; a mean runs the sum's kernels.
  *
  * Two kernels, by where the reduced elements lie:
  *   rows    (inner == 1): a row is contiguous; a group of threads (a warp
@@ -18,7 +22,7 @@
  * rows kernel over those partials.  The cut depends on the shape alone, so
  * pygpu_cuda_reduce_workspace and the launcher always agree.
  */
-#include "common.cuh"
+#include "dtype_switch.cuh"
 
 /* Work units to aim for when cutting: block units for rows, thread units
  * for columns.  Fixed numbers rather than the current device's, because
@@ -140,16 +144,18 @@ template <int OP, typename A> __device__ Acc<A> block_reduce(Acc<A> x)
 }
 
 /* The final pass divides a mean by mean_n (0: no division) and rounds to
- * the output dtype; pass 1 stores the compute type as it is. */
-template <typename Out, typename A>
-__device__ __forceinline__ void store(Out *out, int64_t *out_idx, int64_t pos,
-                                      Acc<A> r, int64_t mean_n)
+ * the output dtype out_dtype (whose compute type is A); pass 1 stores the
+ * compute type as it is. */
+template <typename A>
+__device__ __forceinline__ void store(void *out, int out_dtype,
+                                      int64_t *out_idx, int64_t pos, Acc<A> r,
+                                      int64_t mean_n)
 {
     A v = r.v;
     if (mean_n > 0) {
         v = v / static_cast<A>(mean_n);
     }
-    out[pos] = convert<Out>(v);
+    store_acc<A>(out, out_dtype, pos, v);
     if (out_idx != nullptr) {
         out_idx[pos] = r.i;
     }
@@ -161,10 +167,10 @@ __device__ __forceinline__ void store(Out *out, int64_t *out_idx, int64_t pos,
  * chunk_len; one group of GROUP_WARPS warps per (row, chunk) unit, whose
  * result goes to out[unit].  An element's index is in_idx[...] when given
  * (pass 2 over partials), else its position j in the row. */
-template <int OP, int GROUP_WARPS, typename Out, typename In>
-__global__ void reduce_rows_kernel(Out *out, int64_t *out_idx, const In *in,
-                                   const int64_t *in_idx, int64_t rows,
-                                   int64_t n, int64_t chunks,
+template <int OP, int GROUP_WARPS, typename In>
+__global__ void reduce_rows_kernel(void *out, int out_dtype, int64_t *out_idx,
+                                   in_ptr<In> in, const int64_t *in_idx,
+                                   int64_t rows, int64_t n, int64_t chunks,
                                    int64_t chunk_len, int64_t mean_n)
 {
     using A = acc_t<In>;
@@ -177,7 +183,7 @@ __global__ void reduce_rows_kernel(Out *out, int64_t *out_idx, const In *in,
         const int64_t row = u / chunks;
         const int64_t begin = (u % chunks) * chunk_len;
         const int64_t end = begin + chunk_len < n ? begin + chunk_len : n;
-        const In *src = in + row * n;
+        const in_ptr<In> src = in + row * n;
         Acc<A> x = identity<OP, A>();
 #pragma unroll 4
         for (int64_t j = begin + lane; j < end; j += GROUP) {
@@ -190,18 +196,18 @@ __global__ void reduce_rows_kernel(Out *out, int64_t *out_idx, const In *in,
             x = block_reduce<OP>(x);
         }
         if (lane == 0) {
-            store(out, out_idx, u, x, mean_n);
+            store(out, out_dtype, out_idx, u, x, mean_n);
         }
     }
 }
 
 /* One thread per (o, chunk, i): reads in[(o * n + j) * inner + i] for the
  * j of its chunk and writes out[(o * inner + i) * chunks + chunk]. */
-template <int OP, typename Out, typename T>
-__global__ void reduce_cols_kernel(Out *out, int64_t *out_idx, const T *in,
-                                   int64_t outer, int64_t n, int64_t inner,
-                                   int64_t chunks, int64_t chunk_len,
-                                   int64_t mean_n)
+template <int OP, typename T>
+__global__ void reduce_cols_kernel(void *out, int out_dtype, int64_t *out_idx,
+                                   in_ptr<T> in, int64_t outer, int64_t n,
+                                   int64_t inner, int64_t chunks,
+                                   int64_t chunk_len, int64_t mean_n)
 {
     using A = acc_t<T>;
     const int64_t units = outer * chunks * inner;
@@ -213,13 +219,14 @@ __global__ void reduce_cols_kernel(Out *out, int64_t *out_idx, const T *in,
         const int64_t o = u / inner / chunks;
         const int64_t begin = c * chunk_len;
         const int64_t end = begin + chunk_len < n ? begin + chunk_len : n;
-        const T *src = in + o * n * inner + i;
+        const in_ptr<T> src = in + o * n * inner + i;
         Acc<A> x = identity<OP, A>();
 #pragma unroll 4
         for (int64_t j = begin; j < end; j++) {
             x = combine<OP>(x, Acc<A>{convert<A>(src[j * inner]), j});
         }
-        store(out, out_idx, (o * inner + i) * chunks + c, x, mean_n);
+        store(out, out_dtype, out_idx, (o * inner + i) * chunks + c, x,
+              mean_n);
     }
 }
 
@@ -248,56 +255,71 @@ static int64_t reduce_chunks(int64_t outer, int64_t n, int64_t inner)
     return ceil_div(n, ceil_div(n, chunks));
 }
 
-template <int OP, typename Out, typename In>
-static cudaError_t launch_rows(Out *out, int64_t *out_idx, const In *in,
-                               const int64_t *in_idx, int64_t rows, int64_t n,
-                               int64_t chunks, int64_t mean_n,
-                               cudaStream_t stream)
+/* out (of dtype out_dtype) and out_idx get the results of `rows` rows. */
+template <int OP, typename In>
+static cudaError_t launch_rows(void *out, int out_dtype, int64_t *out_idx,
+                               in_ptr<In> in, const int64_t *in_idx,
+                               int64_t rows, int64_t n, int64_t chunks,
+                               int64_t mean_n, cudaStream_t stream)
 {
     const int64_t chunk_len = ceil_div(n, chunks);
     const int64_t units = rows * chunks;
     if (chunk_len <= WARP_ROW_MAX) {
-        constexpr auto kernel = reduce_rows_kernel<OP, 1, Out, In>;
+        constexpr auto kernel = reduce_rows_kernel<OP, 1, In>;
         kernel<<<grid_for<kernel>(units * WARP), BLOCK, 0, stream>>>(
-            out, out_idx, in, in_idx, rows, n, chunks, chunk_len, mean_n);
+            out, out_dtype, out_idx, in, in_idx, rows, n, chunks, chunk_len,
+            mean_n);
     } else {
-        constexpr auto kernel = reduce_rows_kernel<OP, BLOCK / WARP, Out, In>;
+        constexpr auto kernel = reduce_rows_kernel<OP, BLOCK / WARP, In>;
         kernel<<<grid_for<kernel>(units * BLOCK), BLOCK, 0, stream>>>(
-            out, out_idx, in, in_idx, rows, n, chunks, chunk_len, mean_n);
+            out, out_dtype, out_idx, in, in_idx, rows, n, chunks, chunk_len,
+            mean_n);
     }
     return cudaGetLastError();
 }
 
 /* The first (or only) pass over the input. */
-template <int OP, typename Out, typename T>
-static cudaError_t launch_pass1(Out *out, int64_t *out_idx, const T *in,
-                                int64_t outer, int64_t n, int64_t inner,
-                                int64_t chunks, int64_t mean_n,
+template <int OP, typename T>
+static cudaError_t launch_pass1(void *out, int out_dtype, int64_t *out_idx,
+                                in_ptr<T> in, int64_t outer, int64_t n,
+                                int64_t inner, int64_t chunks, int64_t mean_n,
                                 cudaStream_t stream)
 {
     if (inner == 1) {
-        return launch_rows<OP>(out, out_idx, in, (const int64_t *)nullptr,
-                               outer, n, chunks, mean_n, stream);
+        return launch_rows<OP, T>(out, out_dtype, out_idx, in,
+                                  (const int64_t *)nullptr, outer, n, chunks,
+                                  mean_n, stream);
     }
-    constexpr auto kernel = reduce_cols_kernel<OP, Out, T>;
+    constexpr auto kernel = reduce_cols_kernel<OP, T>;
     kernel<<<grid_for<kernel>(outer * chunks * inner), BLOCK, 0, stream>>>(
-        out, out_idx, in, outer, n, inner, chunks, ceil_div(n, chunks),
-        mean_n);
+        out, out_dtype, out_idx, in, outer, n, inner, chunks,
+        ceil_div(n, chunks), mean_n);
     return cudaGetLastError();
 }
 
-template <int OP, typename Out, typename T>
-static cudaError_t reduce_launch(Out *out, int64_t *indices, const T *in,
-                                 int64_t outer, int64_t n, int64_t inner,
-                                 void *workspace, cudaStream_t stream)
+/* The dtype code of compute type A (the partials' dtype). */
+template <typename A> constexpr int acc_dtype_code()
+{
+    return std::is_same<A, float>::value    ? PYGPU_FLOAT32
+           : std::is_same<A, double>::value ? PYGPU_FLOAT64
+                                            : PYGPU_INT64;
+}
+
+template <int OP, typename T>
+static cudaError_t reduce_launch(void *out, int out_dtype, int64_t *indices,
+                                 in_ptr<T> in, int64_t outer, int64_t n,
+                                 int64_t inner, void *workspace,
+                                 cudaStream_t stream)
 {
     using A = acc_t<T>;
+    /* A mean runs the sum's kernels, divided by n at the final store. */
+    constexpr int KOP = OP == PYGPU_MEAN ? PYGPU_SUM : OP;
     const int64_t mean_n = OP == PYGPU_MEAN ? n : 0;
     int64_t *out_idx = has_index<OP> ? indices : nullptr;
     const int64_t chunks = reduce_chunks(outer, n, inner);
     if (chunks == 1) {
-        return launch_pass1<OP>(out, out_idx, in, outer, n, inner, 1, mean_n,
-                                stream);
+        return launch_pass1<KOP, T>(out, out_dtype, out_idx, in, outer, n,
+                                    inner, 1, mean_n, stream);
     }
     if (workspace == nullptr) {
         return cudaErrorInvalidValue;
@@ -308,14 +330,15 @@ static cudaError_t reduce_launch(Out *out, int64_t *indices, const T *in,
     int64_t *part_idx = has_index<OP> ? (int64_t *)workspace : nullptr;
     A *part = (A *)((char *)workspace +
                     (has_index<OP> ? parts * sizeof(int64_t) : 0));
-    cudaError_t err = launch_pass1<OP>(part, part_idx, in, outer, n, inner,
-                                       chunks, 0, stream);
+    cudaError_t err = launch_pass1<KOP, T>(part, acc_dtype_code<A>(),
+                                           part_idx, in, outer, n, inner,
+                                           chunks, 0, stream);
     if (err != cudaSuccess) {
         return err;
     }
-    return launch_rows<OP>(out, out_idx, (const A *)part,
-                           (const int64_t *)part_idx, outer * inner, chunks, 1,
-                           mean_n, stream);
+    return launch_rows<KOP, A>(out, out_dtype, out_idx, part,
+                               (const int64_t *)part_idx, outer * inner,
+                               chunks, 1, mean_n, stream);
 }
 
 static bool reduce_args_valid(int op, int dtype)
@@ -370,32 +393,21 @@ extern "C" cudaError_t pygpu_cuda_reduce(int op, int dtype, int to_acc,
         return pygpu_cuda_fill(pygpu_reduce_out_dtype(op, dtype, to_acc),
                                out, v, outer * inner, stream);
     }
-    return dispatch_dtype_all(dtype, [&](auto tag) {
+    /* max and min: the input's dtype; sum and prod of bool and the
+     * integers: int64; with to_acc, the accumulator, unrounded. */
+    const int out_dtype = pygpu_reduce_out_dtype(op, dtype, to_acc);
+    return dispatch_dtype_read(dtype, [&](auto tag) {
         using T = decltype(tag);
         using A = acc_t<T>;
-        const T *src = (const T *)in;
+        const in_ptr<T> src = make_in_ptr<T>(in, dtype);
         return dispatch_op<PYGPU_NREDOPS>(op, [&](auto code) {
             constexpr int OP = decltype(code)::value;
             if constexpr (OP == PYGPU_MEAN && std::is_integral<A>::value) {
                 return cudaErrorInvalidValue; /* refused above */
-            } else if constexpr (has_index<OP>) {
-                /* max and min: the input's dtype */
-                return reduce_launch<OP>((T *)out, indices, src, outer, n,
-                                         inner, workspace, stream);
-            } else if constexpr (std::is_integral<A>::value) {
-                /* sum and prod of bool and the integers: int64 */
-                return reduce_launch<OP>((int64_t *)out, indices, src, outer,
-                                         n, inner, workspace, stream);
             } else {
-                if constexpr (!std::is_same<A, T>::value) {
-                    if (to_acc) { /* the accumulator, unrounded */
-                        return reduce_launch<OP>((A *)out, indices, src,
-                                                 outer, n, inner, workspace,
-                                                 stream);
-                    }
-                }
-                return reduce_launch<OP>((T *)out, indices, src, outer, n,
-                                         inner, workspace, stream);
+                return reduce_launch<OP, T>(out, out_dtype, indices, src,
+                                            outer, n, inner, workspace,
+                                            stream);
             }
         });
     });

@@ -22,12 +22,13 @@
  * totals before it.  Every combination happens in an order fixed by the
  * shape alone (not by the device or by timing), so a call gives the same
  * bits every time; no pass waits on another block.
- * The input is read in its own dtype (every dtype has its launch):
- * float16 and bfloat16 run in float, bool and the integers in int64 (the
- * output's dtype, pygpu_scan_out_dtype), wrapping modulo 2^64, as the CPU
- * loops.
+ * The input is read in its own dtype: float16 and bfloat16 run in float,
+ * bool and the integers in int64 (the output's dtype, pygpu_scan_out_dtype),
+ * wrapping modulo 2^64, as the CPU loops.  float32, float16, bfloat16,
+ * float64 and int64 have kernels of their own; bool, uint8 and int32 share
+ * one (int_any: the dtype switched on at each read, common.cuh).
  */
-#include "common.cuh"
+#include "dtype_switch.cuh"
 
 /* Elements a thread holds per trip; a warp's segment and a block's tile. */
 constexpr int ITEMS = 8;
@@ -106,8 +107,8 @@ __device__ __forceinline__ A segment_scan(A (&x)[ITEMS])
 
 /* Lane `lane` of a group of G: its elements of the segment at `start`,
  * the identity past `end`. */
-template <int OP, int G, typename A, typename T>
-__device__ __forceinline__ void load_segment(A (&x)[ITEMS], const T *src,
+template <int OP, int G, typename A, typename P>
+__device__ __forceinline__ void load_segment(A (&x)[ITEMS], P src,
                                              int64_t start, int64_t end,
                                              int lane)
 {
@@ -150,7 +151,7 @@ template <int OP, typename A> __device__ __forceinline__ A warp_all(A x)
  * warp.  The trip count is the same for every lane of a warp (a row past
  * the last one has no elements), so all reach the shuffles. */
 template <int OP, int G, typename Out, typename T>
-__global__ void scan_group_kernel(Out *out, const T *in, int64_t rows,
+__global__ void scan_group_kernel(Out *out, in_ptr<T> in, int64_t rows,
                                   int64_t n)
 {
     using A = acc_t<T>;
@@ -162,7 +163,7 @@ __global__ void scan_group_kernel(Out *out, const T *in, int64_t rows,
          base < rows; base += step) {
         const int64_t row = base + threadIdx.x % WARP / G;
         const int64_t len = row < rows ? n : 0;
-        const T *src = in + (row < rows ? row : 0) * n;
+        const in_ptr<T> src = in + (row < rows ? row : 0) * n;
         Out *dst = out + (row < rows ? row : 0) * n;
         A carry = scan_identity<OP, A>();
         for (int64_t j0 = 0; j0 < n; j0 += G * ITEMS) {
@@ -184,7 +185,7 @@ __global__ void scan_group_kernel(Out *out, const T *in, int64_t rows,
  * again only after the barrier that every warp reaches once it has read
  * that buffer. */
 template <int OP, typename Out, typename T>
-__global__ void scan_tiles_kernel(Out *out, const T *in, int64_t lines,
+__global__ void scan_tiles_kernel(Out *out, in_ptr<T> in, int64_t lines,
                                   int64_t n, int64_t chunks,
                                   int64_t chunk_len,
                                   const acc_t<T> *carry_in)
@@ -197,7 +198,7 @@ __global__ void scan_tiles_kernel(Out *out, const T *in, int64_t lines,
     for (int64_t u = blockIdx.x; u < lines * chunks; u += gridDim.x) {
         const int64_t c = u % chunks, begin = c * chunk_len;
         const int64_t end = begin + chunk_len < n ? begin + chunk_len : n;
-        const T *src = in + u / chunks * n;
+        const in_ptr<T> src = in + u / chunks * n;
         Out *dst = out + u / chunks * n;
         A carry = c > 0 ? carry_in[u - 1] : scan_identity<OP, A>();
         for (int64_t t0 = begin; t0 < end; t0 += TILE) {
@@ -228,7 +229,7 @@ __global__ void scan_tiles_kernel(Out *out, const T *in, int64_t lines,
  * (per thread in element order, then the lanes by a fixed butterfly, then
  * the warps in order). */
 template <int OP, typename T>
-__global__ void scan_tile_totals_kernel(acc_t<T> *totals, const T *in,
+__global__ void scan_tile_totals_kernel(acc_t<T> *totals, in_ptr<T> in,
                                         int64_t lines, int64_t n,
                                         int64_t chunks, int64_t chunk_len)
 {
@@ -239,7 +240,7 @@ __global__ void scan_tile_totals_kernel(acc_t<T> *totals, const T *in,
     for (int64_t u = blockIdx.x; u < lines * chunks; u += gridDim.x) {
         const int64_t c = u % chunks, begin = c * chunk_len;
         const int64_t end = begin + chunk_len < n ? begin + chunk_len : n;
-        const T *src = in + u / chunks * n;
+        const in_ptr<T> src = in + u / chunks * n;
         A acc = scan_identity<OP, A>();
         for (int64_t t0 = begin; t0 < end; t0 += TILE) {
             A x[ITEMS];
@@ -270,7 +271,7 @@ __global__ void scan_tile_totals_kernel(acc_t<T> *totals, const T *in,
  * carry_in[line * chunks + c - 1] for c > 0.  Neighbouring threads read
  * neighbouring columns. */
 template <int OP, typename Out, typename T>
-__global__ void scan_cols_kernel(Out *out, const T *in, int64_t outer,
+__global__ void scan_cols_kernel(Out *out, in_ptr<T> in, int64_t outer,
                                  int64_t n, int64_t inner, int64_t chunks,
                                  int64_t chunk_len, const acc_t<T> *carry_in)
 {
@@ -282,7 +283,7 @@ __global__ void scan_cols_kernel(Out *out, const T *in, int64_t outer,
         const int64_t o = u / inner / chunks, line = o * inner + i;
         const int64_t begin = c * chunk_len;
         const int64_t end = begin + chunk_len < n ? begin + chunk_len : n;
-        const T *src = in + o * n * inner + i;
+        const in_ptr<T> src = in + o * n * inner + i;
         Out *dst = out + o * n * inner + i;
         A acc = c > 0 ? carry_in[line * chunks + c - 1]
                       : scan_identity<OP, A>();
@@ -295,7 +296,7 @@ __global__ void scan_cols_kernel(Out *out, const T *in, int64_t outer,
 
 /* Pass 1 for columns: totals[line * chunks + c], in element order. */
 template <int OP, typename T>
-__global__ void scan_col_totals_kernel(acc_t<T> *totals, const T *in,
+__global__ void scan_col_totals_kernel(acc_t<T> *totals, in_ptr<T> in,
                                        int64_t outer, int64_t n,
                                        int64_t inner, int64_t chunks,
                                        int64_t chunk_len)
@@ -308,7 +309,7 @@ __global__ void scan_col_totals_kernel(acc_t<T> *totals, const T *in,
         const int64_t o = u / inner / chunks;
         const int64_t begin = c * chunk_len;
         const int64_t end = begin + chunk_len < n ? begin + chunk_len : n;
-        const T *src = in + o * n * inner + i;
+        const in_ptr<T> src = in + o * n * inner + i;
         A acc = scan_identity<OP, A>();
         for (int64_t j = begin; j < end; j++) {
             acc = scan_op<OP>(acc, convert<A>(src[j * inner]));
@@ -366,7 +367,7 @@ static scan_plan plan_for(int64_t outer, int64_t n, int64_t inner)
  * chunk totals (in place: every element is read and written by the same
  * thread, the read first). */
 template <int OP, typename Out, typename T>
-static cudaError_t launch_rows(Out *out, const T *in, int64_t rows,
+static cudaError_t launch_rows(Out *out, in_ptr<T> in, int64_t rows,
                                int64_t n, cudaStream_t stream)
 {
     auto group = [&](auto g) {
@@ -392,14 +393,14 @@ static cudaError_t launch_rows(Out *out, const T *in, int64_t rows,
 }
 
 template <int OP, typename Out, typename T>
-static cudaError_t scan_launch(Out *out, const T *in, int64_t outer,
+static cudaError_t scan_launch(Out *out, in_ptr<T> in, int64_t outer,
                                int64_t n, int64_t inner, void *workspace,
                                cudaStream_t stream)
 {
     using A = acc_t<T>;
     const scan_plan p = plan_for(outer, n, inner);
     if (p.chunks == 1 && inner == 1) {
-        return launch_rows<OP>(out, in, outer, n, stream);
+        return launch_rows<OP, Out, T>(out, in, outer, n, stream);
     }
     const int64_t lines = outer * inner, units = lines * p.chunks;
     A *totals = (A *)workspace;
@@ -418,8 +419,8 @@ static cudaError_t scan_launch(Out *out, const T *in, int64_t outer,
         }
         cudaError_t e = cudaGetLastError();
         if (e == cudaSuccess) {
-            e = launch_rows<OP>(totals, (const A *)totals, lines, p.chunks,
-                                stream);
+            e = launch_rows<OP, A, A>(totals, totals, lines, p.chunks,
+                                      stream);
         }
         if (e != cudaSuccess) {
             return e;
@@ -471,15 +472,16 @@ extern "C" cudaError_t pygpu_cuda_scan(int op, int dtype, void *out,
     if (outer == 0 || n == 0 || inner == 0) {
         return cudaSuccess;
     }
-    return dispatch_dtype_all(dtype, [&](auto tag) {
+    return dispatch_dtype_read(dtype, [&](auto tag) {
         using T = decltype(tag);
         /* bool and the integers give int64, the others their own dtype */
         using Out = typename std::conditional<
             std::is_integral<acc_t<T>>::value, int64_t, T>::type;
+        const in_ptr<T> src = make_in_ptr<T>(in, dtype);
         return dispatch_op<PYGPU_NSCANOPS>(op, [&](auto code) {
             constexpr int OP = decltype(code)::value;
-            return scan_launch<OP>((Out *)out, (const T *)in, outer, n, inner,
-                                   workspace, stream);
+            return scan_launch<OP, Out, T>((Out *)out, src, outer, n, inner,
+                                           workspace, stream);
         });
     });
 }
