@@ -27,6 +27,7 @@ TREE=$(pwd -P)
 
 T0=$(date +%s)
 LOGS=$(mktemp -d)
+SUPP=$(mktemp)
 # What to reinstall afterwards: the flavour installed now (1: CUDA, 0:
 # CPU-only), the default one if pygpu is installed but does not import (a
 # sanitized build left by an interrupted run), nothing if it is not installed.
@@ -42,7 +43,7 @@ restore() {
         default) python -m pip install -q --no-deps -e "$TREE" ;;
         *) echo "(pygpu was not installed before)" ;;
     esac
-    rm -rf "$LOGS"
+    rm -rf "$LOGS" "$SUPP"
     exit "$rc"
 }
 trap restore EXIT
@@ -56,6 +57,13 @@ for lib in "$ASAN_LIB" "$UBSAN_LIB"; do
     [ -e "$lib" ] || { echo "sanitize: $lib not found (gcc's sanitizer runtimes)"; exit 1; }
 done
 
+# LeakSanitizer's suppressions: lsan.supp, and under CPython 3.13 and later
+# lsan_py313.supp too (the interpreter's immortal interned strings).
+cp "$TREE/scripts/lsan.supp" "$SUPP"
+if python -c "import sys; sys.exit(sys.version_info < (3, 13))"; then
+    cat "$TREE/scripts/lsan_py313.supp" >> "$SUPP"
+fi
+
 # Two passes.  1: the whole suite under ASan and UBSan, stacks unwound the
 # fast way.  2: LeakSanitizer over the leak and fuzz tests, which cycle
 # every op family and error path; LSan's suppressions need whole stacks
@@ -68,7 +76,7 @@ sanitized() {  # sanitized LEAKS ASAN_EXTRA pytest-args...
         PYTHONMALLOC=malloc \
         PYGPU_SANITIZED=1 \
         ASAN_OPTIONS="detect_leaks=$leaks:$extra:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1:strict_init_order=1:log_path=$LOGS/asan" \
-        LSAN_OPTIONS="suppressions=$TREE/scripts/lsan.supp:print_suppressions=0" \
+        LSAN_OPTIONS="suppressions=$SUPP:print_suppressions=0" \
         UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$LOGS/ubsan" \
         python -m pytest -q -p no:cacheprovider --capture=sys "$@"
 }
