@@ -438,7 +438,14 @@ def fam_matmul(rng):
     t, a = make_exact(rng, sa, dt)
     u, b = make_exact(rng, sb, dt)
     fn = [pygpu.matmul, lambda x, y: x @ y][rng.integers(2)]
-    got = fn(t, u)
+    try:
+        got = fn(t, u)
+    except RuntimeError as e:
+        # as torch: no integer product on CUDA (cuBLAS has none)
+        if dt == "int64" and DEVICE != "cpu" and \
+                "not implemented for 'Long'" in str(e):
+            return
+        raise
     x, y = f64(a), f64(b)
     if dt == "int64":
         ref = np.matmul(x, y)

@@ -116,7 +116,11 @@ tensor_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         return pygpu_with_requires_grad(
             pygpu_tensor_copy_cuda_array(a[0], dtype, a[2]), a[3]);
     }
-    if (pygpu_parse_device_opt(a[2], &cpu_device, &dev) < 0 ||
+    /* A tensor's copy stays on its device unless one is given. */
+    const pygpu_device *dflt = Tensor_Check(a[0])
+                                   ? &((TensorObject *)a[0])->device
+                                   : &cpu_device;
+    if (pygpu_parse_device_opt(a[2], dflt, &dev) < 0 ||
         pygpu_device_resolve(&dev) < 0) {
         return NULL;
     }

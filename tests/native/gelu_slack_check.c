@@ -44,6 +44,8 @@ static long double exact_l(int op, long double x)
     long double t;
 
     switch (op) {
+    case PYGPU_GELU:
+        return 0.5L * x * erfcl(-x * inv_sqrt2);
     case PYGPU_GELU_TANH:
         return 0.5L * x * (1 + tanhl(k * (x + 0.044715L * x * x * x)));
     case PYGPU_GELU_TANH_GRAD:
@@ -56,14 +58,16 @@ static long double exact_l(int op, long double x)
     }
 }
 
-/* Wrong float rules the tolerance must catch: 0.0447 for 0.044715 in the
- * tanh form; the derivative of the tanh form without its 3 c x^2 term;
+/* Wrong float rules the tolerance must catch: the exact gelu with 0.7071
+ * for 1/sqrt(2); 0.0447 for 0.044715 in the tanh form; the derivative of the tanh form without its 3 c x^2 term;
  * the exact gelu's derivative without x phi(x)'s exp argument halved. */
 static double wrong_f(int op, float x)
 {
     float t;
 
     switch (op) {
+    case PYGPU_GELU:
+        return 0.5f * x * erfcf(-x * 0.7071f);
     case PYGPU_GELU_TANH:
         t = pygpu_tanh_f(0.79788456080286536f * (x + 0.0447f * x * x * x));
         return 0.5f * x * (1.0f + t);
@@ -81,6 +85,8 @@ static double wrong_f(int op, float x)
 static double rule_f(int op, float x)
 {
     switch (op) {
+    case PYGPU_GELU:
+        return pygpu_gelu_f(x);
     case PYGPU_GELU_TANH:
         return pygpu_gelu_tanh_f(x);
     case PYGPU_GELU_TANH_GRAD:
@@ -93,6 +99,8 @@ static double rule_f(int op, float x)
 static double rule_d(int op, double x)
 {
     switch (op) {
+    case PYGPU_GELU:
+        return pygpu_gelu_d(x);
     case PYGPU_GELU_TANH:
         return pygpu_gelu_tanh_d(x);
     case PYGPU_GELU_TANH_GRAD:
@@ -122,15 +130,15 @@ static float random_x(void)
 
 int main(void)
 {
-    static const int ops[] = {PYGPU_GELU_TANH, PYGPU_GELU_TANH_GRAD,
-                              PYGPU_GELU_GRAD};
-    static const char *names[] = {"gelu_tanh", "gelu_tanh_grad",
+    static const int ops[] = {PYGPU_GELU, PYGPU_GELU_TANH,
+                              PYGPU_GELU_TANH_GRAD, PYGPU_GELU_GRAD};
+    static const char *names[] = {"gelu", "gelu_tanh", "gelu_tanh_grad",
                                   "gelu_grad"};
     const long n_grid = 20 * 4096 + 1, n_random = 1 << 20;
     const long n = n_grid + n_random;
     char what[160];
 
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         const int op = ops[k];
         long out_f = 0, out_f_bare = 0, out_d = 0, out_wrong = 0;
 

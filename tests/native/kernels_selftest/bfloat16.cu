@@ -16,8 +16,10 @@ __global__ static void bf16_both(const float *in, uint16_t *rule,
          i += stride) {
         rule[i] = pygpu_float_to_bf16(in[i]);
         cuda[i] = __bfloat16_as_ushort(__float2bfloat16_rn(in[i]));
-        widened[i] = pygpu_bf16_to_float((uint16_t)i) -
-                     __bfloat162float(__ushort_as_bfloat16((uint16_t)i));
+        /* 1 where the bits differ (a difference would be NaN at +-inf) */
+        widened[i] = __float_as_uint(pygpu_bf16_to_float((uint16_t)i)) !=
+                     __float_as_uint(__bfloat162float(
+                         __ushort_as_bfloat16((uint16_t)i)));
     }
 }
 

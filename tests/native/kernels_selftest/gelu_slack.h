@@ -2,7 +2,9 @@
  * be from the exact value, beyond the kernel self-test's relative
  * tolerance, at x.
  *
- * Three of these rules subtract nearly equal terms: gelu's tanh form,
+ * The exact gelu, x/2 erfc(-x / sqrt(2)), loses relative accuracy in its
+ * negative tail, where erfc's slope magnifies the rounding of its
+ * argument.  Three of these rules subtract nearly equal terms: gelu's tanh form,
  * x/2 (1 + tanh(u)) with u = k (x + c x^3), where tanh(u) nears -1 for
  * negative x; its derivative, and the exact gelu's derivative,
  * Phi(x) + x phi(x), which passes through 0 near x = -0.75.  Each term is
@@ -52,6 +54,14 @@ static inline double gelu_slack(int op, double x, double unit)
         return 0;
     }
     switch (op) {
+    case PYGPU_GELU:
+        /* x/2 erfc(z), z = -x / sqrt(2): z carries two roundings of its
+         * own size (the constant's and the product's), which erfc passes
+         * on times its slope, 2/sqrt(pi) exp(-z^2): far in the negative
+         * tail, many units of rounding of the result. */
+        z = -x * GELU_SLACK_INV_SQRT2;
+        return 0.5 * fabs(x) * GELU_SLACK_2_SQRTPI * exp(-z * z) * fabs(z) *
+               3 * unit;
     case PYGPU_GELU_TANH:
         /* x/2 (1 + t): the error of 1 + t is that of t, plus a rounding. */
         dt = gelu_slack_tanh(x, unit, &t);
