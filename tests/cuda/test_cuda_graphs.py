@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -367,8 +368,13 @@ def test_reset_or_death_during_capture_ends_it():
         g.reset()
         assert not cuda.is_current_stream_capturing()
         g.capture_begin()
+        ref = weakref.ref(g)
         del g
         gc.collect()
+        # first whether the graph died at all, then whether its death ended
+        # the capture: two different failures
+        assert ref() is None, \
+            [type(r).__name__ for r in gc.get_referrers(ref())]
         assert not cuda.is_current_stream_capturing()
         z = pygpu.ones(3, device="cuda") * 3  # the stream runs work again
     s.synchronize()
