@@ -1,11 +1,14 @@
 """What runs in a DataLoader worker process: the fetchers (shared with the
 main process), get_worker_info, the wrapper that carries an exception's
 traceback back, and the worker's loop."""
+import io
 import os
 import pickle
 import random
 import sys
 import traceback
+
+import numpy as np
 
 import pygpu
 
@@ -89,7 +92,7 @@ class _IterableEnd:
 def _tensor_batch(dataset, index):
     """A TensorDataset's batch by one gather per tensor: the same tensors
     default_collate would stack from the single items."""
-    idx = pygpu.tensor(index, dtype=pygpu.int64)
+    idx = pygpu.from_numpy(np.asarray(index, dtype=np.int64))
     out = []
     for t in dataset.tensors:
         if t.dim() == 0:
@@ -112,11 +115,13 @@ class MapFetcher:
     def fetch(self, index):
         if not self.auto_collation:
             return self.collate_fn(self.dataset[index])
-        if self.fast and index:
+        if self.fast and len(index):
             try:
                 return _tensor_batch(self.dataset, index)
             except Exception:
                 pass  # the item-by-item path raises the item's own error
+        if isinstance(index, np.ndarray):  # a batch of the array path
+            index = index.tolist()
         getitems = getattr(self.dataset, "__getitems__", None)
         if getitems:
             data = getitems(index)
@@ -153,6 +158,27 @@ class IterFetcher:
 def make_fetcher(iterable, dataset, auto_collation, collate_fn, drop_last):
     cls = IterFetcher if iterable else MapFetcher
     return cls(dataset, auto_collation, collate_fn, drop_last)
+
+
+def _tensor_from_array(array):
+    return pygpu.from_numpy(array)
+
+
+class _Pickler(pickle.Pickler):
+    """Sends a CPU tensor that needs no grad as its NumPy array (one copy
+    into the message, none on the way out of it)."""
+
+    def reducer_override(self, obj):
+        if (isinstance(obj, pygpu.Tensor) and obj.device.type == "cpu"
+                and not obj.requires_grad and obj.dtype != pygpu.bfloat16):
+            return _tensor_from_array, (obj.numpy(),)
+        return NotImplemented
+
+
+def _dumps(obj):
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buf.getbuffer()
 
 
 def worker_loop(iterable, dataset, index_conn, result_conn, auto_collation,
@@ -211,10 +237,9 @@ def worker_loop(iterable, dataset, index_conn, result_conn, auto_collation,
                 except Exception:
                     data = ExceptionWrapper(where=where)
             try:
-                payload = pickle.dumps((ep, task, data), -1)
+                payload = _dumps((ep, task, data))
             except Exception:
-                payload = pickle.dumps((ep, task,
-                                        ExceptionWrapper(where=where)), -1)
+                payload = _dumps((ep, task, ExceptionWrapper(where=where)))
             result_conn.send_bytes(payload)
     except (EOFError, OSError, KeyboardInterrupt):
         pass  # the main process went away or stopped reading

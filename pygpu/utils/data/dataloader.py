@@ -10,6 +10,11 @@ from multiprocessing.connection import wait
 
 import pygpu
 
+try:
+    import fcntl
+except ImportError:  # not on Windows
+    fcntl = None
+
 from . import _random, _worker
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
@@ -18,6 +23,7 @@ from .sampler import (BatchSampler, RandomSampler, Sampler,
 
 __all__ = ["DataLoader"]
 
+_PIPE_BYTES = 1 << 20
 _POLL_S = 0.1  # how often a waiting main process checks its workers
 
 
@@ -56,6 +62,27 @@ def _context(value, num_workers):
             "object or a string specifying the start method, but got "
             f"multiprocessing_context={value}")
     return value
+
+
+def _index_iter(sampler):
+    """iter(sampler), or for a BatchSampler over the built-in sequential
+    and random samplers the same batches as int64 arrays."""
+    if isinstance(sampler, BatchSampler):
+        arrays = sampler._arrays()
+        if arrays is not None:
+            return arrays
+    return iter(sampler)
+
+
+def _widen(conn):
+    """A pipe of _PIPE_BYTES where the system allows it (Linux): a batch
+    then crosses in one write, not in 64 KiB turns of both processes."""
+    if fcntl is None:
+        return
+    try:
+        fcntl.fcntl(conn.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+    except (AttributeError, OSError):
+        pass
 
 
 def _pin(data):
@@ -222,7 +249,7 @@ class _BaseIter:
                           "accelerator is found, then device pinned "
                           "memory won't be used.")
         self._timeout = loader.timeout
-        self._sampler_iter = iter(self._index_sampler)
+        self._sampler_iter = _index_iter(self._index_sampler)
         self._base_seed = _random.draw_seed(loader.generator)
         self._num_yielded = 0
 
@@ -233,7 +260,7 @@ class _BaseIter:
         return len(self._loader)
 
     def _reset(self, loader):
-        self._sampler_iter = iter(self._index_sampler)
+        self._sampler_iter = _index_iter(self._index_sampler)
         self._num_yielded = 0
 
     def _next_index(self):
@@ -274,6 +301,7 @@ class _MultiProcessIter(_BaseIter):
         self._closed = False
         for wid in range(n):
             result_recv, result_send = ctx.Pipe(duplex=False)
+            _widen(result_recv)
             index_recv, index_send = ctx.Pipe(duplex=False)
             self._index_conns.append(index_send)
             self._result_conns.append(result_recv)

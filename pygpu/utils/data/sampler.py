@@ -36,6 +36,9 @@ class SequentialSampler(Sampler):
     def __iter__(self):
         return iter(range(len(self.data_source)))
 
+    def _indices(self):
+        return np.arange(len(self.data_source), dtype=np.int64)
+
     def __len__(self):
         return len(self.data_source)
 
@@ -65,14 +68,17 @@ class RandomSampler(Sampler):
         return self._num_samples
 
     def __iter__(self):
+        yield from self._indices().tolist()
+
+    def _indices(self):
+        """The whole epoch's indices as one int64 array (one seed drawn)."""
         n = len(self.data_source)
         rng = _random.numpy_rng(self.generator)
         if self.replacement:
-            yield from rng.integers(0, n, self.num_samples).tolist()
-            return
-        for _ in range(self.num_samples // n):
-            yield from rng.permutation(n).tolist()
-        yield from rng.permutation(n)[:self.num_samples % n].tolist()
+            return rng.integers(0, n, self.num_samples, dtype=np.int64)
+        parts = [rng.permutation(n) for _ in range(self.num_samples // n)]
+        parts.append(rng.permutation(n)[:self.num_samples % n])
+        return np.concatenate(parts).astype(np.int64, copy=False)
 
     def __len__(self):
         return self.num_samples
@@ -167,6 +173,24 @@ class BatchSampler(Sampler):
                 batch = []
         if batch and not self.drop_last:
             yield batch
+
+    def _arrays(self):
+        """The batches as int64 arrays, when the sampler is one of the
+        above that can give its indices at once (else None): the same
+        batches as __iter__, without a Python int per index."""
+        indices = getattr(self.sampler, "_indices", None)
+        if (indices is None or type(self).__iter__ is not
+                BatchSampler.__iter__ or type(self.sampler).__iter__ not in
+                (SequentialSampler.__iter__, RandomSampler.__iter__)):
+            return None
+        return self._slices(indices)
+
+    def _slices(self, indices):
+        arr = indices()
+        size, n = self.batch_size, len(arr)
+        stop = n - n % size if self.drop_last else n
+        for start in range(0, stop, size):
+            yield arr[start:start + size]
 
     def __len__(self):
         n = len(self.sampler)
