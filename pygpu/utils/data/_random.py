@@ -5,8 +5,9 @@ tensors, not permutations.  So every shuffle here is drawn from a NumPy
 Generator seeded with a 64-bit seed, and that seed comes from:
 
 - generator=None: pygpu's global generator (two float64 draws of
-  pygpu.rand, 52 random bits each), so pygpu.manual_seed(s) fixes every
-  order that follows, and each draw advances the global state;
+  pygpu.rand, 52 random bits each, 63 kept), so pygpu.manual_seed(s)
+  fixes every order that follows, and each draw advances the global
+  state;
 - a numpy.random.Generator: that generator itself (draws advance it);
 - an object with initial_seed() (a torch-style Generator): its seed and a
   per-object count of the seeds drawn so far, so a fresh generator seeded
@@ -20,7 +21,7 @@ import numpy as np
 
 import pygpu
 
-_MASK = (1 << 64) - 1
+_MASK = (1 << 63) - 1  # seeds in [0, 2**63), as torch's int64 draws
 _counts = weakref.WeakKeyDictionary()  # generator -> (seed seen, draws)
 _plain_counts = {}  # id(generator) -> same, for objects without weakrefs
 
@@ -32,9 +33,9 @@ def _from_pygpu(generator=None):
 
 
 def _mix(seed, count):
-    """A 64-bit seed from (seed, count), through NumPy's SeedSequence."""
-    seq = np.random.SeedSequence([seed & _MASK, count])
-    return int(seq.generate_state(1, np.uint64)[0])
+    """A seed in [0, 2**63) from (seed, count), by NumPy's SeedSequence."""
+    seq = np.random.SeedSequence([seed & ((1 << 64) - 1), count])
+    return int(seq.generate_state(1, np.uint64)[0]) & _MASK
 
 
 def _counted(generator):
@@ -51,11 +52,11 @@ def _counted(generator):
 
 
 def draw_seed(generator=None):
-    """A 64-bit seed from generator (see the module's docstring)."""
+    """A seed in [0, 2**63) from generator (see the module's docstring)."""
     if generator is None:
         return _from_pygpu()
     if isinstance(generator, np.random.Generator):
-        return int(generator.integers(0, _MASK, dtype=np.uint64,
+        return int(generator.integers(0, _MASK, dtype=np.int64,
                                       endpoint=True))
     if not hasattr(generator, "initial_seed"):
         raise TypeError(

@@ -191,7 +191,7 @@ def worker_loop(iterable, dataset, index_conn, result_conn, auto_collation,
     for conn in to_close:  # the main process's ends, inherited by fork
         conn.close()
     parent = os.getppid()
-    seed = (base_seed + worker_id) & ((1 << 64) - 1)
+    seed = base_seed + worker_id
     random.seed(seed)
     pygpu.manual_seed(seed)
     pygpu.set_num_threads(1)

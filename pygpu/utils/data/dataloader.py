@@ -348,17 +348,19 @@ class _MultiProcessIter(_BaseIter):
         try:
             self._index_conns[wid].send((self._epoch, self._send_idx, index))
         except OSError:
-            self._raise_dead()
+            self._raise_dead(wid)
         self._task_info[self._send_idx] = (wid,)
         self._send_idx += 1
 
     def _next_data(self):
         while True:
             while self._rcvd_idx < self._send_idx:
-                info = self._task_info[self._rcvd_idx]
-                if len(info) == 2 or self._active[info[0]]:
+                info = self._task_info.get(self._rcvd_idx)
+                if info is not None and (len(info) == 2
+                                         or self._active[info[0]]):
                     break
-                del self._task_info[self._rcvd_idx]  # its worker has ended
+                # given out of order already, or its worker has ended
+                self._task_info.pop(self._rcvd_idx, None)
                 self._rcvd_idx += 1
             else:
                 if not self._persistent:
@@ -401,7 +403,7 @@ class _MultiProcessIter(_BaseIter):
                 try:
                     epoch, task, data = conn.recv()
                 except (EOFError, OSError):
-                    self._raise_dead()
+                    self._raise_dead(self._result_conns.index(conn))
                 if epoch == self._epoch:
                     return task, data
             if not ready:
@@ -412,15 +414,16 @@ class _MultiProcessIter(_BaseIter):
                     raise RuntimeError(f"DataLoader timed out after "
                                        f"{self._timeout} seconds")
 
-    def _raise_dead(self):
-        dead = []
-        for w in self._workers:
-            w.join(0.5 if w.is_alive() else 0)
-            if not w.is_alive():
-                dead.append(w)
+    def _raise_dead(self, wid=None):
+        """Raises the death of worker wid (whose pipe broke), or of those
+        found dead."""
+        if wid is not None:
+            self._workers[wid].join(1.0)
+            dead = [self._workers[wid]]
+        else:
+            dead = [w for w in self._workers if not w.is_alive()]
         self._shutdown()
-        if not dead:
-            dead = self._workers
+        dead = dead or self._workers
         pids = ", ".join(str(w.pid) for w in dead)
         codes = ", ".join(str(w.exitcode) for w in dead)
         label = "pid" if len(dead) == 1 else "pid(s)"
