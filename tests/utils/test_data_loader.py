@@ -271,3 +271,26 @@ def test_pin_memory_with_cuda_pins_batches():
     out = list(DataLoader(ds, batch_size=2, pin_memory=True))
     assert all(t.is_pinned() for b in out for t in b)
     assert out[1][1].tolist() == y[2:].tolist()
+
+
+@pytest.mark.cuda
+def test_cuda_tensor_dataset_batches_stay_on_the_device():
+    x, y, _ = tensor_ds(21)
+    ds = TensorDataset(pygpu.from_numpy(x).cuda(), pygpu.from_numpy(y).cuda())
+    order = list(np.random.default_rng(5).permutation(21))
+    out = list(DataLoader(ds, batch_size=8, sampler=order))
+    assert len(out) == 3
+    for k, (a, b) in enumerate(out):
+        assert a.device.type == "cuda" and b.device.type == "cuda"
+        idx = order[8 * k:8 * k + 8]
+        np.testing.assert_array_equal(a.cpu().numpy(), x[idx])
+        np.testing.assert_array_equal(b.cpu().numpy(), y[idx])
+
+
+def test_subset_batches_use_the_base_datasets_rows():
+    x, y, ds = tensor_ds(10)
+    sub = pygpu.utils.data.Subset(ds, [9, 7, 5, 3])
+    out = list(DataLoader(sub, batch_size=3))
+    assert [b[1].tolist() for b in out] == [y[[9, 7, 5]].tolist(),
+                                            y[[3]].tolist()]
+    np.testing.assert_array_equal(out[0][0].numpy(), x[[9, 7, 5]])

@@ -110,6 +110,7 @@ class MapFetcher:
                      and isinstance(dataset, TensorDataset)
                      and type(dataset).__getitem__
                      is TensorDataset.__getitem__
+                     and getattr(dataset, "__getitems__", None) is None
                      and len(dataset.tensors) > 0)
 
     def fetch(self, index):

@@ -224,20 +224,27 @@ class DataLoader:
         return self._get_iterator()
 
     def __len__(self):
-        if self._iterable:
-            length = len(self.dataset)
-            if self.batch_size is not None:
-                if self.drop_last:
-                    return length // self.batch_size
-                return math.ceil(length / self.batch_size)
-            return length
-        return len(self._index_sampler)
+        return _length(self.dataset, self._iterable, self.batch_size,
+                       self.drop_last, self._index_sampler)
+
+
+def _length(dataset, iterable, batch_size, drop_last, index_sampler):
+    """Batches in an epoch: from len(dataset) for an IterableDataset (as
+    many as its batches would be), else the index sampler's length."""
+    if iterable:
+        length = len(dataset)
+        if batch_size is not None:
+            if drop_last:
+                return length // batch_size
+            return math.ceil(length / batch_size)
+        return length
+    return len(index_sampler)
 
 
 class _BaseIter:
-    def __init__(self, loader):
-        self._loader = loader
+    def __init__(self, loader):  # holds what it needs, not the loader
         self._dataset = loader.dataset
+        self._batch_size = loader.batch_size
         self._iterable = loader._iterable
         self._auto_collation = loader._auto_collation
         self._drop_last = loader.drop_last
@@ -257,7 +264,8 @@ class _BaseIter:
         return self
 
     def __len__(self):
-        return len(self._loader)
+        return _length(self._dataset, self._iterable, self._batch_size,
+                       self._drop_last, self._index_sampler)
 
     def _reset(self, loader):
         self._sampler_iter = _index_iter(self._index_sampler)
