@@ -3,10 +3,8 @@ processes (torch.utils.data's semantics; see README.md for the
 differences)."""
 import itertools
 import math
-import multiprocessing
 import time
 import warnings
-from multiprocessing.connection import wait
 
 import pygpu
 
@@ -36,14 +34,18 @@ class _InfiniteConstantSampler(Sampler):
 
 
 def _default_context():
+    import multiprocessing
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods
                                        else None)
 
 
 def _context(value, num_workers):
+    """The multiprocessing context asked for (multiprocessing is imported
+    only by loaders with workers)."""
     if value is None:
         return None
+    import multiprocessing
     if num_workers == 0:
         raise ValueError(
             "multiprocessing_context can only be used with multi-process "
@@ -83,6 +85,11 @@ def _widen(conn):
         fcntl.fcntl(conn.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
     except (AttributeError, OSError):
         pass
+
+
+def _wait(conns, timeout):
+    from multiprocessing.connection import wait
+    return wait(conns, timeout)
 
 
 def _pin(data):
@@ -406,7 +413,7 @@ class _MultiProcessIter(_BaseIter):
             wait_s = _POLL_S
             if deadline is not None:
                 wait_s = max(0.0, min(wait_s, deadline - time.monotonic()))
-            ready = wait(self._result_conns, wait_s)
+            ready = _wait(self._result_conns, wait_s)
             for conn in ready:
                 try:
                     epoch, task, data = conn.recv()
