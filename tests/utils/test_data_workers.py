@@ -303,3 +303,29 @@ def test_spawn_context():
                           multiprocessing_context="spawn"))
     np.testing.assert_array_equal(out[0][0].numpy(), x[:4])
     assert out[1][0].shape == (2, 5)
+
+
+class Mixed(Dataset):
+    """Tensors of several dtypes and shapes, a view among them."""
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        base = pygpu.arange(12, dtype=pygpu.float32).reshape(3, 4) + i
+        return {"f16": base.to(pygpu.float16), "view": base[:, 1],
+                "bool": base > 5, "u8": base.to(pygpu.uint8),
+                "bf16": base.to(pygpu.bfloat16), "scalar": base[0, 0],
+                "i32": base.to(pygpu.int32), "np": np.full(2, i)}
+
+
+def test_batches_of_every_dtype_cross_from_workers_unchanged():
+    ref = list(DataLoader(Mixed(), batch_size=4))
+    got = list(DataLoader(Mixed(), batch_size=4, num_workers=2))
+    assert len(got) == 2
+    for a, b in zip(ref, got):
+        assert set(a) == set(b)
+        for k in a:
+            assert b[k].dtype == a[k].dtype, k
+            assert tuple(b[k].shape) == tuple(a[k].shape), k
+            assert b[k].float().tolist() == a[k].float().tolist(), k
