@@ -116,6 +116,15 @@ def test_workers_give_the_main_process_batches():
                                 num_workers=3, prefetch_factor=1))
     assert three == ref
 
+    class Gen:
+        def initial_seed(self):
+            return 99
+    ref = as_lists(DataLoader(ds, batch_size=16, shuffle=True,
+                              generator=Gen()))
+    got = as_lists(DataLoader(ds, batch_size=16, shuffle=True,
+                              generator=Gen(), num_workers=2))
+    assert got == ref
+
 
 def test_workers_with_a_plain_dataset_and_dicts():
     ds = Items(11)
