@@ -18,9 +18,10 @@ import time
 
 from . import (allocator, bandwidth, latency, linear, matmul, model,
                transfer)
+from . import dataloader
 
 SUITES = {m.NAME: m for m in (latency, matmul, bandwidth, linear, model,
-                              transfer, allocator)}
+                              transfer, allocator, dataloader)}
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "results")
 

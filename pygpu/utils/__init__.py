@@ -1,4 +1,5 @@
-"""pygpu.utils: torch.utils names pygpu has (dlpack)."""
+"""pygpu.utils: torch.utils names pygpu has (dlpack, data)."""
 from . import dlpack
+from . import data
 
-__all__ = ["dlpack"]
+__all__ = ["dlpack", "data"]
