@@ -15,3 +15,5 @@ __all__ = ["functional", "init", "parallel", "Module", "Parameter",
            "Linear", "ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "Identity", "Flatten", "Sequential",
            "DataParallel", "Softmax", "LogSoftmax", "MSELoss", "L1Loss",
            "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss"]
+from . import utils  # noqa: E402
+__all__ += ["utils"]
