@@ -398,3 +398,25 @@ def test_against_torch(case):
                 assert abs(float(got[k]) - float(v)) <= 1e-7 * abs(float(v))
             else:
                 assert rel_err(got[k].numpy(), v.numpy()) <= 1e-8, k
+
+
+HALF_CASES = [c for c in CASES if not c[1].get("centered")]
+
+
+@pytest.mark.parametrize("case", HALF_CASES,
+                         ids=[case_id(c) for c in HALF_CASES])
+def test_half_parameters(device, case):
+    """float16 parameters keep float16 state; their values follow the
+    float64 reference to float16's tolerance."""
+    name, kw = case
+    ps, gs, tp = setup(device, zlib.crc32(case_id(case).encode()),
+                       np.float16)
+    opt = getattr(optim, name)(tp, **kw)
+    run(opt, tp, gs, device, np.float16)
+    for i, (p, t) in enumerate(zip(ps, tp)):
+        ref, _ = REFS[name](p, [g[i] for g in gs], **kw)
+        assert t.dtype == pygpu.float16
+        assert rel_err(t.detach().cpu().numpy(), ref) <= 1e-2, i
+        for k, v in opt.state[t].items():
+            if k not in ("step", "mu_product"):
+                assert v.dtype == pygpu.float16, k
