@@ -596,3 +596,22 @@ def test_state_dict_keys_match_torch():
         t = build(torch.optim.lr_scheduler, theirs)
         a, b = s.state_dict(), t.state_dict()
         assert set(a) == set(b), name
+
+
+def test_custom_subclass():
+    """A scheduler written by subclassing LRScheduler (or the former
+    _LRScheduler) with its own get_lr."""
+
+    class Halving(L._LRScheduler):
+        def get_lr(self):
+            return [base * 0.5 ** self.last_epoch for base in self.base_lrs]
+
+    assert issubclass(L._LRScheduler, L.LRScheduler)
+    assert L._LRScheduler.__name__ == "_LRScheduler"
+    opt = make_opt(lrs=(1.0, 4.0))
+    s = Halving(opt)
+    assert isinstance(s, L.LRScheduler)
+    close(walk(opt, s, 3), [1, 0.5, 0.25, 0.125])
+    assert opt.param_groups[1]["lr"] == 0.5
+    with pytest.raises(NotImplementedError):
+        L.LRScheduler(make_opt())

@@ -14,7 +14,7 @@ from pygpu import optim
 from conftest import rel_err
 
 SHAPES = [(3, 4), (5,), (), (0, 3)]
-STEPS = 5
+STEPS = 8
 
 
 def setup(device, seed, dtype=np.float32):
@@ -166,11 +166,12 @@ CASES = [
     ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True,
                    maximize=True)),
     ("NAdam", dict(lr=0.01, betas=(0.7, 0.95))),
-    # b2 = 0.5: rho_t > 5 from the third step, so both branches run.
-    ("RAdam", dict(lr=0.01, betas=(0.9, 0.5))),
+    # rho_t is about t for the first steps: over 8 steps both branches run
+    # (b2 = 0.9: rho_6 = 5.4, rectified from step 6).
+    ("RAdam", dict(lr=0.01, betas=(0.9, 0.9))),
     ("RAdam", dict(lr=0.01)),
-    ("RAdam", dict(lr=0.01, betas=(0.8, 0.5), weight_decay=0.1)),
-    ("RAdam", dict(lr=0.01, betas=(0.8, 0.5), weight_decay=0.1,
+    ("RAdam", dict(lr=0.01, betas=(0.8, 0.9), weight_decay=0.1)),
+    ("RAdam", dict(lr=0.01, betas=(0.8, 0.9), weight_decay=0.1,
                    decoupled_weight_decay=True, maximize=True)),
 ]
 
