@@ -1,6 +1,6 @@
 """The schedulers of one formula each: LambdaLR, MultiplicativeLR, StepLR,
-MultiStepLR, ConstantLR, LinearLR, ExponentialLR, CosineAnnealingLR and
-CosineAnnealingWarmRestarts."""
+MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR,
+CosineAnnealingLR and CosineAnnealingWarmRestarts."""
 import math
 import types
 from bisect import bisect_right
@@ -9,8 +9,8 @@ from collections import Counter
 from ._lr_base import LRScheduler, _check_optimizer, _InStep
 
 __all__ = ["LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
-           "ConstantLR", "LinearLR", "ExponentialLR", "CosineAnnealingLR",
-           "CosineAnnealingWarmRestarts"]
+           "ConstantLR", "LinearLR", "ExponentialLR", "PolynomialLR",
+           "CosineAnnealingLR", "CosineAnnealingWarmRestarts"]
 
 
 def _lambda_state(sched):
@@ -205,6 +205,30 @@ class ExponentialLR(LRScheduler):
 
     def _get_closed_form_lr(self):
         return [base * self.gamma ** self.last_epoch
+                for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """lr = initial_lr * (1 - min(epoch, total_iters) / total_iters)^power,
+    reached step by step (the chainable form)."""
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._warn_outside_step()
+        groups = self.optimizer.param_groups
+        t, n = self.last_epoch, self.total_iters
+        if self._is_initial or t > n:
+            return [g["lr"] for g in groups]
+        factor = ((1.0 - t / n) / (1.0 - (t - 1) / n)) ** self.power
+        return [g["lr"] * factor for g in groups]
+
+    def _get_closed_form_lr(self):
+        n = self.total_iters
+        return [base * (1.0 - min(n, self.last_epoch) / n) ** self.power
                 for base in self.base_lrs]
 
 

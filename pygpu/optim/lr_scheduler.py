@@ -7,12 +7,12 @@ from ._lr_base import LRScheduler, _LRScheduler
 from ._lr_simple import (ConstantLR, CosineAnnealingLR,
                          CosineAnnealingWarmRestarts, ExponentialLR,
                          LambdaLR, LinearLR, MultiplicativeLR, MultiStepLR,
-                         StepLR)
+                         PolynomialLR, StepLR)
 from ._lr_cyclic import CyclicLR, OneCycleLR
 from ._lr_compose import ChainedScheduler, ReduceLROnPlateau, SequentialLR
 
 __all__ = ["LRScheduler", "_LRScheduler", "StepLR", "MultiStepLR",
-           "ExponentialLR", "CosineAnnealingLR",
+           "ExponentialLR", "PolynomialLR", "CosineAnnealingLR",
            "CosineAnnealingWarmRestarts", "LambdaLR", "MultiplicativeLR",
            "LinearLR", "ConstantLR", "OneCycleLR", "CyclicLR",
            "ReduceLROnPlateau", "SequentialLR", "ChainedScheduler"]

@@ -69,6 +69,9 @@ def test_lambda_multiplicative_linear_constant():
     opt = make_opt()
     close(walk(opt, L.ConstantLR(opt, factor=0.5, total_iters=2), 3),
           [0.5, 0.5, 1, 1])
+    opt = make_opt()
+    close(walk(opt, L.PolynomialLR(opt, total_iters=4, power=2.0), 5),
+          [1, 0.5625, 0.25, 0.0625, 0, 0])
 
 
 def test_cosine_annealing_recursive_form():
@@ -444,6 +447,7 @@ TORCH_CASES = {
         o, lambda e: 0.95)),
     "linear": ("SGD", lambda L, o: L.LinearLR(o, 0.25, 0.9, total_iters=4)),
     "constant": ("SGD", lambda L, o: L.ConstantLR(o, 0.3, 4)),
+    "polynomial": ("SGD", lambda L, o: L.PolynomialLR(o, 6, power=2.0)),
     "one_cycle": ("SGD", lambda L, o: L.OneCycleLR(o, [1.0, 0.5], 30)),
     "one_cycle_linear_3": ("SGD", lambda L, o: L.OneCycleLR(
         o, 2.0, epochs=3, steps_per_epoch=10, anneal_strategy="linear",
@@ -537,7 +541,8 @@ def test_plateau_against_torch(name):
 
 
 @pytest.mark.parametrize("name", ["step", "multistep", "exponential",
-                                  "cosine", "linear", "constant"])
+                                  "cosine", "linear", "constant",
+                                  "polynomial"])
 def test_closed_forms_against_torch(name):
     """step(epoch) takes the closed form (with torch's deprecation
     warning), interleaved with plain steps."""
