@@ -4,9 +4,10 @@ All of them stand on one op, ``_C._sort_indices(input, dim, descending)``
 (csrc/ops/ops_sort.c, the SORT kind: a merge sort per line on the CPU, a
 bitonic sort on CUDA): the int64 indices that sort every line along dim,
 NaN the largest, ties in the order of their index (stable).  Values are
-``input.gather(dim, indices)``, so their gradient is gather's: the
-incoming gradient scattered back through the indices, as torch's rules
-for these ops give.  Selections (kthvalue, median, mode) pick positions of
+``_C._sorted_values``: the input gathered at the chosen indices, recorded
+with the op's own Node (SortBackward0, TopkBackward0, ...;
+csrc/autograd/autograd_sort.c), whose gradient is scattered back through
+the indices, torch's rule for these ops.  Selections (kthvalue, median, mode) pick positions of
 the sorted indices with tensor ops on the input's device: no Python loop
 over elements.
 """
@@ -18,6 +19,10 @@ from ._C import Tensor
 
 __all__ = ["sort", "argsort", "topk", "kthvalue", "median", "mode",
            "unique"]
+
+# which Node _C._sorted_values records (csrc/autograd/autograd.h)
+_SORT, _TOPK, _KTHVALUE, _MEDIAN_ALL, _MEDIAN, _MODE = range(6)
+_FLOATS = (_C.float32, _C.float64, _C.float16, _C.bfloat16)
 
 
 def _check(input, name):
@@ -54,7 +59,7 @@ def sort(input, dim=-1, descending=False, stable=False):
     _check(input, "sort")
     x, d = _lines(input, dim)
     ix = _C._sort_indices(x, d, builtins.bool(descending))
-    values = x.gather(d, ix)
+    values = _C._sorted_values(x, d, ix, False, _SORT)
     if input.ndim == 0:
         values, ix = values.reshape(()), ix.reshape(())
     return return_types.sort(values, ix)
@@ -77,22 +82,21 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
         raise RuntimeError("selected index k out of range")
     ix = _C._sort_indices(x, d, builtins.bool(largest))
     ix = ix.narrow(d, 0, k).contiguous()
-    values = x.gather(d, ix)
+    values = _C._sorted_values(x, d, ix, False, _TOPK)
     if input.ndim == 0 and k == 1:
         values, ix = values.reshape(()), ix.reshape(())
     return return_types.topk(values, ix)
 
 
-def _pick(x, d, ix, pos, keepdim, ndim0):
+def _pick(x, d, ix, pos, keepdim, ndim0, which):
     """values and indices at positions pos (int64, x's shape with dim d of
-    size 1) of the sorted indices ix."""
+    size 1) of the sorted indices ix, recorded as op `which`."""
     sel = ix.gather(d, pos)
-    values = x.gather(d, sel)
+    squeeze = not keepdim and not ndim0
+    values = _C._sorted_values(x, d, sel, squeeze, which)
     if ndim0:
         return values.reshape(()), sel.reshape(())
-    if not keepdim:
-        values, sel = values.squeeze(d), sel.squeeze(d)
-    return values, sel
+    return values, (sel.squeeze(d) if squeeze else sel)
 
 
 def _positions(x, d, value):
@@ -111,7 +115,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
                          f"dimension {d}")
     ix = _C._sort_indices(x, d, False)
     values, sel = _pick(x, d, ix, _positions(x, d, k - 1), keepdim,
-                        input.ndim == 0)
+                        input.ndim == 0, _KTHVALUE)
     return return_types.kthvalue(values, sel)
 
 
@@ -123,22 +127,31 @@ def median(input, dim=None, keepdim=False):
     if dim is None:
         flat = input.reshape(-1)
         if flat.shape[0] == 0:
+            if input.dtype not in _FLOATS:
+                raise RuntimeError("median(): an empty tensor of an integer "
+                                   "dtype has no median")
             return _C.full((), float("nan"), dtype=input.dtype,
                            device=input.device)
-        return median(flat, 0).values.reshape(())
+        return _median(flat, 0, False, False, _MEDIAN_ALL)[0]
     x, d = _lines(input, dim)
+    values, sel = _median(x, d, keepdim, input.ndim == 0, _MEDIAN)
+    return return_types.median(values, sel)
+
+
+def _median(x, d, keepdim, ndim0, which):
+    """The lower median along d and its index (a NaN's when a line has
+    one), recorded as op `which`."""
     n = _size(x, d)
     if n == 0:
         raise IndexError(f"median(): Expected reduction dim {d} to have "
                          f"non-zero size.")
     ix = _C._sort_indices(x, d, False)
     pos = _positions(x, d, (n - 1) // 2)
-    if x.dtype in (_C.float32, _C.float64, _C.float16, _C.bfloat16):
+    if x.dtype in _FLOATS:
         nans = x.detach().isnan().sum(d, keepdim=True)
         # a NaN sorts last: the first of them is at n - nans
         pos = pos + (nans > 0).long() * ((n - (n - 1) // 2) - nans)
-    values, sel = _pick(x, d, ix, pos, keepdim, input.ndim == 0)
-    return return_types.median(values, sel)
+    return _pick(x, d, ix, pos, keepdim, ndim0, which)
 
 
 def mode(input, dim=-1, keepdim=False):
@@ -163,7 +176,7 @@ def mode(input, dim=-1, keepdim=False):
     count = count.scatter_add(d, run, _C.ones_like(run))
     best = count.argmax(d, keepdim=True)      # the first: the smallest
     last = count.cumsum(d).gather(d, best) - 1  # the run's last position
-    values, sel = _pick(x, d, ix, last, keepdim, input.ndim == 0)
+    values, sel = _pick(x, d, ix, last, keepdim, input.ndim == 0, _MODE)
     return return_types.mode(values, sel)
 
 

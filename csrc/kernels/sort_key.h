@@ -16,7 +16,6 @@
 #define PYGPU_KERNELS_SORT_KEY_H
 
 #include <stdint.h>
-#include <string.h>
 
 #include "kernels/kernels.h"
 

@@ -335,6 +335,25 @@ def test_gradient_values(device, rng):
         np.testing.assert_allclose(host(x.grad), ref, rtol=1e-12)
 
 
+def test_grad_fn_names(device):
+    x = pygpu.randn(3, 4, device=device, requires_grad=True)
+    names = {
+        "SortBackward0": x.sort(1).values,
+        "TopkBackward0": x.topk(2).values,
+        "KthvalueBackward0": x.kthvalue(2).values,
+        "MedianBackward0": x.median(),
+        "MedianBackward1": x.median(0).values,
+        "ModeBackward0": x.mode(0).values,
+    }
+    for name, v in names.items():
+        assert v.grad_fn.name() == name
+        assert v.requires_grad
+    with pygpu.no_grad():
+        assert x.sort().values.grad_fn is None
+    assert x.sort().indices.grad_fn is None
+    assert not x.sort().indices.requires_grad
+
+
 def test_gradient_by_hand(device):
     x = pygpu.tensor([[1.0, 3.0, 2.0], [5.0, 5.0, 4.0]], device=device,
                      requires_grad=True)
