@@ -141,15 +141,15 @@ def _diagonal(x, labels, i):
         a = labels.index(dup)
         b = labels.index(dup, a + 1)
         if x.shape[a] != x.shape[b]:
-            _fail(f"subscript {_name(dup)} is repeated for operand {i} but the sizes "
-                  f"don't match, {x.shape[a]} != {x.shape[b]}")
-        rest = [i for i in range(x.ndim) if i not in (a, b)]
+            _fail(f"subscript {_name(dup)} is repeated for operand {i} but "
+                  f"the sizes don't match, {x.shape[a]} != {x.shape[b]}")
+        rest = [d for d in range(x.ndim) if d not in (a, b)]
         x = x.permute(rest + [a, b])
         n = x.shape[-1]
         index = _C.arange(n, device=x.device).reshape(n, 1)
         index = index.expand(*x.shape[:-1], 1).contiguous()
         x = x.gather(x.ndim - 1, index).squeeze(x.ndim - 1)
-        labels = [labels[i] for i in rest] + [dup]
+        labels = [labels[d] for d in rest] + [dup]
 
 
 def _sum_out(x, labels, keep):

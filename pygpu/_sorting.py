@@ -7,9 +7,9 @@ NaN the largest, ties in the order of their index (stable).  Values are
 ``_C._sorted_values``: the input gathered at the chosen indices, recorded
 with the op's own Node (SortBackward0, TopkBackward0, ...;
 csrc/autograd/autograd_sort.c), whose gradient is scattered back through
-the indices, torch's rule for these ops.  Selections (kthvalue, median, mode) pick positions of
-the sorted indices with tensor ops on the input's device: no Python loop
-over elements.
+the indices, torch's rule for these ops.  Selections (kthvalue, median,
+mode) pick positions of the sorted indices with tensor ops on the input's
+device: no Python loop over elements.
 """
 import builtins
 

@@ -6,7 +6,8 @@
  * wanted: a floating value's bits with the sign bit flipped (positive) or
  * all bits flipped (negative), so -inf < ... < 0.0 < ... < inf (-0.0 is
  * 0.0: they compare equal, so they tie), and every NaN the largest key of
- * all (torch: NaN sorts after +inf); an integer's two's complement with the sign bit flipped; a bool as 0 or 1.
+ * all (torch: NaN sorts after +inf); an integer's two's complement with
+ * the sign bit flipped; a bool as 0 or 1.
  * Descending order flips every bit of the key (NaN then comes first).
  * Equal keys are ordered by their index along the sorted dim, so the sort
  * is stable in both directions (torch's stable=True; stable=False may give

@@ -436,3 +436,33 @@ def test_cuda_matches_cpu(rng, dt, shape, d):
         np.testing.assert_array_equal(host(rg.values), host(rc.values))
     np.testing.assert_array_equal(host(pygpu.unique(g)),
                                   host(pygpu.unique(c)))
+
+
+def test_no_leaks():
+    from conftest import assert_no_leak, raising
+    x = pygpu.tensor(np.arange(12.0).reshape(3, 4)[:, ::-1].copy())
+    xg = pygpu.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+
+    def cycle():
+        pygpu.sort(x, 1, descending=True)
+        pygpu._C._sort_indices(x, 0, False)
+        v = xg.topk(2).values
+        v.sum().backward()
+        xg.grad = None
+    assert_no_leak(cycle)
+    assert_no_leak(raising(IndexError, pygpu._C._sort_indices, x, 2, False))
+    assert_no_leak(raising(TypeError, pygpu._C._sorted_values, x, 0, 1,
+                           False, 0))
+
+
+def test_sorted_values_checks():
+    x = pygpu.ones(3, 4)
+    ix = pygpu.zeros(3, 2, dtype=pygpu.int64)
+    with pytest.raises(ValueError, match="which 6"):
+        pygpu._C._sorted_values(x, 1, ix, False, 6)
+    with pytest.raises(RuntimeError, match="int64"):
+        pygpu._C._sorted_values(x, 1, ix.int(), False, 0)
+    with pytest.raises(RuntimeError, match="squeezing dim 1 of size 2"):
+        pygpu._C._sorted_values(x, 1, ix, True, 2)
+    v = pygpu._C._sorted_values(x, 1, ix[:, :1].contiguous(), True, 2)
+    assert tuple(v.shape) == (3,)
