@@ -110,9 +110,12 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     _check(input, "kthvalue")
     x, d = _lines(input, dim)
     n = _size(x, d)
+    if n == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have "
+                         f"non-zero size.")
     if not 1 <= k <= n:
-        raise IndexError(f"kthvalue(): selected number k out of range for "
-                         f"dimension {d}")
+        raise RuntimeError(f"kthvalue(): selected number k out of range for "
+                           f"dimension {d}")
     ix = _C._sort_indices(x, d, False)
     values, sel = _pick(x, d, ix, _positions(x, d, k - 1), keepdim,
                         input.ndim == 0, _KTHVALUE)

@@ -380,10 +380,15 @@ def test_errors(device):
         x.topk(5)
     with pytest.raises(RuntimeError, match="selected index k out of range"):
         x.topk(-1)
-    with pytest.raises(IndexError, match="selected number k out of range"):
+    with pytest.raises(RuntimeError, match="selected number k out of range "
+                       "for dimension 1"):
         x.kthvalue(0)
-    with pytest.raises(IndexError, match="selected number k out of range"):
-        x.kthvalue(5)
+    with pytest.raises(RuntimeError, match="selected number k out of range "
+                       "for dimension 0"):
+        x.kthvalue(4, 0)
+    with pytest.raises(IndexError, match=r"kthvalue\(\): Expected "
+                       "reduction dim 1 to have non-zero size"):
+        pygpu.empty(2, 0, device=device).kthvalue(1)
     with pytest.raises(IndexError, match="Dimension out of range"):
         x.sort(2)
     with pytest.raises(IndexError, match="Dimension out of range"):
