@@ -4,10 +4,11 @@
  * pairs are equal the result is the one stable order, the same as the
  * CPU's (cpu/cpu_sort.c).
  *
- * A bitonic sort over the line padded to P, the least power of two >= n,
- * with pairs that sort last (key ~0, index >= n):
- *   P <= TILE: one block per line sorts it in shared memory (read from
- *           the input, written to out).
+ * A bitonic sort over the line padded to P, the least power of two >= n
+ * (at least 2), with pairs that sort last (key ~0, index >= n):
+ *   P <= TILE: a block sorts TILE / P lines at once in shared memory
+ *           (read from the input, written to out), so short lines still
+ *           fill a block.
  *   longer:  the workspace holds every line's P pairs.  A block per tile
  *           of TILE pairs sorts its tile in shared memory as the first
  *           log2(TILE) stages of the whole network (the direction of each
@@ -17,9 +18,9 @@
  *           the steps below TILE in shared memory again (one launch).
  *           The last of those writes the first n indices to out.
  * O(n log^2 n) work, log2(P / TILE) * (log2(P / TILE) + 1) / 2 + log2(P /
- * TILE) + 1 launches: a 2^24-element line takes 67.  Short lines use a
- * block each, with P / 2 threads.  Tuning (several short lines per block,
- * a radix sort for long lines) is left for measurements on a GPU.
+ * TILE) + 1 launches: a 2^24-element line takes 67.  Tuning (a radix
+ * sort for long lines, registers before shared memory) is left for
+ * measurements on a GPU.
  */
 #include "common.cuh"
 #include "sort_key.h"
@@ -50,42 +51,74 @@ __device__ __forceinline__ void cmpx(uint64_t *key, int64_t *ix, int64_t a,
     }
 }
 
-/* Stages k_lo .. k_hi of the network over a tile of `size` pairs in
- * shared memory that starts at position `start` of its line; the first
- * stage from stride j_first (0: k_lo / 2). */
+/* Stages k_lo .. k_hi of the network over `size` pairs in shared memory:
+ * segments of `seg` pairs (a line each, or one tile of a longer line),
+ * the first at position `start` of its line; the first stage from stride
+ * j_first (0: k_lo / 2). */
 __device__ void tile_network(uint64_t *key, int64_t *ix, int64_t size,
-                             int64_t start, int64_t k_lo, int64_t k_hi,
-                             int64_t j_first)
+                             int64_t seg, int64_t start, int64_t k_lo,
+                             int64_t k_hi, int64_t j_first)
 {
+    const int64_t half = seg / 2;
     for (int64_t k = k_lo; k <= k_hi; k <<= 1) {
         for (int64_t j = (k == k_lo && j_first) ? j_first : k >> 1; j > 0;
              j >>= 1) {
             for (int64_t p = threadIdx.x; p < size / 2; p += blockDim.x) {
-                const int64_t a = (p / j) * 2 * j + p % j;
-                cmpx(key, ix, a, a + j, ((start + a) & k) == 0);
+                const int64_t q = p % half, base = (p / half) * seg;
+                const int64_t a = (q / j) * 2 * j + q % j;
+                cmpx(key, ix, base + a, base + a + j, ((start + a) & k) == 0);
             }
             __syncthreads();
         }
     }
 }
 
-/* mode FROM_INPUT: the tile's pairs made from the input (padding past n);
- * else read from the workspace.  to_out: the first n indices of the line
- * go to out (the tile then is the whole line, or its last pass); else
- * back to the workspace. */
-__global__ void tile_kernel(int64_t *out, const void *in, int dtype,
-                            int desc, int64_t n, int64_t inner, int64_t P,
-                            int64_t size, uint64_t *wkey, int64_t *wix,
-                            int from_input, int to_out, int64_t k_lo,
-                            int64_t k_hi, int64_t j_first)
+/* Lines that fit a tile (P <= TILE): `per` lines of P pairs per block,
+ * made from the input (padding past n, and whole padding lines past the
+ * last), sorted, the first n indices of each written to out. */
+__global__ void lines_kernel(int64_t *out, const void *in, int dtype,
+                             int desc, int64_t lines, int64_t n,
+                             int64_t inner, int64_t P, int64_t per)
 {
     __shared__ uint64_t key[TILE];
     __shared__ int64_t ix[TILE];
-    const int64_t tiles = P / size;
-    const int64_t line = blockIdx.x / tiles;
-    const int64_t start = (blockIdx.x % tiles) * size;
-    const int64_t base = line_base(line, n, inner);
+    const int64_t size = per * P, first = blockIdx.x * per;
     for (int64_t t = threadIdx.x; t < size; t += blockDim.x) {
+        const int64_t line = first + t / P, pos = t % P;
+        key[t] = pos < n && line < lines
+                     ? pygpu_sort_key(in, dtype,
+                                      line_base(line, n, inner) + pos * inner,
+                                      desc)
+                     : ~0ull;
+        ix[t] = pos;
+    }
+    __syncthreads();
+    tile_network(key, ix, size, P, 0, 2, P, 0);
+    for (int64_t t = threadIdx.x; t < size; t += blockDim.x) {
+        const int64_t line = first + t / P, pos = t % P;
+        if (pos < n && line < lines) {
+            out[line_base(line, n, inner) + pos * inner] = ix[t];
+        }
+    }
+}
+
+/* A line longer than a tile, a block per tile of TILE pairs.  from_input:
+ * the pairs made from the input (padding past n), else read from the
+ * workspace; to_out: the indices among the first n go to out (the last
+ * pass), else back to the workspace. */
+__global__ void tile_kernel(int64_t *out, const void *in, int dtype,
+                            int desc, int64_t n, int64_t inner, int64_t P,
+                            uint64_t *wkey, int64_t *wix, int from_input,
+                            int to_out, int64_t k_lo, int64_t k_hi,
+                            int64_t j_first)
+{
+    __shared__ uint64_t key[TILE];
+    __shared__ int64_t ix[TILE];
+    const int64_t tiles = P / TILE;
+    const int64_t line = blockIdx.x / tiles;
+    const int64_t start = (blockIdx.x % tiles) * TILE;
+    const int64_t base = line_base(line, n, inner);
+    for (int64_t t = threadIdx.x; t < TILE; t += blockDim.x) {
         const int64_t pos = start + t;
         if (from_input) {
             key[t] = pos < n ? pygpu_sort_key(in, dtype, base + pos * inner,
@@ -98,8 +131,8 @@ __global__ void tile_kernel(int64_t *out, const void *in, int dtype,
         }
     }
     __syncthreads();
-    tile_network(key, ix, size, start, k_lo, k_hi, j_first);
-    for (int64_t t = threadIdx.x; t < size; t += blockDim.x) {
+    tile_network(key, ix, TILE, TILE, start, k_lo, k_hi, j_first);
+    for (int64_t t = threadIdx.x; t < TILE; t += blockDim.x) {
         const int64_t pos = start + t;
         if (to_out) {
             if (pos < n) {
@@ -126,9 +159,10 @@ __global__ void global_step_kernel(uint64_t *wkey, int64_t *wix, int64_t P,
     }
 }
 
+/* The padded length: a power of two, at least 2. */
 static int64_t padded(int64_t n)
 {
-    int64_t P = 1;
+    int64_t P = 2;
     while (P < n) {
         P <<= 1;
     }
@@ -166,10 +200,11 @@ extern "C" cudaError_t pygpu_cuda_sort(int dtype, int64_t *out,
         return cudaErrorInvalidConfiguration;
     }
     if (P <= TILE) {
-        const int threads = P >= 2 ? (int)(P / 2) : 1;
-        tile_kernel<<<(unsigned)lines, threads, 0, stream>>>(
-            out, in, dtype, descending, n, inner, P, P, NULL, NULL, 1, 1, 2,
-            P, 0);
+        const int64_t per = TILE / P < lines ? TILE / P : lines;
+        const int64_t blocks = (lines + per - 1) / per;
+        lines_kernel<<<(unsigned)blocks, (unsigned)(per * P / 2), 0,
+                       stream>>>(out, in, dtype, descending, lines, n, inner,
+                                 P, per);
         return cudaGetLastError();
     }
     if (workspace == NULL) {
@@ -179,8 +214,8 @@ extern "C" cudaError_t pygpu_cuda_sort(int dtype, int64_t *out,
     int64_t *wix = (int64_t *)(wkey + lines * P);
     const unsigned blocks = (unsigned)(lines * (P / TILE));
     tile_kernel<<<blocks, TILE / 2, 0, stream>>>(
-        out, in, dtype, descending, n, inner, P, TILE, wkey, wix, 1, 0, 2,
-        TILE, 0);
+        out, in, dtype, descending, n, inner, P, wkey, wix, 1, 0, 2, TILE,
+        0);
     cudaError_t e = cudaGetLastError();
     const int64_t total = lines * (P / 2);
     const int64_t want = (total + 255) / 256;
@@ -193,7 +228,7 @@ extern "C" cudaError_t pygpu_cuda_sort(int dtype, int64_t *out,
         }
         if (e == cudaSuccess) {
             tile_kernel<<<blocks, TILE / 2, 0, stream>>>(
-                out, in, dtype, descending, n, inner, P, TILE, wkey, wix, 0,
+                out, in, dtype, descending, n, inner, P, wkey, wix, 0,
                 k == P, k, k, TILE / 2);
             e = cudaGetLastError();
         }
