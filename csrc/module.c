@@ -173,6 +173,8 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_flip_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_index_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_thread_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_sort_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_sorted_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_grad_mode_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_autograd_functions) < 0) {
         goto fail;

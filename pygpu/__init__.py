@@ -174,3 +174,15 @@ from . import utils  # noqa: E402
 from .utils.dlpack import from_dlpack  # noqa: E402
 from ._interop import as_tensor  # noqa: E402
 __all__ += ["from_dlpack", "as_tensor"]
+
+# sorting and selection, einsum (pygpu/_sorting.py, pygpu/_einsum.py)
+from . import return_types  # noqa: E402
+from ._sorting import (argsort, kthvalue, median, mode, sort,  # noqa: E402
+                       topk, unique)
+from ._einsum import einsum  # noqa: E402
+for _name in ("sort", "argsort", "topk", "kthvalue", "median", "mode",
+              "unique"):
+    setattr(Tensor, _name, globals()[_name])
+del _name
+__all__ += ["sort", "argsort", "topk", "kthvalue", "median", "mode",
+            "unique", "einsum"]

@@ -141,6 +141,21 @@ PyObject *pygpu_ag_cumprod(TensorObject *t, int dim, PyObject *res);
  * index) (gather: gather(t, dim, index)). */
 PyObject *pygpu_ag_select(TensorObject *t, int dim, PyObject *index,
                           int gather);
+/* The values of a sort-family op (autograd_sort.c): t gathered along dim
+ * at ix (int64, t's ndim), squeezed at dim when `squeeze` (ix then has
+ * size 1 there); recorded with the Node of `which` (PYGPU_SORTED_*),
+ * whose gradient is added into zeros at ix. */
+enum {
+    PYGPU_SORTED_SORT,
+    PYGPU_SORTED_TOPK,
+    PYGPU_SORTED_KTHVALUE,
+    PYGPU_SORTED_MEDIAN_ALL,
+    PYGPU_SORTED_MEDIAN,
+    PYGPU_SORTED_MODE,
+    PYGPU_NSORTED
+};
+PyObject *pygpu_ag_sorted_values(int which, TensorObject *t, int dim,
+                                 TensorObject *ix, int squeeze);
 /* self.scatter_add(dim, index, src) (index_add: self.index_add(dim,
  * index, src, alpha=alpha)) after pygpu_scatter_check; inplace: self
  * rebased onto the Node of (its history, src), the write done with grad

@@ -57,6 +57,10 @@ enum pygpu_kind {
     PYGPU_K_OPTIM,         /* one optimizer step (op: enum pygpu_optim_op)
                               over the lists of `optim`, all of the row's
                               dtype (kernels/optim.h) */
+    PYGPU_K_SORT,          /* out (int64) = the indices that sort in[0]
+                              (contiguous, [outer, n, inner]) along n, by
+                              kernels/sort_key.h's order (flag:
+                              descending) */
     /* Kinds past here take tensors and raise themselves (0 or -1). */
     PYGPU_K_MATMUL,        /* t[0] = t[1] @ t[2]; t[3], t[4]: them as
                               batches of matrices over mm.bshape */
@@ -82,7 +86,7 @@ typedef struct pygpu_kargs {
     int allow_tf32;            /* MATMUL, LINEAR: float32 may use TF32 */
     int64_t numel;             /* elements touched: the CPU's threading */
     int64_t *indices;          /* REDUCE (max over a dim), or NULL */
-    int64_t outer, n, inner;   /* REDUCE, SCAN, SOFTMAX */
+    int64_t outer, n, inner;   /* REDUCE, SCAN, SOFTMAX, SORT */
     pygpu_philox_state philox; /* RANDOM */
     TensorObject *t[5];        /* MATMUL, LINEAR */
     const pygpu_xent_args *xent; /* XENT */
@@ -147,6 +151,7 @@ typedef struct pygpu_backend {
         [PYGPU_K_GATHER] = PYGPU_ALL_DTYPES(gather),                         \
         [PYGPU_K_XENT] = PYGPU_FLOAT_DTYPES(xent),                           \
         [PYGPU_K_OPTIM] = PYGPU_FLOAT_DTYPES(optim),                         \
+        [PYGPU_K_SORT] = PYGPU_ALL_DTYPES(sort_rows),                        \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
     }

@@ -174,6 +174,15 @@ optim(pygpu_kargs *k)
     return 0;
 }
 
+/* The indices that sort each line (cpu_sort.c). */
+static int
+sort_rows(pygpu_kargs *k)
+{
+    pygpu_cpu_sort(k->dtype, (int64_t *)k->out, k->in[0], k->outer, k->n,
+                   k->inner, k->flag);
+    return 0;
+}
+
 /* A float32 copy of t (NumPy has no BLAS for float16). */
 static TensorObject *
 to_float32(TensorObject *t)

@@ -128,6 +128,13 @@ gather(pygpu_kargs *k)
 }
 
 static int
+sort_rows(pygpu_kargs *k)
+{
+    return pygpu_cuda_sort(k->dtype, (int64_t *)k->out, k->in[0], k->outer,
+                           k->n, k->inner, k->flag, k->workspace, k->stream);
+}
+
+static int
 xent(pygpu_kargs *k)
 {
     return pygpu_cuda_xent(k->op, k->dtype, k->xent, (int64_t *)k->workspace,
@@ -349,7 +356,8 @@ refuse_in_capture(int kind, int flagged, pygpu_kargs *k, const char *what)
  * current stream, launched once more when the launch ran out of memory the
  * cache can give back, and checked.  A reduction's or a scan's workspace
  * (the partials or chunk totals of lines cut in pieces; an optimizer
- * step's holds its chunk table) is taken from the caching allocator first
+ * step's holds its chunk table; a sort's, the keys and indices of lines
+ * too long for one block) is taken from the caching allocator first
  * and returned right after the launch: later work on the same stream is
  * ordered after the kernel; a gather's and a cross-entropy
  * forward's is two int64 for an index out of range, read back after the
@@ -377,9 +385,12 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
         k->workspace = ws->ptr;
     }
     if (kind == PYGPU_K_REDUCE || kind == PYGPU_K_SCAN ||
-        kind == PYGPU_K_OPTIM) {
+        kind == PYGPU_K_OPTIM || kind == PYGPU_K_SORT) {
         size_t wsize =
-            kind == PYGPU_K_OPTIM
+            kind == PYGPU_K_SORT
+                ? pygpu_cuda_sort_workspace(k->dtype, k->outer, k->n,
+                                            k->inner)
+            : kind == PYGPU_K_OPTIM
                 ? (size_t)pygpu_optim_chunks(k->optim) *
                       sizeof(pygpu_optim_chunk)
             : kind == PYGPU_K_SCAN

@@ -368,6 +368,12 @@ void pygpu_cpu_relu_contig(int dtype, void *out, const void *in, int64_t n);
 void pygpu_cpu_bias_act(int dtype, void *out, const void *bias,
                         int64_t rows, int64_t cols, int relu);
 
+/* The indices (int64) that sort each line along n of a contiguous input
+ * seen as [outer, n, inner], into out of the same shape, in the order of
+ * kernels/sort_key.h (cpu/cpu_sort.c). */
+void pygpu_cpu_sort(int dtype, int64_t *out, const void *in, int64_t outer,
+                    int64_t n, int64_t inner, int descending);
+
 /* ----------------------------------------------------------------- CUDA */
 #ifdef PYGPU_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -426,6 +432,15 @@ size_t pygpu_cuda_scan_workspace(int op, int dtype, int64_t outer,
 cudaError_t pygpu_cuda_scan(int op, int dtype, void *out, const void *in,
                             int64_t outer, int64_t n, int64_t inner,
                             void *workspace, cudaStream_t stream);
+/* Bytes of device workspace pygpu_cuda_sort needs (0 when every line fits
+ * one block's shared memory). */
+size_t pygpu_cuda_sort_workspace(int dtype, int64_t outer, int64_t n,
+                                 int64_t inner);
+/* pygpu_cpu_sort on the GPU (kernels/sort.cu). */
+cudaError_t pygpu_cuda_sort(int dtype, int64_t *out, const void *in,
+                            int64_t outer, int64_t n, int64_t inner,
+                            int descending, void *workspace,
+                            cudaStream_t stream);
 cudaError_t pygpu_cuda_softmax(int op, int dtype, void *out, const void *in,
                                int64_t outer, int64_t n, int64_t inner,
                                cudaStream_t stream);

@@ -90,6 +90,7 @@ PyObject *pygpu_with_requires_grad(PyObject *t, PyObject *flag);
 extern PyMethodDef pygpu_split_functions[]; /* tensor_split.c */
 extern PyMethodDef pygpu_flip_functions[];  /* tensor_join.c */
 extern PyMethodDef pygpu_index_functions[]; /* tensor_select.c */
+extern PyMethodDef pygpu_sorted_functions[]; /* tensor_sort.c */
 /* scatter_add, index_add as module functions (added by module.c) and,
  * with their in-place forms, Tensor methods (tensor_select.c). */
 int pygpu_scatter_register(PyObject *m);

@@ -26,6 +26,23 @@ static const entry entries[] = {
     [ARGMIN] = {"argmin", PYGPU_MIN, E_INDEX},
 };
 
+/* max(input, other) and min(input, other), Tensor other given by position
+ * or as other=: the Tensor, else NULL (a borrowed reference). */
+static PyObject *
+elementwise_other(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs == 1 && nkw == 0 && Tensor_Check(args[0])) {
+        return args[0];
+    }
+    if (nargs == 0 && nkw == 1 && Tensor_Check(args[0]) &&
+        PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0),
+                                         "other") == 0) {
+        return args[0];
+    }
+    return NULL;
+}
+
 /* method form: t.sum(dim=None, keepdim=False, *, dtype=None) and the
  * others without dtype. */
 static PyObject *
@@ -37,6 +54,14 @@ reduce_method(int which, PyObject *self, PyObject *const *args,
     PyObject *a[3];
     int keepdim, dtype;
     TensorObject *t = (TensorObject *)self;
+    if (e->form == E_PAIR) {
+        PyObject *other = elementwise_other(args, nargs, kwnames);
+        if (other != NULL) { /* max(input, other): maximum, as torch */
+            return PyObject_CallMethod(self, e->op == PYGPU_MAX ? "maximum"
+                                                                : "minimum",
+                                       "O", other);
+        }
+    }
     if (pygpu_parse_args(e->name, args, nargs, kwnames, names,
                          e->form == E_DTYPE ? 3 : 2, 2, 0, a) < 0 ||
         pygpu_parse_bool(a[1], 0, &keepdim) < 0) {
