@@ -174,3 +174,13 @@ from . import utils  # noqa: E402
 from .utils.dlpack import from_dlpack  # noqa: E402
 from ._interop import as_tensor  # noqa: E402
 __all__ += ["from_dlpack", "as_tensor"]
+
+# The default device (per thread, `with pygpu.device(...)` too),
+# pygpu.accelerator, and torch's names pygpu lacks saying so (_missing.py).
+from ._default_device import get_default_device, set_default_device  # noqa: E402,E501
+from . import accelerator  # noqa: E402
+from ._missing import install_tensor_names as _install_tensor_names  # noqa: E402,E501
+from ._missing import module_getattr as _module_getattr  # noqa: E402
+__all__ += ["set_default_device", "get_default_device", "accelerator"]
+__getattr__ = _module_getattr(__name__, "torch")
+_install_tensor_names(Tensor)

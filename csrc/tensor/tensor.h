@@ -34,8 +34,6 @@ PyObject *pygpu_t_xor_slot(PyObject *a, PyObject *b);
 PyObject *pygpu_t_iand_slot(PyObject *a, PyObject *b);
 PyObject *pygpu_t_ior_slot(PyObject *a, PyObject *b);
 PyObject *pygpu_t_ixor_slot(PyObject *a, PyObject *b);
-/* tensor_missing.c: attribute lookup with torch's missing names said. */
-PyObject *pygpu_t_getattro(PyObject *self, PyObject *name);
 PyObject *pygpu_t_add(PyObject *a, PyObject *b);
 PyObject *pygpu_t_sub(PyObject *a, PyObject *b);
 PyObject *pygpu_t_mul(PyObject *a, PyObject *b);

@@ -174,7 +174,6 @@ static PyType_Slot tensor_slots[] = {
     {Py_tp_iter, pygpu_t_iter},
     {Py_tp_repr, pygpu_t_repr},
     {Py_tp_richcompare, pygpu_t_compare_slot},
-    {Py_tp_getattro, pygpu_t_getattro},
     {Py_tp_hash, pygpu_t_hash},
     {0, NULL},
 };
