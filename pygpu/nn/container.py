@@ -2,7 +2,7 @@
 ParameterDict, with torch's names, keys and reprs.
 
 Sequential's forward runs a plan made once (and remade when its children
-change or a module hook is added or removed anywhere): each Linear
+change or a forward hook is added to any module): each Linear
 directly followed by a ReLU becomes one fused linear_relu call; every
 other child's forward is called as is (its __call__ when it has hooks)."""
 from collections import OrderedDict
@@ -318,7 +318,8 @@ def _param_line(key, p):
         size = "x".join(str(s) for s in p.shape)
         where = f" ({p.device})" if p.device.type == "cuda" else ""
         kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-        return f"  ({key}): {kind} containing: [{p.dtype} of size {size}{where}]"
+        return (f"  ({key}): {kind} containing: [{p.dtype} of size "
+                f"{size}{where}]")
     return f"  ({key}): Object of type: {type(p).__name__}"
 
 

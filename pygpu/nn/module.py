@@ -18,9 +18,10 @@ from ..utils.hooks import RemovableHandle
 
 __all__ = ["Module"]
 
-# Bumped whenever a forward hook is added to or removed from any module:
-# Sequential remakes its plan (which calls a hooked child's __call__, not
-# its forward) when this changed since the plan was made.
+# Bumped whenever a forward hook is added to any module: Sequential remakes
+# its plan (which calls a hooked child's __call__, not its forward) when
+# this changed since the plan was made.  (A removed hook needs nothing: the
+# child's __call__ then finds no hook.)
 _hook_epoch = [0]
 
 
@@ -35,16 +36,15 @@ def _add_hook(module, table, hook, prepend, extras):
     d = module.__dict__
     if table not in d:
         object.__setattr__(module, table, OrderedDict())
-    extra_dicts = []
-    for name, on in extras:
+    for name, _ in extras:
         if name not in d:
             object.__setattr__(module, name, {})
-        extra_dicts.append(d[name])
-    handle = RemovableHandle(d[table], extra_dicts=extra_dicts)
+    handle = RemovableHandle(d[table],
+                             extra_dicts=[d[name] for name, _ in extras])
     d[table][handle.id] = hook
-    for (name, on), extra in zip(extras, extra_dicts):
+    for name, on in extras:
         if on:
-            extra[handle.id] = True
+            d[name][handle.id] = True
     if prepend:
         d[table].move_to_end(handle.id, last=False)
     _hook_epoch[0] += 1
