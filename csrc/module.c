@@ -167,6 +167,7 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_binary_math_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_clamp_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_default_dtype_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_default_device_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_range_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_join_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_split_functions) < 0 ||

@@ -186,3 +186,13 @@ for _name in ("sort", "argsort", "topk", "kthvalue", "median", "mode",
 del _name
 __all__ += ["sort", "argsort", "topk", "kthvalue", "median", "mode",
             "unique", "einsum"]
+
+# The default device (per thread, `with pygpu.device(...)` too),
+# pygpu.accelerator, and torch's names pygpu lacks saying so (_missing.py).
+from ._default_device import get_default_device, set_default_device  # noqa: E402,E501
+from . import accelerator  # noqa: E402
+from ._missing import install_tensor_names as _install_tensor_names  # noqa: E402,E501
+from ._missing import module_getattr as _module_getattr  # noqa: E402
+__all__ += ["set_default_device", "get_default_device", "accelerator"]
+__getattr__ = _module_getattr(__name__, "torch")
+_install_tensor_names(Tensor)

@@ -8,7 +8,11 @@ from . import _C
 def as_tensor(data, dtype=None, device=None):
     """`data` as a tensor of `dtype` on `device` without copying when it
     already is one (a tensor, an ndarray pygpu can view, a CUDA array with
-    __cuda_array_interface__); otherwise a new tensor, as tensor() makes."""
+    __cuda_array_interface__); otherwise a new tensor, as tensor() makes.
+    A default device (set_default_device, `with device(...)`) is the
+    device when none is given, as in torch."""
+    if device is None:
+        device = _C._get_default_device()
     if isinstance(data, _C.Tensor):
         t = data
     elif isinstance(data, np.ndarray):

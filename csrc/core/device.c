@@ -326,6 +326,12 @@ static PyGetSetDef device_getset[] = {
 
 static PyMethodDef device_methods[] = {
     {"__reduce__", device_reduce, METH_NOARGS, NULL},
+    {"__enter__", pygpu_device_enter, METH_NOARGS,
+     "__enter__($self, /)\n--\n\n"
+     "Make this device the thread's default for factories until __exit__."},
+    {"__exit__", FAST(pygpu_device_exit),
+     "__exit__($self, *exc_info)\n--\n\n"
+     "Put back the default device that __enter__ replaced."},
     {NULL},
 };
 

@@ -165,6 +165,18 @@ pygpu_requires_grad(const TensorObject *t)
  * until set_default_dtype), read atomically by factories and promotion. */
 int pygpu_default_dtype(void);
 extern PyMethodDef pygpu_default_dtype_functions[];
+/* ---------------------------------------------------------- default device */
+/* core/default_device.c: torch's default device, per thread (the CPU until
+ * set_default_device or a `with device(...)` block): what factories given
+ * no device= use.  is_set: whether one was set, even to 'cpu' (then
+ * tensor(t) follows it rather than t's device, as torch's does). */
+pygpu_device pygpu_default_device(void);
+int pygpu_default_device_is_set(void);
+/* device.__enter__ / __exit__: set the default for the block, restore. */
+PyObject *pygpu_device_enter(PyObject *self, PyObject *noargs);
+PyObject *pygpu_device_exit(PyObject *self, PyObject *const *args,
+                            Py_ssize_t nargs);
+extern PyMethodDef pygpu_default_device_functions[];
 /* The module's init calls this first (core/state.c): refuses a second
  * initialisation in the process, imports NumPy's C API, sets pygpu_state
  * and adds the exception types to m.  0 or -1. */

@@ -141,24 +141,15 @@ fail:
 /* ------------------------------------------------------ the operators */
 
 /* == != < <= > >=: elementwise with tensors and numbers (a reflected
- * 2 < t arrives here as t > 2); a NumPy array is a TypeError, as in the
- * arithmetic; anything else (None, strings, lists) gets Python's default,
- * so x == None is False. */
+ * 2 < t arrives here as t > 2; a NumPy array was made a tensor by the
+ * slot, tensor/tensor_operand.c); anything else (None, strings, lists)
+ * gets Python's default, so x == None is False. */
 PyObject *
 pygpu_t_richcompare(PyObject *a, PyObject *b, int op)
 {
     static const int ops[] = {[Py_LT] = PYGPU_LT, [Py_LE] = PYGPU_LE,
                               [Py_EQ] = PYGPU_EQ, [Py_NE] = PYGPU_NE,
                               [Py_GT] = PYGPU_GT, [Py_GE] = PYGPU_GE};
-    static const char *const syms[] = {"<", "<=", "==", "!=", ">", ">="};
-    if (PyArray_Check(b)) {
-        PyErr_Format(PyExc_TypeError,
-                     "unsupported operand type(s) for %s: '%.100s' and "
-                     "'%.100s'; convert the array with pygpu.tensor() or "
-                     "pygpu.from_numpy() first", syms[op],
-                     Py_TYPE(a)->tp_name, Py_TYPE(b)->tp_name);
-        return NULL;
-    }
     PyObject *num = NULL;
     if (PyArray_IsScalar(b, Integer) || PyArray_IsScalar(b, Bool)) {
         num = PyArray_IsScalar(b, Bool) ? PyBool_FromLong(PyObject_IsTrue(b))

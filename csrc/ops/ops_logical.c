@@ -79,16 +79,11 @@ pygpu_t_logical_xor(PyObject *op, PyObject *other)
 /* ---------------------------------------------------- bitwise_*, & | ^ ~ */
 
 /* a <op> b for the operators: tensors and Python numbers (NumPy scalars
- * as the numbers they hold); anything else is not ours. */
+ * as the numbers they hold; NumPy arrays were made tensors by the slot,
+ * tensor/tensor_operand.c); anything else is not ours. */
 static PyObject *
 bitwise(int op, PyObject *a, PyObject *b, TensorObject *out)
 {
-    if (PyArray_Check(a) || PyArray_Check(b)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "a NumPy array next to a pygpu.Tensor: convert it "
-                        "with pygpu.tensor() or pygpu.from_numpy() first");
-        return NULL;
-    }
     PyObject *num = NULL, *r;
     PyObject **other = Tensor_Check(a) ? &b : &a;
     if (PyArray_IsScalar(*other, Bool)) {

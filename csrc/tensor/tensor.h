@@ -23,6 +23,17 @@ extern PyMethodDef pygpu_tensor_methods[];
 extern PyGetSetDef pygpu_tensor_getset[];
 /* The Tensor's protocol slots (tensor_number.c, tensor_index.c), named in
  * the type's slot table in tensor_core.c. */
+/* tensor_operand.c: a NumPy array operand x as a tensor on the device of
+ * other (a tensor or not), anything else as it is; new reference.  The
+ * comparison and bitwise slots taking arrays that way. */
+PyObject *pygpu_array_operand(PyObject *x, PyObject *other);
+PyObject *pygpu_t_compare_slot(PyObject *a, PyObject *b, int op);
+PyObject *pygpu_t_and_slot(PyObject *a, PyObject *b);
+PyObject *pygpu_t_or_slot(PyObject *a, PyObject *b);
+PyObject *pygpu_t_xor_slot(PyObject *a, PyObject *b);
+PyObject *pygpu_t_iand_slot(PyObject *a, PyObject *b);
+PyObject *pygpu_t_ior_slot(PyObject *a, PyObject *b);
+PyObject *pygpu_t_ixor_slot(PyObject *a, PyObject *b);
 PyObject *pygpu_t_add(PyObject *a, PyObject *b);
 PyObject *pygpu_t_sub(PyObject *a, PyObject *b);
 PyObject *pygpu_t_mul(PyObject *a, PyObject *b);
@@ -78,9 +89,9 @@ PyObject *pygpu_t_ifloordiv(PyObject *a, PyObject *b);
 PyObject *pygpu_t_mod(PyObject *a, PyObject *b);
 PyObject *pygpu_t_imod(PyObject *a, PyObject *b);
 /* The operator front end of tensor_number.c: a <op> b (out: in place),
- * sym naming the operator in TypeErrors. */
-PyObject *pygpu_number_binary(int op, const char *sym, PyObject *a,
-                              PyObject *b, TensorObject *out);
+ * NumPy arrays taken as tensors, NumPy scalars as Python numbers. */
+PyObject *pygpu_number_binary(int op, PyObject *a, PyObject *b,
+                              TensorObject *out);
 extern PyMethodDef pygpu_range_functions[]; /* tensor_range.c */
 extern PyMethodDef pygpu_join_functions[];  /* tensor_join.c */
 /* t (a new tensor, or NULL) with requires_grad=flag (NULL: not given)

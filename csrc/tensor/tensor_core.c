@@ -156,12 +156,12 @@ static PyType_Slot tensor_slots[] = {
     {Py_nb_remainder, pygpu_t_mod},
     {Py_nb_inplace_remainder, pygpu_t_imod},
     {Py_nb_negative, pygpu_t_neg},
-    {Py_nb_and, pygpu_t_and},
-    {Py_nb_or, pygpu_t_or},
-    {Py_nb_xor, pygpu_t_xor},
-    {Py_nb_inplace_and, pygpu_t_iand},
-    {Py_nb_inplace_or, pygpu_t_ior},
-    {Py_nb_inplace_xor, pygpu_t_ixor},
+    {Py_nb_and, pygpu_t_and_slot},
+    {Py_nb_or, pygpu_t_or_slot},
+    {Py_nb_xor, pygpu_t_xor_slot},
+    {Py_nb_inplace_and, pygpu_t_iand_slot},
+    {Py_nb_inplace_or, pygpu_t_ior_slot},
+    {Py_nb_inplace_xor, pygpu_t_ixor_slot},
     {Py_nb_invert, pygpu_t_invert},
     {Py_nb_positive, pygpu_t_pos},
     {Py_nb_bool, pygpu_t_bool},
@@ -173,7 +173,7 @@ static PyType_Slot tensor_slots[] = {
     {Py_mp_ass_subscript, pygpu_t_setitem},
     {Py_tp_iter, pygpu_t_iter},
     {Py_tp_repr, pygpu_t_repr},
-    {Py_tp_richcompare, pygpu_t_richcompare},
+    {Py_tp_richcompare, pygpu_t_compare_slot},
     {Py_tp_hash, pygpu_t_hash},
     {0, NULL},
 };
@@ -224,9 +224,14 @@ pygpu_tensor_register(PyObject *m)
         pygpu_tensor_add_methods(pygpu_hook_methods) < 0) {
         return -1;
     }
-    /* NumPy defers to the tensor's own (reflected) operators instead of
-     * converting it and answering with an ndarray. */
-    if (PyObject_SetAttrString(type, "__array_ufunc__", Py_None) < 0) {
+    /* As torch's: array <op> tensor defers to the tensor's reflected
+     * operator (a tensor results, tensor_operand.c), while NumPy's own
+     * functions and in-place operators convert it with __array__. */
+    PyObject *prio = PyLong_FromLong(1000);
+    int rc = prio ? PyObject_SetAttrString(type, "__array_priority__", prio)
+                  : -1;
+    Py_XDECREF(prio);
+    if (rc < 0) {
         return -1;
     }
     return PyModule_AddObjectRef(m, "Tensor", type);

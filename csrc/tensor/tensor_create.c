@@ -116,10 +116,13 @@ tensor_fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         return pygpu_with_requires_grad(
             pygpu_tensor_copy_cuda_array(a[0], dtype, a[2]), a[3]);
     }
-    /* A tensor's copy stays on its device unless one is given. */
-    const pygpu_device *dflt = Tensor_Check(a[0])
-                                   ? &((TensorObject *)a[0])->device
-                                   : &cpu_device;
+    /* A tensor's copy stays on its device unless one is given or a
+     * default device was set (torch's device context fills device=). */
+    pygpu_device def_dev = pygpu_default_device();
+    const pygpu_device *dflt =
+        Tensor_Check(a[0]) && !pygpu_default_device_is_set()
+            ? &((TensorObject *)a[0])->device
+            : &def_dev;
     if (pygpu_parse_device_opt(a[2], dflt, &dev) < 0 ||
         pygpu_device_resolve(&dev) < 0) {
         return NULL;
@@ -241,8 +244,9 @@ factory(const char *fname, enum fill_kind kind, int has_value,
             return NULL;
         }
     }
+    pygpu_device def_dev = pygpu_default_device();
     if (pygpu_parse_dtype_opt(kw[2], like ? like->dtype : def, &dtype) < 0 ||
-        pygpu_parse_device_opt(kw[3], like ? &like->device : &cpu_device,
+        pygpu_parse_device_opt(kw[3], like ? &like->device : &def_dev,
                                &dev) < 0) {
         return NULL;
     }

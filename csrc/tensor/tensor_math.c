@@ -102,7 +102,7 @@ pygpu_t_pow(PyObject *a, PyObject *b, PyObject *mod)
     if (mod != Py_None) {
         Py_RETURN_NOTIMPLEMENTED; /* pow(a, b, m): no modular power */
     }
-    return pygpu_number_binary(PYGPU_POW, "** or pow()", a, b, NULL);
+    return pygpu_number_binary(PYGPU_POW, a, b, NULL);
 }
 
 PyObject *
@@ -111,32 +111,32 @@ pygpu_t_ipow(PyObject *a, PyObject *b, PyObject *mod)
     if (mod != Py_None) {
         Py_RETURN_NOTIMPLEMENTED;
     }
-    return pygpu_number_binary(PYGPU_POW, "**=", a, b, (TensorObject *)a);
+    return pygpu_number_binary(PYGPU_POW, a, b, (TensorObject *)a);
 }
 
 PyObject *
 pygpu_t_floordiv(PyObject *a, PyObject *b)
 {
-    return pygpu_number_binary(PYGPU_FLOOR_DIVIDE, "//", a, b, NULL);
+    return pygpu_number_binary(PYGPU_FLOOR_DIVIDE, a, b, NULL);
 }
 
 PyObject *
 pygpu_t_ifloordiv(PyObject *a, PyObject *b)
 {
-    return pygpu_number_binary(PYGPU_FLOOR_DIVIDE, "//=", a, b,
+    return pygpu_number_binary(PYGPU_FLOOR_DIVIDE, a, b,
                                (TensorObject *)a);
 }
 
 PyObject *
 pygpu_t_mod(PyObject *a, PyObject *b)
 {
-    return pygpu_number_binary(PYGPU_REMAINDER, "%", a, b, NULL);
+    return pygpu_number_binary(PYGPU_REMAINDER, a, b, NULL);
 }
 
 PyObject *
 pygpu_t_imod(PyObject *a, PyObject *b)
 {
-    return pygpu_number_binary(PYGPU_REMAINDER, "%=", a, b,
+    return pygpu_number_binary(PYGPU_REMAINDER, a, b,
                                (TensorObject *)a);
 }
 

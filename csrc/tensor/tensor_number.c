@@ -18,30 +18,23 @@ py_number(PyObject *x)
     return Py_NewRef(x);
 }
 
-/* TypeError for a NumPy array next to a tensor: NumPy defers to the
- * tensor (__array_ufunc__ = None) and the tensor does not convert it. */
-static PyObject *
-array_operand(const char *sym, PyObject *a, PyObject *b)
-{
-    PyErr_Format(PyExc_TypeError,
-                 "unsupported operand type(s) for %s: '%.100s' and '%.100s'; "
-                 "convert the array with pygpu.tensor() or "
-                 "pygpu.from_numpy() first", sym, Py_TYPE(a)->tp_name,
-                 Py_TYPE(b)->tp_name);
-    return NULL;
-}
-
 PyObject *
-pygpu_number_binary(int op, const char *sym, PyObject *a, PyObject *b,
-                    TensorObject *out)
+pygpu_number_binary(int op, PyObject *a, PyObject *b, TensorObject *out)
 {
-    if (PyArray_Check(a) || PyArray_Check(b)) {
-        return array_operand(sym, a, b);
+    /* A NumPy array counts as the tensor made from it (tensor_operand.c);
+     * a NumPy scalar as the Python number it holds. */
+    PyObject *ta = pygpu_array_operand(a, b), *tb = NULL;
+    PyObject *x = NULL, *y = NULL, *r = NULL;
+    if (ta == NULL || (tb = pygpu_array_operand(b, a)) == NULL) {
+        goto fail;
     }
-    PyObject *x = py_number(a), *y = x ? py_number(b) : NULL, *r = NULL;
-    if (y != NULL) {
-        r = pygpu_ag_binary(op, x, y, out);
+    if ((x = py_number(ta)) == NULL || (y = py_number(tb)) == NULL) {
+        goto fail;
     }
+    r = pygpu_ag_binary(op, x, y, out);
+fail:
+    Py_XDECREF(ta);
+    Py_XDECREF(tb);
     Py_XDECREF(x);
     Py_XDECREF(y);
     return r;
@@ -50,10 +43,7 @@ pygpu_number_binary(int op, const char *sym, PyObject *a, PyObject *b,
 static PyObject *
 binary(int op, PyObject *a, PyObject *b, TensorObject *out)
 {
-    static const char *const syms[][2] = {
-        [PYGPU_ADD] = {"+", "+="}, [PYGPU_SUB] = {"-", "-="},
-        [PYGPU_MUL] = {"*", "*="}, [PYGPU_DIV] = {"/", "/="}};
-    return pygpu_number_binary(op, syms[op][out != NULL], a, b, out);
+    return pygpu_number_binary(op, a, b, out);
 }
 
 PyObject *
@@ -110,7 +100,13 @@ PyObject *
 pygpu_t_matmul(PyObject *a, PyObject *b)
 {
     if (PyArray_Check(a) || PyArray_Check(b)) {
-        return array_operand("@", a, b);
+        PyObject *ta = pygpu_array_operand(a, b), *tb = NULL, *r = NULL;
+        if (ta != NULL && (tb = pygpu_array_operand(b, a)) != NULL) {
+            r = pygpu_t_matmul(ta, tb);
+        }
+        Py_XDECREF(ta);
+        Py_XDECREF(tb);
+        return r;
     }
     if (!Tensor_Check(a) || !Tensor_Check(b)) {
         Py_RETURN_NOTIMPLEMENTED;

@@ -93,8 +93,9 @@ parse_factory_kw(PyObject *dtype_obj, PyObject *device_obj, PyObject *rg,
                  int def_dtype, int *dtype, pygpu_device *dev)
 {
     (void)rg; /* applied to the result (pygpu_with_requires_grad) */
+    pygpu_device def_dev = pygpu_default_device();
     if (pygpu_parse_dtype_opt(dtype_obj, def_dtype, dtype) < 0 ||
-        pygpu_parse_device_opt(device_obj, &cpu_device, dev) < 0) {
+        pygpu_parse_device_opt(device_obj, &def_dev, dev) < 0) {
         return -1;
     }
     return pygpu_device_resolve(dev);

@@ -17,3 +17,9 @@ __all__ = ["functional", "init", "parallel", "Module", "Parameter",
            "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss"]
 from . import utils  # noqa: E402
 __all__ += ["utils"]
+
+# containers, and torch's names pygpu lacks saying so (pygpu/_missing.py)
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList  # noqa: E402,E501
+from .._missing import module_getattr as _module_getattr  # noqa: E402
+__all__ += ["ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__getattr__ = _module_getattr(__name__, "torch.nn")

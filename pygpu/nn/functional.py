@@ -79,3 +79,7 @@ from .losses import (binary_cross_entropy_with_logits,  # noqa: E402
                      cross_entropy, l1_loss, mse_loss, nll_loss)
 __all__ += ["mse_loss", "l1_loss", "nll_loss", "cross_entropy",
             "binary_cross_entropy_with_logits"]
+
+# torch's names pygpu lacks say so (pygpu/_missing.py)
+from .._missing import module_getattr as _module_getattr  # noqa: E402
+__getattr__ = _module_getattr(__name__, "torch.nn.functional")

@@ -6,6 +6,7 @@ Registered parameters, buffers and submodules are kept in `_parameters`,
 dict, so that `self.weight` in a forward is a plain attribute read.
 Register and remove them through attributes or the register_* methods.
 """
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
@@ -13,8 +14,41 @@ from .._C import Tensor, device as _device, dtype as _dtype
 from .parameter import Parameter
 from ..autograd._grads import zero_grads
 from ..autograd.grad_mode import no_grad
+from ..utils.hooks import RemovableHandle
 
 __all__ = ["Module"]
+
+# Bumped whenever a forward hook is added to any module: Sequential remakes
+# its plan (which calls a hooked child's __call__, not its forward) when
+# this changed since the plan was made.  (A removed hook needs nothing: the
+# child's __call__ then finds no hook.)
+_hook_epoch = [0]
+
+
+def _has_hooks(m):
+    """Whether module m has forward or forward pre-hooks."""
+    return bool(m._forward_hooks or m._forward_pre_hooks)
+
+
+def _add_hook(module, table, hook, prepend, extras):
+    """hook into module's table (an ordered dict made on first use, as are
+    the extra tables: with_kwargs, always_call), its RemovableHandle."""
+    d = module.__dict__
+    if table not in d:
+        object.__setattr__(module, table, OrderedDict())
+    for name, _ in extras:
+        if name not in d:
+            object.__setattr__(module, name, {})
+    handle = RemovableHandle(d[table],
+                             extra_dicts=[d[name] for name, _ in extras])
+    d[table][handle.id] = hook
+    for name, on in extras:
+        if on:
+            d[name][handle.id] = True
+    if prepend:
+        d[table].move_to_end(handle.id, last=False)
+    _hook_epoch[0] += 1
+    return handle
 
 
 class _IncompatibleKeys(
@@ -83,6 +117,15 @@ def _addindent(s, n):
 class Module:
     """Base class of layers and models, with torch's bookkeeping."""
 
+    # Forward hooks: empty here, an instance's own tables from its first
+    # register_forward_(pre_)hook on (so modules made or unpickled without
+    # them work, and __call__ reads two empty dicts when there is none).
+    _forward_pre_hooks = OrderedDict()
+    _forward_pre_hooks_with_kwargs = {}
+    _forward_hooks = OrderedDict()
+    _forward_hooks_with_kwargs = {}
+    _forward_hooks_always_called = {}
+
     def __init__(self):
         setattr_ = object.__setattr__
         setattr_(self, "training", True)
@@ -96,7 +139,76 @@ class Module:
                                   f'missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        if self._forward_pre_hooks or self._forward_hooks:
+            return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # --------------------------------------------------------------- hooks
+
+    def register_forward_pre_hook(self, hook, *, prepend=False,
+                                  with_kwargs=False):
+        """hook(module, args) -> None or new args (a non-tuple is made a
+        1-tuple), run before forward; with_kwargs=True: hook(module, args,
+        kwargs) -> None or (new_args, new_kwargs).  prepend=True runs it
+        before the hooks already there.  Returns a RemovableHandle."""
+        return _add_hook(self, "_forward_pre_hooks", hook, prepend,
+                         [("_forward_pre_hooks_with_kwargs", with_kwargs)])
+
+    def register_forward_hook(self, hook, *, prepend=False,
+                              with_kwargs=False, always_call=False):
+        """hook(module, args, output) -> None or a new output, run after
+        forward; with_kwargs=True: hook(module, args, kwargs, output).
+        always_call=True runs it even when forward raised.  Returns a
+        RemovableHandle."""
+        return _add_hook(self, "_forward_hooks", hook, prepend,
+                         [("_forward_hooks_with_kwargs", with_kwargs),
+                          ("_forward_hooks_always_called", always_call)])
+
+    def _call_with_hooks(self, args, kwargs):
+        """__call__ with hooks, in torch's order and with its rules."""
+        for hid, hook in list(self._forward_pre_hooks.items()):
+            if hid in self._forward_pre_hooks_with_kwargs:
+                res = hook(self, args, kwargs)
+                if res is not None:
+                    if not (isinstance(res, tuple) and len(res) == 2):
+                        raise RuntimeError(
+                            "forward pre-hook must return None or a tuple of "
+                            f"(new_args, new_kwargs), but got {res}.")
+                    args, kwargs = res
+            else:
+                res = hook(self, args)
+                if res is not None:
+                    args = res if isinstance(res, tuple) else (res,)
+        result, called = None, set()
+        try:
+            result = self.forward(*args, **kwargs)
+            for hid, hook in list(self._forward_hooks.items()):
+                called.add(hid)
+                if hid in self._forward_hooks_with_kwargs:
+                    res = hook(self, args, kwargs, result)
+                else:
+                    res = hook(self, args, result)
+                if res is not None:
+                    result = res
+        except Exception:
+            for hid, hook in list(self._forward_hooks.items()):
+                if (hid not in self._forward_hooks_always_called or
+                        hid in called):
+                    continue
+                try:
+                    if hid in self._forward_hooks_with_kwargs:
+                        res = hook(self, args, kwargs, result)
+                    else:
+                        res = hook(self, args, result)
+                    if res is not None:
+                        result = res
+                except Exception as e:  # the first error is the one raised
+                    warnings.warn("forward hook with ``always_call=True`` "
+                                  "raised an exception that was silenced as "
+                                  "another error was raised in forward: " +
+                                  str(e))
+            raise
+        return result
 
     # -------------------------------------------------------- registration
 

@@ -178,12 +178,14 @@ def test_other_operands_keep_python_default(device):
 
 
 @pytest.mark.parametrize("op", COMPARISONS, ids=lambda o: NAMES[o])
-def test_ndarray_operand_raises(op, device):
-    x = pygpu.ones(3, device=device)
-    with pytest.raises(TypeError, match="convert the array"):
-        op(x, np.ones(3))
-    with pytest.raises(TypeError, match="convert the array"):
-        op(np.ones(3), x)
+def test_ndarray_operand_compares_as_tensor(op, device):
+    # as torch: the array is the tensor made from it, either side
+    x = pygpu.tensor([1.0, 2.0, 3.0], device=device)
+    a = np.array([2.0, 2.0, 2.0])
+    for r, want in ((op(x, a), op(np.array([1.0, 2.0, 3.0]), a)),
+                    (op(a, x), op(a, np.array([1.0, 2.0, 3.0])))):
+        assert isinstance(r, pygpu.Tensor) and r.device == x.device
+        assert r.tolist() == want.tolist()
 
 
 def test_hash_by_identity(device):
@@ -196,20 +198,18 @@ def test_hash_by_identity(device):
 
 
 @pytest.mark.parametrize("op", ARITHMETIC, ids=lambda o: o.__name__)
-def test_ndarray_operand_never_gives_ndarray(op):
-    x = pygpu.ones(3, 3)
-    a = np.ones((3, 3))
+def test_ndarray_operand_gives_tensor(op):
+    x = pygpu.ones(3, 3, dtype=pygpu.float64)  # matmul does not promote
+    a = np.full((3, 3), 2.0)
     for args in ((x, a), (a, x)):
-        with pytest.raises(TypeError, match="convert the array"):
-            op(*args)
+        r = op(*args)
+        assert isinstance(r, pygpu.Tensor) and r.dtype == pygpu.float64
 
 
-def test_inplace_with_ndarray_raises():
+def test_inplace_with_ndarray():
     x = pygpu.ones(3)
-    with pytest.raises(TypeError, match=r"\+="):
-        x += np.ones(3)
-    assert isinstance(x, pygpu.Tensor)
-    assert x.tolist() == [1.0, 1.0, 1.0]
+    x += np.full(3, 2.0)  # the float32 tensor keeps its dtype
+    assert x.dtype == pygpu.float32 and x.tolist() == [3.0, 3.0, 3.0]
 
 
 @pytest.mark.parametrize("dt", [pygpu.float16, pygpu.float32, pygpu.float64,
@@ -239,9 +239,11 @@ def test_array_interop_still_works():
     assert np.asarray(x).tolist() == [[1.0, 2.0], [3.0, 4.0]]
     assert np.array(x).dtype == np.float32
     assert np.add(np.asarray(x), 1).tolist() == [[2.0, 3.0], [4.0, 5.0]]
-    assert pygpu.Tensor.__array_ufunc__ is None
-    with pytest.raises(TypeError):
-        np.add(x, 1)
+    # as torch's: NumPy's functions convert the tensor with __array__
+    assert pygpu.Tensor.__array_priority__ == 1000
+    r = np.add(x, 1)
+    assert isinstance(r, np.ndarray) and r.tolist() == [[2.0, 3.0],
+                                                        [4.0, 5.0]]
 
 
 def test_equal(device):

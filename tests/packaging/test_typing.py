@@ -29,8 +29,14 @@ NO_SIGNATURE = {
 C_CLASSES = [n for n in dir(_C) if isinstance(getattr(_C, n), type)]
 
 
+# torch.Tensor names pygpu lacks, which pygpu/_missing.py puts on the type
+# as markers that raise AttributeError: not the runtime's own names.
+_MISSING = {n for n in vars(_C.Tensor)
+            if type(vars(_C.Tensor)[n]).__name__ == "_Missing"}
+
+
 def _public(names):
-    return {n for n in names if not n.startswith("_")}
+    return {n for n in names if not n.startswith("_") and n not in _MISSING}
 
 
 def _non_dunder(names):
