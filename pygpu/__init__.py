@@ -174,3 +174,10 @@ from . import utils  # noqa: E402
 from .utils.dlpack import from_dlpack  # noqa: E402
 from ._interop import as_tensor  # noqa: E402
 __all__ += ["from_dlpack", "as_tensor"]
+# random sampling and generators (pygpu/_random.py, csrc/ops/ops_generator.c)
+from ._random import (Generator, bernoulli, default_generator,  # noqa: E402
+                      get_rng_state, multinomial, normal, poisson, randint,
+                      randint_like, randperm, seed, set_rng_state)
+__all__ += ["Generator", "randint", "randint_like", "randperm",
+            "multinomial", "bernoulli", "normal", "poisson",
+            "default_generator", "seed", "get_rng_state", "set_rng_state"]

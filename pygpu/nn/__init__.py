@@ -15,3 +15,5 @@ __all__ = ["functional", "init", "parallel", "Module", "Parameter",
            "Linear", "ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "Identity", "Flatten", "Sequential",
            "DataParallel", "Softmax", "LogSoftmax", "MSELoss", "L1Loss",
            "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss"]
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d  # noqa: E402
+__all__ += ["Dropout", "Dropout1d", "Dropout2d", "AlphaDropout"]

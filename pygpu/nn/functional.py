@@ -79,3 +79,6 @@ from .losses import (binary_cross_entropy_with_logits,  # noqa: E402
                      cross_entropy, l1_loss, mse_loss, nll_loss)
 __all__ += ["mse_loss", "l1_loss", "nll_loss", "cross_entropy",
             "binary_cross_entropy_with_logits"]
+from .dropout import (alpha_dropout, dropout, dropout1d,  # noqa: E402
+                      dropout2d)
+__all__ += ["dropout", "dropout1d", "dropout2d", "alpha_dropout"]
