@@ -437,11 +437,14 @@ def _bernoulli_(self, p=0.5, *, generator=None):
 
 
 def _t_bernoulli(self, p=None, *, generator=None):
+    """bernoulli(p=None, *, generator=None): pygpu.bernoulli(self, p)."""
     return bernoulli(self, p, generator=generator)
 
 
 def _t_multinomial(self, num_samples, replacement=False, *,
                    generator=None):
+    """multinomial(num_samples, replacement=False, *, generator=None):
+    pygpu.multinomial(self, ...)."""
     return multinomial(self, num_samples, replacement, generator=generator)
 
 
