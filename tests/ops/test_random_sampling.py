@@ -691,3 +691,36 @@ def test_cpu_cuda_same_default_stream():
     d = torch.randperm(100, device="cuda").cpu().numpy()
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(c, d)
+
+
+# ---------------------------------------------------- CPU thread pool
+
+
+def test_draws_do_not_depend_on_threads():
+    """Large draws are cut over the CPU's pool at multiples of 4 elements,
+    each part starting at its own counter: the numbers are the same with
+    one thread or several, and the same as a small draw's prefix."""
+    old = torch.get_num_threads()
+    n = 300001
+
+    def draws():
+        out = []
+        out.append(torch.randint(-5, 1 << 40, (n,), generator=gen("cpu", 1)))
+        out.append(torch.empty(n).exponential_(1.5,
+                                               generator=gen("cpu", 2)))
+        out.append(torch.poisson(torch.full((n,), 3.0), gen("cpu", 3)))
+        out.append(torch.empty(n, dtype=torch.int32).random_(
+            generator=gen("cpu", 4)))
+        return [t.numpy().copy() for t in out]
+
+    try:
+        torch.set_num_threads(1)
+        one = draws()
+        torch.set_num_threads(4)
+        four = draws()
+    finally:
+        torch.set_num_threads(old)
+    for a, b in zip(one, four):
+        np.testing.assert_array_equal(a, b)
+    small = torch.randint(-5, 1 << 40, (10,), generator=gen("cpu", 1))
+    np.testing.assert_array_equal(small.numpy(), one[0][:10])
