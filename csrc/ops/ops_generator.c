@@ -434,11 +434,8 @@ static PyObject *
 default_generator(PyObject *m, PyObject *arg)
 {
     pygpu_device dev;
-    if (pygpu_parse_device(arg, &dev) < 0) {
+    if (pygpu_parse_device(arg, &dev) < 0 || pygpu_device_resolve(&dev) < 0) {
         return NULL;
-    }
-    if (dev.type == PYGPU_CUDA && dev.index < 0) {
-        dev.index = 0;
     }
     int slot = slot_of(dev);
     if (slot < 0) {

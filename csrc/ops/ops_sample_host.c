@@ -49,10 +49,7 @@ parse_target(PyObject *devobj, pygpu_device *dev)
     if (pygpu_parse_device(devobj, dev) < 0) {
         return -1;
     }
-    if (dev->type == PYGPU_CUDA && dev->index < 0) {
-        dev->index = 0;
-    }
-    return 0;
+    return pygpu_device_resolve(dev); /* cuda: the current device */
 }
 
 PyObject *
