@@ -16,7 +16,7 @@ from . import _C
 from ._C import Generator, Tensor
 from ._type_info import promote_types
 
-_UNIFORM, _NORMAL, _EXPONENTIAL, _INTEGER, _POISSON = range(5)
+_UNIFORM, _NORMAL, _EXPONENTIAL, _INTEGER, _POISSON, _BERNOULLI = range(6)
 
 # torch's C++ names of the dtypes, for its messages.
 _CPP_NAME = {_C.float32: "float", _C.float64: "double",
@@ -201,13 +201,6 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     return r
 
 
-def _uniforms(shape, like_dtype, device, generator):
-    """Uniform [0, 1) numbers to compare probabilities of like_dtype with:
-    float64 for float64, else float32 (enough bits for small p)."""
-    dt = _C.float64 if like_dtype == _C.float64 else _C.float32
-    return _C.rand(shape, dtype=dt, device=device, generator=generator)
-
-
 def _check_p(fname, p):
     if not 0 <= p <= 1:
         raise RuntimeError(f"{fname} expects p to be in [0, 1], but got "
@@ -240,9 +233,10 @@ def bernoulli(input, p=None, *, generator=None, out=None):
                                f'implemented for '
                                f"'{_SCALAR_NAME[input.dtype]}'")
         _check_p_tensor(input)
-        u = _uniforms(tuple(input.shape), input.dtype, input.device,
-                      generator)
-        r = (u < input.detach()).to(input.dtype)
+        r = _C.empty(tuple(input.shape), dtype=input.dtype,
+                     device=input.device)
+        _C._sample(r, _BERNOULLI, 0.0, 1.0, generator,
+                   input.detach().contiguous())
     else:
         r = _C.empty(tuple(input.shape), dtype=input.dtype,
                      device=input.device)
@@ -254,6 +248,9 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 
 
 def _bernoulli_into(self, p, generator):
+    """self <- 1 with probability p (a float, or a float tensor broadcast
+    to self), else 0: one draw into a contiguous tensor of self's dtype
+    (p's for a tensor p, float32 for an integer self), copied in."""
     shape = tuple(self.shape)
     if isinstance(p, Tensor):
         if not _is_float(p.dtype):
@@ -261,14 +258,16 @@ def _bernoulli_into(self, p, generator):
                                "floating type, got "
                                f"{_SCALAR_NAME[p.dtype]}")
         _check_p_tensor(p)
-        u = _uniforms(shape, p.dtype, self.device, generator)
-        mask = u < p.detach().to(self.device)
+        probs = p.detach().to(self.device).expand(*shape).contiguous()
+        tmp = _C.empty(shape, dtype=p.dtype, device=self.device)
+        _C._sample(tmp, _BERNOULLI, 0.0, 1.0, generator, probs)
     else:
         p = float(p)
         _check_p("bernoulli_", p)
-        u = _uniforms(shape, self.dtype, self.device, generator)
-        mask = u < p
-    self.copy_(mask)
+        dt = self.dtype if _is_float(self.dtype) else _C.float32
+        tmp = _C.empty(shape, dtype=dt, device=self.device)
+        _C._sample(tmp, _BERNOULLI, p, 1.0, generator, None)
+    self.copy_(tmp)
     return self
 
 

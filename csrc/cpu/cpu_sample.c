@@ -1,4 +1,4 @@
-/* cpu_sample.c - exponential, integer and Poisson numbers on the CPU, by
+/* cpu_sample.c - exponential, integer, Poisson and Bernoulli numbers on the CPU, by
  * the element rules of kernels/sample.h (the CUDA kernels of
  * kernels/sample.cu follow the same rules): element e takes word e % 4 of
  * the blocks of counter offset + e / 4.  One block serves four elements,
@@ -80,6 +80,26 @@ rate_at(int dtype, const void *rates, int64_t e)
     }
 }
 
+/* out[e] = v, rounded once to the (floating) dtype. */
+static void
+store_double(int dtype, void *out, int64_t e, double v)
+{
+    switch (dtype) {
+    case PYGPU_FLOAT64:
+        ((double *)out)[e] = v;
+        break;
+    case PYGPU_FLOAT32:
+        ((float *)out)[e] = (float)v;
+        break;
+    case PYGPU_FLOAT16:
+        ((uint16_t *)out)[e] = pygpu_double_to_half(v);
+        break;
+    default:
+        ((uint16_t *)out)[e] = pygpu_double_to_bf16(v);
+        break;
+    }
+}
+
 static void
 poisson(int dtype, void *out, int64_t n, const void *rates,
         pygpu_philox_state st)
@@ -88,19 +108,22 @@ poisson(int dtype, void *out, int64_t n, const void *rates,
         double v = pygpu_poisson(rate_at(dtype, rates, e),
                                  st.offset + (uint64_t)(e / 4), (int)(e % 4),
                                  st.seed);
-        switch (dtype) {
-        case PYGPU_FLOAT64:
-            ((double *)out)[e] = v;
-            break;
-        case PYGPU_FLOAT32:
-            ((float *)out)[e] = (float)v;
-            break;
-        case PYGPU_FLOAT16:
-            ((uint16_t *)out)[e] = pygpu_double_to_half(v);
-            break;
-        default:
-            ((uint16_t *)out)[e] = pygpu_double_to_bf16(v);
-            break;
+        store_double(dtype, out, e, v);
+    }
+}
+
+/* value with probability p (or rates[e]), else 0. */
+static void
+bernoulli(int dtype, void *out, int64_t n, const pygpu_random_args *a,
+          pygpu_philox_state st)
+{
+    for (int64_t c = 0; 4 * c < n; c++) {
+        pygpu_u32x4 w = pygpu_philox(st.offset + (uint64_t)c, st.seed);
+        for (int k = 0; k < 4 && 4 * c + k < n; k++) {
+            int64_t e = 4 * c + k;
+            double p = a->rates ? rate_at(dtype, a->rates, e) : a->p;
+            store_double(dtype, out, e,
+                         pygpu_bernoulli(w.v[k], p) ? a->value : 0.0);
         }
     }
 }
@@ -124,6 +147,11 @@ pygpu_cpu_sample(int dtype, void *out, int64_t n, int dist,
     case PYGPU_DIST_POISSON:
         if (dtype != PYGPU_INT64) {
             poisson(dtype, out, n, a->rates, st);
+        }
+        break;
+    case PYGPU_DIST_BERNOULLI:
+        if (dtype != PYGPU_INT64) {
+            bernoulli(dtype, out, n, a, st);
         }
         break;
     default:

@@ -244,7 +244,9 @@ enum pygpu_dist {
     PYGPU_DIST_NORMAL = 1,
     PYGPU_DIST_EXPONENTIAL = 2, /* -ln(u) / lambd, float dtypes */
     PYGPU_DIST_INTEGER = 3,     /* low + bits mod range, int64 only */
-    PYGPU_DIST_POISSON = 4      /* Poisson(rates[e]), float dtypes */
+    PYGPU_DIST_POISSON = 4,     /* Poisson(rates[e]), float dtypes */
+    PYGPU_DIST_BERNOULLI = 5    /* value with probability p (rates[e] when
+                                   rates is set), else 0; float dtypes */
 };
 
 /* The parameters of a sample.h draw. */
@@ -252,7 +254,9 @@ typedef struct pygpu_random_args {
     double lambd;      /* EXPONENTIAL: the rate, > 0 */
     int64_t low;       /* INTEGER: the least value */
     uint64_t range;    /* INTEGER: values in [low, low + range); 0: 2^64 */
-    const void *rates; /* POISSON: contiguous, of the output's dtype */
+    const void *rates; /* POISSON, BERNOULLI: contiguous, of the output's
+                          dtype (BERNOULLI: NULL for one p) */
+    double p, value;   /* BERNOULLI */
 } pygpu_random_args;
 
 /* ------------------------------------------------------------------ CPU */

@@ -1,8 +1,9 @@
-/* sample.cu - exponential, integer and Poisson numbers on the GPU, by the
- * element rules of sample.h (cpu/cpu_sample.c follows the same rules, so
- * both make the same numbers for the same state): one thread per Philox
- * counter for exponential and integer numbers (its up to 4 elements), one
- * thread per element for Poisson (a varying number of sub-blocks each).
+/* sample.cu - exponential, integer, Poisson and Bernoulli numbers on the
+ * GPU, by the element rules of sample.h (cpu/cpu_sample.c follows the
+ * same rules, so both make the same numbers for the same state): one
+ * thread per Philox counter for exponential, integer and Bernoulli
+ * numbers (its up to 4 elements), one thread per element for Poisson (a
+ * varying number of sub-blocks each).
  */
 #include "common.cuh"
 #include "sample.h"
@@ -69,6 +70,28 @@ __global__ void poisson_kernel(T *out, const T *rates, int64_t n,
     }
 }
 
+template <typename T>
+__global__ void bernoulli_kernel(T *out, const T *probs, double p,
+                                 double value, int64_t n,
+                                 pygpu_philox_state st)
+{
+    const int64_t blocks = (n + 3) / 4;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const T one = convert<T>(value), zero = convert<T>(0.0);
+    for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+         c < blocks; c += stride) {
+        const pygpu_u32x4 w = pygpu_philox(st.offset + (uint64_t)c, st.seed);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int64_t e = 4 * c + k;
+            if (e < n) {
+                const double pe = probs ? (double)ld(probs[e]) : p;
+                out[e] = pygpu_bernoulli(w.v[k], pe) ? one : zero;
+            }
+        }
+    }
+}
+
 // ------------------------------------------------------------ launchers
 
 extern "C" cudaError_t pygpu_cuda_sample(int dtype, void *out, int64_t n,
@@ -99,6 +122,10 @@ extern "C" cudaError_t pygpu_cuda_sample(int dtype, void *out, int64_t n,
                 constexpr auto kernel = exponential_kernel<T>;
                 kernel<<<grid_for<kernel>(counters), BLOCK, 0, stream>>>(
                     (T *)out, n, a->lambd, st);
+            } else if (dist == PYGPU_DIST_BERNOULLI) {
+                constexpr auto kernel = bernoulli_kernel<T>;
+                kernel<<<grid_for<kernel>(counters), BLOCK, 0, stream>>>(
+                    (T *)out, (const T *)a->rates, a->p, a->value, n, st);
             } else if (dist == PYGPU_DIST_POISSON) {
                 constexpr auto kernel = poisson_kernel<T>;
                 kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(

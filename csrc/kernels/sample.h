@@ -17,6 +17,7 @@
  *   bit may differ.
  * integer: low + (bits mod range), bits word k of sub-block 0 when the
  *   range fits 32 bits, else that word below word k of sub-block 1.
+ * bernoulli: value when w 2^-32 < p (exact in double), else 0.
  * Poisson(rate): rate < 10: the count of uniforms u_j = (w_j + 1) 2^-32
  *   (word k of sub-block j = 0, 1, ...) whose running product stays above
  *   exp(-rate); rate >= 10: Hormann's transformed rejection (PTRS, "The
@@ -95,6 +96,12 @@ PYGPU_HD int64_t pygpu_random_integer(uint32_t lo, uint32_t hi, int64_t low,
 PYGPU_HD int pygpu_integer_wide(uint64_t range)
 {
     return range == 0 || range > 4294967296ull;
+}
+
+/* Whether word w falls below probability p: P = ceil(p 2^32) 2^-32. */
+PYGPU_HD int pygpu_bernoulli(uint32_t w, double p)
+{
+    return (double)w * (1.0 / 4294967296.0) < p;
 }
 
 /* ln k! for k >= 0: a table below 10, else Stirling's series at x = k + 1

@@ -35,9 +35,27 @@ pygpu_op_random(TensorObject *t, int normal, PyObject *generator)
                 generator, normal ? "randn" : "rand");
 }
 
+/* rates: a contiguous tensor like out (0), or -1 with RuntimeError. */
+static int
+check_rates(PyObject *obj, TensorObject *out)
+{
+    TensorObject *r = (TensorObject *)obj;
+    if (!Tensor_Check(obj) || r->dtype != out->dtype ||
+        !pygpu_device_equal(&r->device, &out->device) ||
+        !pygpu_is_contiguous(r) ||
+        pygpu_numel(r->ndim, r->shape) != pygpu_numel(out->ndim, out->shape)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "_sample: rates must be a contiguous tensor like out");
+        return -1;
+    }
+    return 0;
+}
+
 /* _sample(out, dist, param, range, generator, rates): out contiguous, of a
- * floating dtype (int64 for INTEGER); param is low (INTEGER) or lambd
- * (EXPONENTIAL); rates (POISSON) like out. */
+ * floating dtype (int64 for INTEGER); param is low (INTEGER), lambd
+ * (EXPONENTIAL) or p (BERNOULLI), range the count of integers or
+ * BERNOULLI's value; rates (POISSON; BERNOULLI's p per element, or None)
+ * like out. */
 static PyObject *
 sample_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -54,7 +72,7 @@ sample_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     pygpu_random_args a = {0};
     const char *what = "random_";
     int want_int = dist == PYGPU_DIST_INTEGER;
-    if (dist < PYGPU_DIST_UNIFORM || dist > PYGPU_DIST_POISSON) {
+    if (dist < PYGPU_DIST_UNIFORM || dist > PYGPU_DIST_BERNOULLI) {
         PyErr_Format(PyExc_ValueError, "_sample: unknown distribution %ld",
                      dist);
         return NULL;
@@ -90,18 +108,25 @@ sample_fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     }
     else if (dist == PYGPU_DIST_POISSON) {
         what = "poisson";
-        TensorObject *r = (TensorObject *)args[5];
-        if (!Tensor_Check(args[5]) || r->dtype != out->dtype ||
-            !pygpu_device_equal(&r->device, &out->device) ||
-            !pygpu_is_contiguous(r) ||
-            pygpu_numel(r->ndim, r->shape) !=
-                pygpu_numel(out->ndim, out->shape)) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "_sample: rates must be a contiguous tensor like "
-                            "out");
+        if (check_rates(args[5], out) < 0) {
             return NULL;
         }
-        a.rates = r->data;
+        a.rates = ((TensorObject *)args[5])->data;
+    }
+    else if (dist == PYGPU_DIST_BERNOULLI) {
+        what = "bernoulli";
+        a.p = PyFloat_AsDouble(args[2]);
+        a.value = a.p == -1.0 && PyErr_Occurred() ? -1.0
+                                                  : PyFloat_AsDouble(args[3]);
+        if (a.value == -1.0 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (args[5] != Py_None) {
+            if (check_rates(args[5], out) < 0) {
+                return NULL;
+            }
+            a.rates = ((TensorObject *)args[5])->data;
+        }
     }
     if (draw(out, (int)dist, &a, args[4], what) < 0) {
         return NULL;
@@ -114,7 +139,8 @@ PyMethodDef pygpu_sample_functions[] = {
      "_sample($module, out, dist, param, range, generator, rates, /)\n--\n\n"
      "Fill contiguous out with a draw of enum pygpu_dist: 0 uniform,\n"
      "1 normal, 2 exponential(param), 3 integers in [param, param +\n"
-     "range), 4 Poisson(rates)."},
+     "range), 4 Poisson(rates), 5 range with probability param (or\n"
+     "rates), else 0."},
     {"_randperm", FAST(pygpu_randperm_fn),
      "_randperm($module, n, device, generator, /)\n--\n\n"
      "A random permutation of range(n) (int64, on the CPU) drawn from\n"

@@ -1,10 +1,10 @@
 """Dropout: F.dropout, dropout1d, dropout2d, alpha_dropout and their
 modules, with torch's arguments, checks and messages.
 
-In training, a keep mask is drawn from the input device's generator
-(uniform numbers below 1 - p), scaled by 1 / (1 - p) in the input's dtype,
-and the input is multiplied by it: the one product is what autograd
-records, so the gradient is the incoming gradient times the same scaled
+In training, a keep mask is drawn from the input device's generator in
+one pass: 1 / (1 - p) (rounded to the input's dtype) with probability
+1 - p, else 0; the input is multiplied by it, and that one product is
+what autograd records, so the gradient is the incoming gradient times the same scaled
 mask.  The channel forms draw one number per (sample, channel) and
 broadcast it over the rest.  p = 0 and eval return the input itself; p = 1
 multiplies by zero (a zero gradient, as torch).
@@ -19,6 +19,7 @@ __all__ = ["Dropout", "Dropout1d", "Dropout2d", "AlphaDropout",
            "dropout", "dropout1d", "dropout2d", "alpha_dropout"]
 
 _SELU_ALPHA = 1.7580993408473766  # selu's alpha times its scale
+_BERNOULLI = 5  # enum pygpu_dist
 
 
 def _check_p(p):
@@ -27,11 +28,11 @@ def _check_p(p):
                          f"but got {p}")
 
 
-def _keep(input, shape, p):
-    """A 0/1 mask of shape, 1 with probability 1 - p, in input's dtype."""
-    dt = _C.float64 if input.dtype == _C.float64 else _C.float32
-    u = _C.rand(shape, dtype=dt, device=input.device)
-    return (u < 1.0 - p).to(input.dtype)
+def _keep(input, shape, p, value):
+    """value with probability 1 - p, else 0: one draw of shape in input's
+    dtype (the Bernoulli kind of _C._sample)."""
+    noise = _C.empty(shape, dtype=input.dtype, device=input.device)
+    return _C._sample(noise, _BERNOULLI, 1.0 - p, value, None, None)
 
 
 def _apply(input, p, training, inplace, shape, alpha=False):
@@ -41,10 +42,10 @@ def _apply(input, p, training, inplace, shape, alpha=False):
     if p == 1.0:
         zero = _C.zeros((), dtype=input.dtype, device=input.device)
         return input.mul_(zero) if inplace else input * zero
-    noise = _keep(input, shape, p)
     if not alpha:
-        noise.mul_(1.0 / (1.0 - p))
+        noise = _keep(input, shape, p, 1.0 / (1.0 - p))
         return input.mul_(noise) if inplace else input * noise
+    noise = _keep(input, shape, p, 1.0)
     a = 1.0 / math.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
     b = (noise - 1.0) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p
     noise.mul_(a)

@@ -1,4 +1,5 @@
-/* sample.cu - exponential, integer and Poisson numbers against the host's
+/* sample.cu - exponential, integer, Poisson and Bernoulli numbers against
+ * the host's
  * element rules (kernels/sample.h, shared with the kernels) (selftest.h). */
 #include "selftest.h"
 
@@ -13,7 +14,7 @@ static const int64_t SAMPLE_SIZES[] = {0, 1, 3, 4, 5, 1001, 65536 + 3};
 static void test_exponential(void)
 {
     const int dtypes[] = {PYGPU_FLOAT32, PYGPU_FLOAT16, PYGPU_FLOAT64};
-    const pygpu_random_args a = {2.5, 0, 0, NULL};
+    const pygpu_random_args a = {2.5, 0, 0, NULL, 0, 0};
     for (int dt : dtypes) {
         Case c("sample exponential %s", DTYPE_NAME[dt]);
         int salt = 0;
@@ -55,10 +56,11 @@ static void test_exponential(void)
 static void test_integers(void)
 {
     /* A small range, one of exactly 2^32, a wide one and all of 2^64. */
-    const pygpu_random_args ranges[] = {{0, -7, 10, NULL},
-                                        {0, 5, 4294967296ull, NULL},
-                                        {0, -(1ll << 40), 3ull << 40, NULL},
-                                        {0, INT64_MIN, 0, NULL}};
+    const pygpu_random_args ranges[] = {
+        {0, -7, 10, NULL, 0, 0},
+        {0, 5, 4294967296ull, NULL, 0, 0},
+        {0, -(1ll << 40), 3ull << 40, NULL, 0, 0},
+        {0, INT64_MIN, 0, NULL, 0, 0}};
     for (const pygpu_random_args &a : ranges) {
         Case c("sample integers low %lld range %llu", (long long)a.low,
                (unsigned long long)a.range);
@@ -110,7 +112,7 @@ static void test_poisson(void)
         DevArr din = dev_alloc(dt, n, 0);
         dev_put(din, r);
         DevArr out = dev_alloc(dt, n, 1);
-        pygpu_random_args a = {0, 0, 0, din.ptr()};
+        pygpu_random_args a = {0, 0, 0, din.ptr(), 0, 0};
         c.expect_success(pygpu_cuda_sample(dt, out.ptr(), n,
                                            PYGPU_DIST_POISSON, &a, st,
                                            g_stream),
@@ -139,9 +141,53 @@ static void test_poisson(void)
     }
 }
 
+static void test_bernoulli(void)
+{
+    const int dtypes[] = {PYGPU_FLOAT32, PYGPU_FLOAT16, PYGPU_FLOAT64};
+    for (int dt : dtypes) {
+        for (int per_elem = 0; per_elem < 2; per_elem++) {
+            Case c("sample bernoulli %s %s", DTYPE_NAME[dt],
+                   per_elem ? "per element" : "one p");
+            const int64_t n = 65536 + 7;
+            const pygpu_philox_state st = SAMPLE_STATES[1];
+            HostArr probs(dt, n);
+            for (int64_t e = 0; e < n; e++) {
+                probs.set(e, (double)(e % 11) / 10.0); /* 0 .. 1, past 1 */
+            }
+            DevArr din = dev_alloc(dt, n, 0);
+            dev_put(din, probs);
+            DevArr out = dev_alloc(dt, n, 3);
+            pygpu_random_args a = {0, 0, 0, per_elem ? din.ptr() : NULL,
+                                   0.3, 1.25};
+            c.expect_success(pygpu_cuda_sample(dt, out.ptr(), n,
+                                               PYGPU_DIST_BERNOULLI, &a, st,
+                                               g_stream),
+                             "bernoulli");
+            HostArr h = dev_get(out, dt);
+            for (int64_t e = 0; c.ok && e < n; e++) {
+                pygpu_u32x4 w = pygpu_philox(st.offset + (uint64_t)(e / 4),
+                                             st.seed);
+                double p = per_elem ? probs.get(e) : a.p;
+                double want = pygpu_bernoulli(w.v[e % 4], p) ? 1.25 : 0.0;
+                if (h.get(e) != want) {
+                    c.fail("element %lld: got %.17g, want %.17g",
+                           (long long)e, h.get(e), want);
+                }
+            }
+            if (c.ok && !dev_guards_ok(out)) {
+                c.fail("wrote outside the output");
+            }
+            dev_free(din);
+            dev_free(out);
+            report(c);
+        }
+    }
+}
+
 void test_sample(void)
 {
     test_exponential();
     test_integers();
     test_poisson();
+    test_bernoulli();
 }
