@@ -724,3 +724,29 @@ def test_draws_do_not_depend_on_threads():
         np.testing.assert_array_equal(a, b)
     small = torch.randint(-5, 1 << 40, (10,), generator=gen("cpu", 1))
     np.testing.assert_array_equal(small.numpy(), one[0][:10])
+
+
+def test_generator_draws_from_threads_take_every_counter():
+    """Draws from several threads at once each take their own counters
+    under the generators' lock: the offset ends at the sum of them
+    all."""
+    import threading
+    g = torch.Generator().manual_seed(0)
+    sizes = [5, 64, 1001, 7]
+    per_thread = 50
+    results = [[] for _ in range(len(sizes))]
+
+    def work(i):
+        for _ in range(per_thread):
+            results[i].append(torch.rand(sizes[i], generator=g).numpy())
+
+    threads = [threading.Thread(target=work, args=(i,))
+               for i in range(len(sizes))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    state = g.get_state().numpy()
+    offset = int.from_bytes(bytes(state[8:]), "little")
+    assert offset == per_thread * sum((n + 3) // 4 for n in sizes)
+    assert all(len(r) == per_thread for r in results)

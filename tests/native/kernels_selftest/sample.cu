@@ -1,6 +1,6 @@
 /* sample.cu - exponential, integer, Poisson and Bernoulli numbers against
- * the host's
- * element rules (kernels/sample.h, shared with the kernels) (selftest.h). */
+ * the host's element rules (kernels/sample.h, shared with the kernels)
+ * (selftest.h). */
 #include "selftest.h"
 
 #include "kernels/sample.h"
@@ -152,7 +152,7 @@ static void test_bernoulli(void)
             const pygpu_philox_state st = SAMPLE_STATES[1];
             HostArr probs(dt, n);
             for (int64_t e = 0; e < n; e++) {
-                probs.set(e, (double)(e % 11) / 10.0); /* 0 .. 1, past 1 */
+                probs.set(e, (double)(e % 11) / 10.0); /* 0, 0.1, .., 1 */
             }
             DevArr din = dev_alloc(dt, n, 0);
             dev_put(din, probs);
