@@ -141,7 +141,7 @@ pygpu_exec(PyObject *m)
         pygpu_size_register(m) < 0 || pygpu_tensor_register(m) < 0 ||
         pygpu_allocator_register(m) < 0 || pygpu_reduce_register(m) < 0 ||
         pygpu_matmul_register(m) < 0 || pygpu_autograd_register(m) < 0 ||
-        pygpu_scatter_register(m) < 0 ||
+        pygpu_scatter_register(m) < 0 || pygpu_generator_register(m) < 0 ||
         pygpu_autograd_engine_init() < 0 || nccl_register(m) < 0) {
         goto fail;
     }
@@ -155,6 +155,7 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_linear_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_autocast_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_random_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_sample_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_compare_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_logical_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_where_functions) < 0 ||

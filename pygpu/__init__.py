@@ -187,6 +187,14 @@ del _name
 __all__ += ["sort", "argsort", "topk", "kthvalue", "median", "mode",
             "unique", "einsum"]
 
+# random sampling and generators (pygpu/_random.py, csrc/ops/ops_generator.c)
+from ._random import (Generator, bernoulli, default_generator,  # noqa: E402
+                      get_rng_state, multinomial, normal, poisson, randint,
+                      randint_like, randperm, seed, set_rng_state)
+__all__ += ["Generator", "randint", "randint_like", "randperm",
+            "multinomial", "bernoulli", "normal", "poisson",
+            "default_generator", "seed", "get_rng_state", "set_rng_state"]
+
 # The default device (per thread, `with pygpu.device(...)` too),
 # pygpu.accelerator, and torch's names pygpu lacks saying so (_missing.py).
 from ._default_device import get_default_device, set_default_device  # noqa: E402,E501

@@ -27,7 +27,10 @@ enum pygpu_kind {
     PYGPU_K_REDUCE,        /* out (indices) = op over [outer, n, inner],
                               keyed by the input's dtype (flag:
                               PYGPU_REDUCE_TO_ACC) */
-    PYGPU_K_RANDOM,        /* contiguous uniform (flag: normal) numbers */
+    PYGPU_K_RANDOM,        /* contiguous random numbers, flag an enum
+                              pygpu_dist (0 uniform, 1 normal), its
+                              parameters in rnd; float rows, and int64
+                              for INTEGER */
     PYGPU_K_COMPARE,       /* out (bool) = in[0] op in[1] over g, in the
                               row's dtype, the inputs converted from their
                               in_dtypes */
@@ -88,6 +91,7 @@ typedef struct pygpu_kargs {
     int64_t *indices;          /* REDUCE (max over a dim), or NULL */
     int64_t outer, n, inner;   /* REDUCE, SCAN, SOFTMAX, SORT */
     pygpu_philox_state philox; /* RANDOM */
+    pygpu_random_args rnd;     /* RANDOM past NORMAL */
     TensorObject *t[5];        /* MATMUL, LINEAR */
     const pygpu_xent_args *xent; /* XENT */
     const struct pygpu_optim_step *optim; /* OPTIM */
@@ -142,7 +146,11 @@ typedef struct pygpu_backend {
         [PYGPU_K_COPY] = PYGPU_ALL_DTYPES(copy),                             \
         [PYGPU_K_FILL] = PYGPU_ALL_DTYPES(fill),                             \
         [PYGPU_K_REDUCE] = PYGPU_ALL_DTYPES(reduce),                         \
-        [PYGPU_K_RANDOM] = PYGPU_FLOAT_DTYPES(random_numbers),               \
+        [PYGPU_K_RANDOM] = {[PYGPU_FLOAT32] = random_numbers,                \
+                            [PYGPU_FLOAT16] = random_numbers,                \
+                            [PYGPU_FLOAT64] = random_numbers,                \
+                            [PYGPU_BFLOAT16] = random_numbers,               \
+                            [PYGPU_INT64] = random_numbers},                 \
         [PYGPU_K_COMPARE] = PYGPU_ALL_DTYPES(compare),                       \
         [PYGPU_K_MASKED_COPY] = PYGPU_ALL_DTYPES(masked_copy),               \
         [PYGPU_K_INDEX_ROWS] = PYGPU_ALL_DTYPES(index_rows),                 \

@@ -139,7 +139,13 @@ softmax(pygpu_kargs *k)
 static int
 random_numbers(pygpu_kargs *k)
 {
-    pygpu_cpu_random(k->dtype, k->out, k->numel, k->flag, k->philox);
+    if (k->flag > PYGPU_DIST_NORMAL) {
+        pygpu_cpu_sample(k->dtype, k->out, k->numel, k->flag, &k->rnd,
+                         k->philox);
+    }
+    else {
+        pygpu_cpu_random(k->dtype, k->out, k->numel, k->flag, k->philox);
+    }
     return 0;
 }
 

@@ -138,6 +138,11 @@ range_task(void *ctx, int64_t t)
     local.numel = hi - lo;
     if (j->kind == PYGPU_K_RANDOM) {
         local.philox.offset += (uint64_t)(lo / 4);
+        if (local.rnd.rates != NULL && (local.flag == PYGPU_DIST_POISSON ||
+                                        local.flag == PYGPU_DIST_BERNOULLI)) {
+            local.rnd.rates = (const char *)local.rnd.rates +
+                              lo * (int64_t)esize(j->k->dtype);
+        }
     }
     if (local.numel > 0) {
         j->fn(&local);

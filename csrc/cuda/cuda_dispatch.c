@@ -110,6 +110,10 @@ softmax(pygpu_kargs *k)
 static int
 random_numbers(pygpu_kargs *k)
 {
+    if (k->flag > PYGPU_DIST_NORMAL) {
+        return pygpu_cuda_sample(k->dtype, k->out, k->numel, k->flag,
+                                 &k->rnd, k->philox, k->stream);
+    }
     return pygpu_cuda_random(k->dtype, k->out, k->numel, k->flag, k->philox,
                              k->stream);
 }

@@ -234,6 +234,31 @@ typedef struct pygpu_philox_state {
     uint64_t offset;
 } pygpu_philox_state;
 
+/* What a RANDOM row draws (pygpu_kargs.flag).  UNIFORM and NORMAL are
+ * pygpu_cpu_random's; the others are sample.h's, four elements per
+ * Philox counter as well (element e: word e % 4 of counter offset + e / 4,
+ * and of its sub-blocks), so a draw of n numbers takes ceil(n / 4)
+ * counters whatever the distribution. */
+enum pygpu_dist {
+    PYGPU_DIST_UNIFORM = 0,
+    PYGPU_DIST_NORMAL = 1,
+    PYGPU_DIST_EXPONENTIAL = 2, /* -ln(u) / lambd, float dtypes */
+    PYGPU_DIST_INTEGER = 3,     /* low + bits mod range, int64 only */
+    PYGPU_DIST_POISSON = 4,     /* Poisson(rates[e]), float dtypes */
+    PYGPU_DIST_BERNOULLI = 5    /* value with probability p (rates[e] when
+                                   rates is set), else 0; float dtypes */
+};
+
+/* The parameters of a sample.h draw. */
+typedef struct pygpu_random_args {
+    double lambd;      /* EXPONENTIAL: the rate, > 0 */
+    int64_t low;       /* INTEGER: the least value */
+    uint64_t range;    /* INTEGER: values in [low, low + range); 0: 2^64 */
+    const void *rates; /* POISSON, BERNOULLI: contiguous, of the output's
+                          dtype (BERNOULLI: NULL for one p) */
+    double p, value;   /* BERNOULLI */
+} pygpu_random_args;
+
 /* ------------------------------------------------------------------ CPU */
 /* out = a <op> b with all three of dtype `dtype`, following geom. */
 void pygpu_cpu_binary(int op, int dtype, void *out, const void *a,
@@ -312,6 +337,11 @@ void pygpu_cpu_softmax(int op, int dtype, void *out, const void *in,
  * the C library and CUDA's. */
 void pygpu_cpu_random(int dtype, void *out, int64_t n, int normal,
                       pygpu_philox_state st);
+/* Contiguous numbers of distribution dist (EXPONENTIAL, INTEGER, POISSON;
+ * see enum pygpu_dist and sample.h) from *st: the CUDA generator's for
+ * the same state (cpu_sample.c). */
+void pygpu_cpu_sample(int dtype, void *out, int64_t n, int dist,
+                      const pygpu_random_args *a, pygpu_philox_state st);
 /* What the gather loops do with an element (their `mode`). */
 enum pygpu_gather_mode {
     PYGPU_GATHER_READ = 0,    /* dense[o0] = indexed[o1 + i * dim_stride] */
@@ -445,6 +475,10 @@ cudaError_t pygpu_cuda_softmax(int op, int dtype, void *out, const void *in,
                                int64_t outer, int64_t n, int64_t inner,
                                cudaStream_t stream);
 cudaError_t pygpu_cuda_random(int dtype, void *out, int64_t n, int normal,
+                              pygpu_philox_state st, cudaStream_t stream);
+/* See pygpu_cpu_sample (kernels/sample.cu); a->rates is device memory. */
+cudaError_t pygpu_cuda_sample(int dtype, void *out, int64_t n, int dist,
+                              const pygpu_random_args *a,
                               pygpu_philox_state st, cudaStream_t stream);
 /* pygpu_cpu_gather on the GPU.  An index out of range is not fatal to the
  * context (no trap): the first thread to meet one stores 1 in err[0] and

@@ -12,9 +12,11 @@
 /* Registration hooks called by the module's init (0 or -1). */
 int pygpu_reduce_register(PyObject *m);
 int pygpu_matmul_register(PyObject *m);
+int pygpu_generator_register(PyObject *m); /* the Generator type */
 /* The module functions of ops that are never recorded (PyMethodDef arrays
  * ending NULL; the recorded ops' are in tensor/tensor.h). */
-extern PyMethodDef pygpu_random_functions[];  /* ops_random.c */
+extern PyMethodDef pygpu_random_functions[];  /* ops_generator.c */
+extern PyMethodDef pygpu_sample_functions[];  /* ops_random.c */
 extern PyMethodDef pygpu_thread_functions[];  /* ops_threads.c */
 extern PyMethodDef pygpu_compare_functions[]; /* ops_compare.c */
 extern PyMethodDef pygpu_logical_functions[]; /* ops_logical.c */
@@ -125,9 +127,20 @@ int pygpu_mask_setitem(TensorObject *x, TensorObject *mask,
  * in errors. */
 int pygpu_op_masked_copy(TensorObject *out, TensorObject *cond,
                          TensorObject *a, const char *what);
-/* Fill a contiguous float tensor with random numbers from the device's
- * generator (normal != 0: standard normal). */
-int pygpu_op_random(TensorObject *t, int normal);
+/* Fill a contiguous float tensor with random numbers from generator (a
+ * pygpu.Generator, or NULL / None: the device's default) (normal != 0:
+ * standard normal) (ops_random.c). */
+int pygpu_op_random(TensorObject *t, int normal, PyObject *generator);
+/* The Philox state for a draw taking `counters` counters on dev from
+ * generator (NULL / None: dev's default), which it advances; TypeError or
+ * RuntimeError (a generator of another device type) (ops_generator.c). */
+int pygpu_generator_take(PyObject *generator, pygpu_device dev,
+                         uint64_t counters, pygpu_philox_state *out);
+/* randperm and multinomial drawn on the host (ops_sample_host.c). */
+PyObject *pygpu_randperm_fn(PyObject *m, PyObject *const *args,
+                            Py_ssize_t nargs);
+PyObject *pygpu_multinomial_fn(PyObject *m, PyObject *const *args,
+                               Py_ssize_t nargs);
 /* Broadcast two shapes (torch/NumPy rules); -1 with RuntimeError. */
 int pygpu_broadcast_shapes(int na, const int64_t *sa, int nb,
                            const int64_t *sb, int *nout, int64_t *out);

@@ -138,7 +138,8 @@ enum fill_kind { FILL_EMPTY, FILL_VALUE, FILL_UNIFORM, FILL_NORMAL };
 /* Shared tail of all factories: make the tensor and fill it. */
 static PyObject *
 make_filled(int ndim, const int64_t *shape, int dtype, pygpu_device dev,
-            enum fill_kind kind, double value, const char *fname)
+            enum fill_kind kind, double value, PyObject *generator,
+            const char *fname)
 {
     if ((kind == FILL_UNIFORM || kind == FILL_NORMAL) &&
         !pygpu_dtype_table[dtype].is_floating_point) {
@@ -159,7 +160,7 @@ make_filled(int ndim, const int64_t *shape, int dtype, pygpu_device dev,
         rc = pygpu_op_fill(t, value);
     }
     else if (kind != FILL_EMPTY) {
-        rc = pygpu_op_random(t, kind == FILL_NORMAL);
+        rc = pygpu_op_random(t, kind == FILL_NORMAL, generator);
     }
     if (rc < 0) {
         Py_DECREF(t);
@@ -178,15 +179,21 @@ factory(const char *fname, enum fill_kind kind, int has_value,
 {
     static const char *const names[] = {"size", "fill_value", "dtype",
                                         "device", "requires_grad",
-                                        "pin_memory"};
-    PyObject *kw[6] = {NULL};
+                                        "pin_memory", "generator"};
+    PyObject *kw[7] = {NULL};
     int ndim = 0, dtype;
     int64_t shape[PYGPU_MAX_DIMS];
     pygpu_device dev;
     double value = 0.0;
     /* keywords by name; positionals are the size (and the value) */
-    if (pygpu_parse_args(fname, args + nargs, 0, kwnames, names, 6, 0, 0,
+    if (pygpu_parse_args(fname, args + nargs, 0, kwnames, names, 7, 0, 0,
                          kw) < 0) {
+        return NULL;
+    }
+    if (kw[6] != NULL && kind != FILL_UNIFORM && kind != FILL_NORMAL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s() got an unexpected keyword argument 'generator'",
+                     fname);
         return NULL;
     }
     Py_ssize_t nsize = nargs;
@@ -251,7 +258,7 @@ factory(const char *fname, enum fill_kind kind, int has_value,
         return NULL;
     }
     PyObject *t = make_filled(ndim, shape, dtype, dev, kind,
-                              kind == FILL_VALUE ? value : 0.0, fname);
+                              kind == FILL_VALUE ? value : 0.0, kw[6], fname);
     if (t != NULL && kw[5] != NULL && PyObject_IsTrue(kw[5])) {
         Py_SETREF(t, PyObject_CallMethod(t, "pin_memory", NULL));
     }
@@ -317,7 +324,8 @@ like(const char *fname, enum fill_kind kind, double fixed, int has_value,
         return NULL;
     }
     return pygpu_with_requires_grad(
-        make_filled(t->ndim, t->shape, dtype, dev, kind, value, fname), a[4]);
+        make_filled(t->ndim, t->shape, dtype, dev, kind, value, NULL, fname),
+        a[4]);
 }
 
 #define LIKE(name, kind, fixed, has_value)                                   \
@@ -413,12 +421,12 @@ PyMethodDef pygpu_create_functions[] = {
      "A tensor of the shape size (a tuple/Size) filled with fill_value\n"
      "(int64 for an int value, float32 for a float, unless dtype)."},
     {"rand", FASTKW(rand_fn),
-     "rand($module, *size, dtype=None, device=None, requires_grad=False,\n"
-     "     pin_memory=False)\n--\n\n"
+     "rand($module, *size, generator=None, dtype=None, device=None,\n"
+     "     requires_grad=False, pin_memory=False)\n--\n\n"
      "Uniform random numbers in [0, 1), from the device's generator."},
     {"randn", FASTKW(randn_fn),
-     "randn($module, *size, dtype=None, device=None, requires_grad=False,\n"
-     "      pin_memory=False)\n--\n\n"
+     "randn($module, *size, generator=None, dtype=None, device=None,\n"
+     "      requires_grad=False, pin_memory=False)\n--\n\n"
      "Standard normal random numbers, from the device's generator."},
     {"empty_like", FASTKW(empty_like_fn),
      "empty_like($module, input, *, dtype=None, device=None,\n"

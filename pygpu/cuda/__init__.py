@@ -134,3 +134,52 @@ def manual_seed(seed):
 def manual_seed_all(seed):
     """Seed the generators of all CUDA devices."""
     _C._cuda_manual_seed(seed, -1)
+
+
+# The CUDA devices' default generators (csrc/ops/ops_generator.c).
+def _default_generator(device):
+    return _C._default_generator(f"cuda:{_index(device)}")
+
+
+def get_rng_state(device="cuda"):
+    """The state of a CUDA device's default generator (a uint8 tensor)."""
+    return _default_generator(device).get_state()
+
+
+def set_rng_state(new_state, device="cuda"):
+    """Restore a CUDA device's default generator from get_rng_state."""
+    _default_generator(device).set_state(new_state)
+
+
+def get_rng_state_all():
+    """The states of every CUDA device's default generator."""
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states):
+    """Restore every CUDA device's default generator."""
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)
+
+
+def seed():
+    """Seed the current CUDA device's generator from the operating
+    system."""
+    if is_available():
+        _default_generator(None).seed()
+
+
+def seed_all():
+    """Seed every CUDA device's generator with one seed from the operating
+    system."""
+    s = _C.Generator().seed()
+    _C._cuda_manual_seed(s, -1)
+
+
+def initial_seed():
+    """The seed of the current CUDA device's generator."""
+    return _default_generator(None).initial_seed()
+
+
+__all__ += ["get_rng_state", "set_rng_state", "get_rng_state_all",
+            "set_rng_state_all", "seed", "seed_all", "initial_seed"]

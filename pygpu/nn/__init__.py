@@ -23,3 +23,5 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList  # n
 from .._missing import module_getattr as _module_getattr  # noqa: E402
 __all__ += ["ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 __getattr__ = _module_getattr(__name__, "torch.nn")
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d  # noqa: E402
+__all__ += ["Dropout", "Dropout1d", "Dropout2d", "AlphaDropout"]

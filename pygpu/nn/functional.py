@@ -83,3 +83,6 @@ __all__ += ["mse_loss", "l1_loss", "nll_loss", "cross_entropy",
 # torch's names pygpu lacks say so (pygpu/_missing.py)
 from .._missing import module_getattr as _module_getattr  # noqa: E402
 __getattr__ = _module_getattr(__name__, "torch.nn.functional")
+from .dropout import (alpha_dropout, dropout, dropout1d,  # noqa: E402
+                      dropout2d)
+__all__ += ["dropout", "dropout1d", "dropout2d", "alpha_dropout"]

@@ -167,6 +167,7 @@ int main(void)
     test_random();
     test_bfloat16();
     test_gather();
+    test_sample();
 
     bench();
 

@@ -459,4 +459,7 @@ void test_bfloat16(void);
 /* gather.cu */
 void test_gather(void);
 
+/* sample.cu */
+void test_sample(void);
+
 #endif /* PYGPU_KERNELS_SELFTEST_H */
