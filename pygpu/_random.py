@@ -38,7 +38,12 @@ _HOLDS = {_C.float32: (-(1 << 24), 1 << 24),
 
 
 def _device(device):
-    return _C.device("cpu") if device is None else _C.device(device)
+    """device=, else this thread's default device (set_default_device,
+    ``with pygpu.device(...)``)."""
+    if device is not None:
+        return _C.device(device)
+    d = _C._get_default_device()
+    return _C.device("cpu") if d is None else d
 
 
 def _size(fname, size):

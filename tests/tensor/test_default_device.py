@@ -28,6 +28,9 @@ def _made(**kw):
         "linspace": pygpu.linspace(0, 1, 3, **kw), "eye": pygpu.eye(2, **kw),
         "tensor": pygpu.tensor([1.0, 2.0], **kw),
         "as_tensor": pygpu.as_tensor([1.0], **kw),
+        "randint": pygpu.randint(0, 5, (3,), **kw),
+        "randperm": pygpu.randperm(4, **kw),
+        "normal": pygpu.normal(0.0, 1.0, (2,), **kw),
     }
 
 
