@@ -181,6 +181,13 @@ t_register_hook(PyObject *op, PyObject *hook)
         return NULL;
     }
     if (SELF->grad_fn != NULL) {
+        if (((pygpu_node *)SELF->grad_fn)->nout > 1) {
+            PyErr_SetString(PyExc_NotImplementedError,
+                            "register_hook on an output of a custom "
+                            "autograd.Function of several outputs is not "
+                            "supported");
+            return NULL;
+        }
         return add_hook(&((pygpu_node *)SELF->grad_fn)->pre_hooks, hook);
     }
     return add_hook(&SELF->hooks, hook);

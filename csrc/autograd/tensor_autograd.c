@@ -151,6 +151,13 @@ pygpu_t_retain_grad(PyObject *op, PyObject *noargs)
         Py_RETURN_NONE; /* a leaf keeps its .grad anyway */
     }
     pygpu_node *n = (pygpu_node *)SELF->grad_fn;
+    if (n->nout > 1) {
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "retain_grad on an output of a custom "
+                        "autograd.Function of several outputs is not "
+                        "supported");
+        return NULL;
+    }
     PyObject *ref = PyWeakref_NewRef(op, NULL);
     if (ref == NULL) {
         return NULL;
