@@ -284,8 +284,33 @@ check_dirty(PyObject *dirty, PyObject *outputs, int recording)
     return 0;
 }
 
-/* ctx's saved tensors (None: none) kept on node as (tensor, version,
- * is_output) triples; an output as an alias without history. */
+/* saved (None: nothing) holds only tensors and None: torch's TypeError
+ * otherwise, before anything is recorded. */
+static int
+check_saved(PyObject *saved)
+{
+    if (saved == Py_None) {
+        return 0;
+    }
+    if (!PyTuple_Check(saved)) {
+        PyErr_SetString(PyExc_TypeError, "saved must be a tuple or None");
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(saved); j++) {
+        PyObject *s = PyTuple_GET_ITEM(saved, j);
+        if (s != Py_None && !Tensor_Check(s)) {
+            PyErr_Format(PyExc_TypeError,
+                         "save_for_backward can only save variables, but "
+                         "argument %zd is of type %.100s", j,
+                         Py_TYPE(s)->tp_name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ctx's saved tensors (checked; None: none) kept on node as (tensor,
+ * version, is_output) triples; an output as an alias without history. */
 static int
 save_all(pygpu_node *node, PyObject *saved)
 {
@@ -301,14 +326,6 @@ save_all(pygpu_node *node, PyObject *saved)
         PyObject *s = PyTuple_GET_ITEM(saved, j), *entry;
         if (s == Py_None) {
             entry = Py_NewRef(Py_None);
-        }
-        else if (!Tensor_Check(s)) {
-            PyErr_Format(PyExc_TypeError,
-                         "save_for_backward can only save variables, but "
-                         "argument %zd is of type %.100s", j,
-                         Py_TYPE(s)->tp_name);
-            Py_DECREF(kept);
-            return -1;
         }
         else {
             TensorObject *t = (TensorObject *)s;
@@ -371,8 +388,7 @@ pygpu_function_record(PyObject *self, PyObject *args)
                           &saved)) {
         return NULL;
     }
-    if (saved != Py_None && !PyTuple_Check(saved)) {
-        PyErr_SetString(PyExc_TypeError, "saved must be a tuple or None");
+    if (check_saved(saved) < 0) {
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(inputs), nout = PyTuple_GET_SIZE(outputs);
