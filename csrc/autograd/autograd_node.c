@@ -335,6 +335,21 @@ node_variable(PyObject *self, void *closure)
     return Py_NewRef(n->variable);
 }
 
+/* A custom Function's Node also shows its ctx's attributes (torch's
+ * grad_fn is the ctx): y.grad_fn.saved_tensors, y.grad_fn.constant. */
+static PyObject *
+node_getattro(PyObject *self, PyObject *name)
+{
+    PyObject *ctx = ((pygpu_node *)self)->fn_ctx;
+    PyObject *r = PyObject_GenericGetAttr(self, name);
+    if (r != NULL || ctx == NULL ||
+        !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        return r;
+    }
+    PyErr_Clear();
+    return PyObject_GetAttr(ctx, name);
+}
+
 static PyMethodDef node_methods[] = {
     {"name", node_name, METH_NOARGS,
      "name($self, /)\n--\n\n"
@@ -362,6 +377,7 @@ static PyType_Slot node_slots[] = {
     {Py_tp_traverse, node_traverse},
     {Py_tp_clear, node_clear},
     {Py_tp_repr, node_repr},
+    {Py_tp_getattro, node_getattro},
     {Py_tp_methods, node_methods},
     {Py_tp_getset, node_getset},
     {Py_tp_members, node_members},

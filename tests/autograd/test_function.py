@@ -163,6 +163,8 @@ def test_saved_output_comes_back_with_its_history(device):
 
     x = leaf([1.0, 2.0], device)
     y = Keep.apply(x)
+    out, x_saved, _ = y.grad_fn.saved_tensors
+    assert x_saved is x and out.grad_fn is y.grad_fn
     y.sum().backward()
     assert seen["x"] is x and seen["none"] is None
     assert seen["out"].grad_fn is y.grad_fn
@@ -185,6 +187,9 @@ def test_mul_constant_non_tensor_argument(device, rng):
     a = rng.standard_normal((3, 2))
     x = leaf(a, device)
     y = MulConstant.apply(x, 2.5)
+    assert y.grad_fn.constant == 2.5  # the Node shows its ctx's attributes
+    with pytest.raises(AttributeError):
+        y.grad_fn.no_such_attribute
     y.backward(pygpu.ones(3, 2, device=device))
     assert rel_err(host(x.grad), np.full((3, 2), 2.5)) < 1e-6
     assert y.grad_fn.next_functions[1] == (None, 0)
