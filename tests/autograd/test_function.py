@@ -730,3 +730,50 @@ def test_gradient_on_another_device_is_refused():
                        "an invalid gradient at index 0 - expected device "
                        "cuda:0 but got cpu"):
         ToCpu.apply(x).sum().backward()
+
+
+class LinearFunction(Function):
+    """The example of torch's "Extending torch.autograd" (own code):
+    setup_context, needs_input_grad, an optional bias."""
+
+    @staticmethod
+    def forward(input, weight, bias=None):
+        output = input.matmul(weight.t())
+        if bias is not None:
+            output = output + bias.unsqueeze(0).expand_as(output)
+        return output
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        input, weight, bias = inputs
+        ctx.save_for_backward(input, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, weight, bias = ctx.saved_tensors
+        grad_input = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad_output.matmul(weight)
+        if ctx.needs_input_grad[1]:
+            grad_weight = grad_output.t().matmul(input)
+        if bias is not None and ctx.needs_input_grad[2]:
+            grad_bias = grad_output.sum(0)
+        return grad_input, grad_weight, grad_bias
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_function(device, rng, with_bias):
+    a, w, b = (rng.standard_normal(s) for s in ((4, 3), (5, 3), (5,)))
+    x, wt = leaf(a, device, F64), leaf(w, device, F64)
+    bt = leaf(b, device, F64) if with_bias else None
+    y = LinearFunction.apply(x, wt, bt)
+    ref = a @ w.T + (b if with_bias else 0)
+    assert rel_err(host(y), ref) < 1e-12
+    g = rng.standard_normal((4, 5))
+    y.backward(pygpu.tensor(g, dtype=F64, device=device))
+    assert rel_err(host(x.grad), g @ w) < 1e-12
+    assert rel_err(host(wt.grad), g.T @ a) < 1e-12
+    if with_bias:
+        assert rel_err(host(bt.grad), g.sum(0)) < 1e-12
+    args = (x, wt, bt) if with_bias else (x, wt)
+    assert pygpu.autograd.gradcheck(LinearFunction.apply, args)
