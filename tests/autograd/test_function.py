@@ -279,6 +279,10 @@ def test_grad_with_respect_to_an_output(device):
     loss = (two * 3).sum() + (sq * 7).sum()
     g_two, g_sq = pygpu.autograd.grad(loss, [two, sq])
     assert g_two.tolist() == [3.0, 3.0] and g_sq.tolist() == [7.0, 7.0]
+    # The second output as the root itself.
+    two, sq = Pair.apply(x)
+    sq.backward(pygpu.tensor([1.0, 10.0], device=device))
+    assert x.grad.tolist() == [4.0, 100.0]
 
 
 def test_outputs_of_several_refuse_hooks(device):
