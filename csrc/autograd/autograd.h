@@ -53,8 +53,11 @@ struct pygpu_node {
     int perm[PYGPU_MAX_DIMS];
     PyObject *key;                /* an index key */
     PyObject *variable;           /* AccumulateGrad: the leaf */
-    PyObject *retained;           /* weakref to an output keeping .grad */
-    PyObject *pre_hooks;          /* its output's register_hook dict */
+    /* A weakref to an output keeping .grad, and its output's
+     * register_hook dict; a Node of several outputs (nout > 1) holds a
+     * list of them instead, one per output (None: none). */
+    PyObject *retained;
+    PyObject *pre_hooks;
     PyObject *weakreflist;
     /* A custom autograd.Function's Node (autograd_function.c): its
      * outputs (nout; the engine keeps a gradient for each when more than
@@ -72,6 +75,8 @@ struct pygpu_node {
  * (NULL: none reached it); otherwise as pygpu_backward_fn. */
 int pygpu_ag_function_backward(pygpu_node *n, TensorObject *const *gs,
                                TensorObject **grads);
+/* A list of n Nones (new ref). */
+PyObject *pygpu_ag_none_list(int n);
 /* Whether o is a Node. */
 int pygpu_ag_is_node(PyObject *o);
 /* Which output of its grad_fn t is (0 but for a Function's outputs). */

@@ -353,14 +353,55 @@ release_saved(pygpu_node *n)
     Py_CLEAR(n->fn_saved);
 }
 
+/* The output behind ref (a weakref; None: none), when alive, keeps a
+ * copy of g as its .grad (retain_grad). */
+static int
+keep_grad(PyObject *ref, TensorObject *g)
+{
+    if (ref == Py_None) {
+        return 0;
+    }
+    PyObject *out = PyWeakref_GetObject(ref);
+    if (out == NULL) {
+        return -1;
+    }
+    if (out != Py_None) {
+        TensorObject *c = pygpu_ag_own_copy(g);
+        if (c == NULL) {
+            return -1;
+        }
+        Py_XSETREF(((TensorObject *)out)->grad, (PyObject *)c);
+    }
+    return 0;
+}
+
+/* A Node of several outputs: the hooks of each output (its pre_hooks, a
+ * list with a dict or None per output) over that output's gradient. */
+static int
+output_hooks(pygpu_node *n, TensorObject **gs)
+{
+    for (int k = 0; n->pre_hooks != NULL && k < n->nout; k++) {
+        PyObject *d = Py_NewRef(PyList_GET_ITEM(n->pre_hooks, k));
+        int rc = d == Py_None || gs[k] == NULL
+                     ? 0
+                     : pygpu_ag_run_hooks(d, &gs[k]);
+        Py_DECREF(d);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Runs the Node at place p of t with the gradient that reached it (*gp,
  * owned; may be NULL: zero), after its tensor's hooks, which may replace
  * *gp; pushes the inputs' Nodes whose last edge this was on ready.  A
- * Node of several outputs (a custom Function's, which takes no hooks)
- * gets gs instead, a gradient for each output (NULL: none reached it). */
+ * Node of several outputs (a custom Function's) gets gs instead, a
+ * gradient for each output (NULL: none reached it), which each output's
+ * hooks may replace. */
 static int
 run_node(pass_table *t, Py_ssize_t p, TensorObject **gp,
-         TensorObject *const *gs, const pygpu_pass *pa, place_stack *ready)
+         TensorObject **gs, const pygpu_pass *pa, place_stack *ready)
 {
     pygpu_node *n = t->nodes[p].node;
     TensorObject *few[4] = {NULL}, **grads = few;
@@ -369,6 +410,9 @@ run_node(pass_table *t, Py_ssize_t p, TensorObject **gp,
                           ? ((TensorObject *)n->variable)->hooks
                           : n->pre_hooks;
     if (!multi && *gp != NULL && pygpu_ag_run_hooks(hooks, gp) < 0) {
+        return -1;
+    }
+    if (multi && gs != NULL && output_hooks(n, gs) < 0) {
         return -1;
     }
     TensorObject *g = *gp;
@@ -388,17 +432,14 @@ run_node(pass_table *t, Py_ssize_t p, TensorObject **gp,
         }
         return 0;
     }
-    if (n->retained != NULL && pa->ntargets == 0 && g != NULL) {
-        PyObject *out = PyWeakref_GetObject(n->retained);
-        if (out == NULL) {
-            return -1;
-        }
-        if (out != Py_None) {
-            TensorObject *c = pygpu_ag_own_copy(g);
-            if (c == NULL) {
+    if (n->retained != NULL && pa->ntargets == 0) {
+        for (int k = 0; k < (multi ? n->nout : 1); k++) {
+            TensorObject *gk = !multi ? g : gs != NULL ? gs[k] : NULL;
+            PyObject *ref =
+                multi ? PyList_GET_ITEM(n->retained, k) : n->retained;
+            if (gk != NULL && keep_grad(ref, gk) < 0) {
                 return -1;
             }
-            Py_XSETREF(((TensorObject *)out)->grad, (PyObject *)c);
         }
     }
     if (n->nin > 4 &&

@@ -41,6 +41,16 @@ pygpu_ag_output_nr(const TensorObject *t)
     return 0;
 }
 
+PyObject *
+pygpu_ag_none_list(int n)
+{
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l != NULL && i < n; i++) {
+        PyList_SET_ITEM(l, i, Py_NewRef(Py_None));
+    }
+    return l;
+}
+
 /* ---------------------------------------------------------- backward */
 
 /* Whether shape (the input's) expands to g's shape: torch's

@@ -151,18 +151,23 @@ pygpu_t_retain_grad(PyObject *op, PyObject *noargs)
         Py_RETURN_NONE; /* a leaf keeps its .grad anyway */
     }
     pygpu_node *n = (pygpu_node *)SELF->grad_fn;
-    if (n->nout > 1) {
-        PyErr_SetString(PyExc_NotImplementedError,
-                        "retain_grad on an output of a custom "
-                        "autograd.Function of several outputs is not "
-                        "supported");
-        return NULL;
-    }
     PyObject *ref = PyWeakref_NewRef(op, NULL);
     if (ref == NULL) {
         return NULL;
     }
-    Py_XSETREF(n->retained, ref);
+    if (n->nout > 1) { /* one per output */
+        if (n->retained == NULL &&
+            (n->retained = pygpu_ag_none_list(n->nout)) == NULL) {
+            Py_DECREF(ref);
+            return NULL;
+        }
+        if (PyList_SetItem(n->retained, pygpu_ag_output_nr(SELF), ref) < 0) {
+            return NULL;
+        }
+    }
+    else {
+        Py_XSETREF(n->retained, ref);
+    }
     SELF->retains_grad = 1;
     Py_RETURN_NONE;
 }

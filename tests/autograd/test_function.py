@@ -285,13 +285,28 @@ def test_grad_with_respect_to_an_output(device):
     assert x.grad.tolist() == [4.0, 100.0]
 
 
-def test_outputs_of_several_refuse_hooks(device):
-    x = leaf([1.0], device)
+def test_hooks_and_retain_grad_per_output(device):
+    x = leaf([1.0, 2.0], device)
     two, sq = Pair.apply(x)
-    with pytest.raises(NotImplementedError, match="several outputs"):
-        two.register_hook(lambda g: g)
-    with pytest.raises(NotImplementedError, match="several outputs"):
-        sq.retain_grad()
+    seen = []
+    two.register_hook(lambda g: seen.append(("two", g.tolist())))
+    h = sq.register_hook(lambda g: g * 100)
+    sq.register_hook(lambda g: seen.append(("sq", g.tolist())))
+    two.retain_grad()
+    sq.retain_grad()
+    assert two.retains_grad and sq.retains_grad
+    (two * 3 + sq * 5).sum().backward(retain_graph=True)
+    assert sorted(seen) == [("sq", [500.0, 500.0]), ("two", [3.0, 3.0])]
+    assert two.grad.tolist() == [3.0, 3.0]
+    assert sq.grad.tolist() == [500.0, 500.0]
+    assert x.grad.tolist() == [6 + 1000.0, 6 + 2000.0]
+    # Removed: the other output's hooks and gradients are unchanged.
+    h.remove()
+    x.grad = None
+    seen.clear()
+    sq.sum().backward()
+    assert seen == [("sq", [1.0, 1.0])]
+    assert sq.grad.tolist() == [1.0, 1.0] and x.grad.tolist() == [2.0, 4.0]
 
 
 def test_hooks_on_a_single_output(device):
@@ -657,7 +672,11 @@ def test_no_leaks():
             pass
         x.grad = None
 
-    assert_no_leak(cycle)
+    # Calling into Python from the pass fills some of the interpreter's
+    # caches over the first ten thousand cycles or so (a few hundred
+    # blocks in all, then flat); a leak of one object per cycle would
+    # leave 2000 in each half.
+    assert_no_leak(cycle, blocks=500)
 
 
 def test_no_leaks_with_ctx_holding_outputs():
@@ -680,7 +699,8 @@ def test_no_leaks_with_ctx_holding_outputs():
         Holder.apply(x).sum().backward()
         x.grad = None
 
-    assert_no_leak(cycle)
+    # As above: a bound far below one leaked object per cycle.
+    assert_no_leak(cycle, blocks=500)
 
 
 # ------------------------------------- "Learning PyTorch with Examples"
