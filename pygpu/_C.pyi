@@ -854,3 +854,10 @@ def _randperm(n: int, device: _Device, generator: Optional[Generator],
 def _multinomial(probs: Tensor, num_samples: int, replacement: builtins.bool,
                  device: _Device, generator: Optional[Generator],
                  /) -> Tensor: ...
+# custom autograd Functions (autograd_function.c)
+def _function_record(ctx: Any, name: str, inputs: Tuple[Any, ...],
+                     outputs: Tuple[Any, ...], dirty: Tuple[Tensor, ...],
+                     non_differentiable: Tuple[Tensor, ...],
+                     saved: Optional[Tuple[Optional[Tensor], ...]], /
+                     ) -> Tuple[Tuple[Any, ...], Optional[Node]]: ...
+def _function_saved(node: Node, /) -> Tuple[Optional[Tensor], ...]: ...

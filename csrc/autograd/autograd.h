@@ -36,6 +36,7 @@ struct pygpu_node {
      * in_shape starts (NULL for AccumulateGrad). */
     int nin;
     PyObject **next;              /* input Nodes, NULL: no grad */
+    int *next_nr;                 /* which output of next[i] input i is */
     int *in_ndim;
     int64_t (*in_shape)[PYGPU_MAX_DIMS];
     int *in_dtype;
@@ -52,10 +53,39 @@ struct pygpu_node {
     int perm[PYGPU_MAX_DIMS];
     PyObject *key;                /* an index key */
     PyObject *variable;           /* AccumulateGrad: the leaf */
-    PyObject *retained;           /* weakref to an output keeping .grad */
-    PyObject *pre_hooks;          /* its output's register_hook dict */
+    /* A weakref to an output keeping .grad, and its output's
+     * register_hook dict; a Node of several outputs (nout > 1) holds a
+     * list of them instead, one per output (None: none). */
+    PyObject *retained;
+    PyObject *pre_hooks;
     PyObject *weakreflist;
+    /* A custom autograd.Function's Node (autograd_function.c): its
+     * outputs (nout; the engine keeps a gradient for each when more than
+     * one), the ctx its Python backward gets, weak references to the
+     * outputs (several only), the tensors ctx saved, and the str that
+     * holds name.  nout is 0 for every other Node (one output). */
+    int nout;
+    PyObject *fn_ctx;
+    PyObject *fn_outputs;
+    PyObject *fn_saved;
+    PyObject *fn_name;
 };
+
+/* The rule of a Node of several outputs: gs[k] the gradient of output k
+ * (NULL: none reached it); otherwise as pygpu_backward_fn. */
+int pygpu_ag_function_backward(pygpu_node *n, TensorObject *const *gs,
+                               TensorObject **grads);
+/* A list of n Nones (new ref). */
+PyObject *pygpu_ag_none_list(int n);
+/* Whether o is a Node. */
+int pygpu_ag_is_node(PyObject *o);
+/* Which output of its grad_fn t is (0 but for a Function's outputs). */
+int pygpu_ag_output_nr(const TensorObject *t);
+/* _C._function_record(ctx, name, inputs, outputs, dirty,
+ * non_differentiable, saved) and _C._function_saved(node), the entries
+ * pygpu/autograd/function.py calls. */
+PyObject *pygpu_function_record(PyObject *self, PyObject *args);
+PyObject *pygpu_function_saved(PyObject *self, PyObject *node);
 
 /* -------------------------------------------------------------- nodes */
 int pygpu_autograd_register(PyObject *m);
@@ -266,6 +296,8 @@ typedef struct {
     pygpu_node **targets;
     TensorObject **results;  /* their gradients (new refs) */
     int retain_graph;
+    const int *target_nr;    /* which output of targets[i] (NULL: 0) */
+    const int *root_nr;      /* which output of roots[r] (NULL: 0) */
 } pygpu_pass;
 /* One backward pass from roots with their gradients (borrowed), grad mode
  * off.  Its bookkeeping is its own, so passes run concurrently, from other

@@ -75,6 +75,7 @@ engine_run(PyObject *tensors, PyObject *grad_tensors, pygpu_pass *pa)
     PyObject *ts = PySequence_Tuple(tensors), *gs = NULL;
     pygpu_node **roots = NULL;
     TensorObject **grads = NULL;
+    int *root_nr = NULL;
     Py_ssize_t n = 0;
     int rc = -1, made = 0;
     if (ts == NULL) {
@@ -95,7 +96,8 @@ engine_run(PyObject *tensors, PyObject *grad_tensors, pygpu_pass *pa)
     }
     roots = PyMem_Calloc(n ? n : 1, sizeof(*roots));
     grads = PyMem_Calloc(n ? n : 1, sizeof(*grads));
-    if (roots == NULL || grads == NULL) {
+    root_nr = PyMem_Calloc(n ? n : 1, sizeof(*root_nr));
+    if (roots == NULL || grads == NULL || root_nr == NULL) {
         pygpu_raise_no_memory("backward()'s roots",
                               2 * sizeof(*roots) * (size_t)(n ? n : 1));
         goto fail;
@@ -106,8 +108,12 @@ engine_run(PyObject *tensors, PyObject *grad_tensors, pygpu_pass *pa)
                     &roots[made], &grads[made]) < 0) {
             goto fail;
         }
+        root_nr[made] =
+            pygpu_ag_output_nr((TensorObject *)PyTuple_GET_ITEM(ts, made));
     }
+    pa->root_nr = root_nr;
     rc = pygpu_autograd_run((int)n, roots, grads, pa);
+    pa->root_nr = NULL;
 fail:
     for (Py_ssize_t i = 0; i < made; i++) {
         Py_XDECREF(roots[i]);
@@ -115,6 +121,7 @@ fail:
     }
     PyMem_Free(roots);
     PyMem_Free(grads);
+    PyMem_Free(root_nr);
     Py_XDECREF(gs);
     Py_DECREF(ts);
     return rc;
@@ -160,7 +167,9 @@ grad_py(PyObject *self, PyObject *args)
     Py_ssize_t n = PyTuple_GET_SIZE(ins);
     pa.targets = PyMem_Calloc(n ? n : 1, sizeof(*pa.targets));
     pa.results = PyMem_Calloc(n ? n : 1, sizeof(*pa.results));
-    if (pa.targets == NULL || pa.results == NULL) {
+    int *target_nr = PyMem_Calloc(n ? n : 1, sizeof(*target_nr));
+    pa.target_nr = target_nr;
+    if (pa.targets == NULL || pa.results == NULL || target_nr == NULL) {
         pygpu_raise_no_memory("autograd.grad()'s inputs",
                               2 * sizeof(*pa.targets) * (size_t)(n ? n : 1));
         goto fail;
@@ -184,6 +193,7 @@ grad_py(PyObject *self, PyObject *args)
         if (pa.targets[i] == NULL) {
             goto fail;
         }
+        target_nr[i] = pygpu_ag_output_nr(t);
     }
     if (engine_run(outputs, grads, &pa) < 0) {
         goto fail;
@@ -212,6 +222,7 @@ fail:
     }
     PyMem_Free(pa.targets);
     PyMem_Free(pa.results);
+    PyMem_Free(target_nr);
     Py_DECREF(ins);
     return result;
 }
@@ -225,5 +236,14 @@ PyMethodDef pygpu_autograd_functions[] = {
      "_grad($module, outputs, inputs, grad_outputs, retain_graph,\n"
      "      allow_unused, /)\n--\n\n"
      "The gradients of outputs with respect to inputs, as a tuple."},
+    {"_function_record", pygpu_function_record, METH_VARARGS,
+     "_function_record($module, ctx, name, inputs, outputs, dirty,\n"
+     "                 non_differentiable, saved, /)\n--\n\n"
+     "A custom Function's call recorded: (outputs, node or None); see\n"
+     "pygpu/autograd/function.py."},
+    {"_function_saved", pygpu_function_saved, METH_O,
+     "_function_saved($module, node, /)\n--\n\n"
+     "The tensors a custom Function's ctx saved, checked against their\n"
+     "versions."},
     {NULL, NULL, 0, NULL},
 };

@@ -112,6 +112,7 @@ add_into(TensorObject **acc, TensorObject *g)
 typedef struct {
     pygpu_node *node;
     TensorObject *buf;      /* the gradients summed so far; NULL: none */
+    TensorObject **bufs;    /* a Node of several outputs: one for each */
     Py_ssize_t first_edge;  /* where its inputs' places start in edges */
     Py_ssize_t deps;        /* the edges into it not run yet */
 } pass_node;
@@ -205,10 +206,45 @@ table_get(pass_table *t, pygpu_node *node, int *fresh)
     }
     t->nodes = nodes;
     Py_ssize_t i = t->n++;
-    t->nodes[i] = (pass_node){node, NULL, 0, 0};
+    t->nodes[i] = (pass_node){node, NULL, NULL, 0, 0};
     t->index[s] = (index_slot){node, i};
     *fresh = 1;
     return i;
+}
+
+/* A Node's gradients, one for each of its nout outputs, freed. */
+static void
+free_bufs(TensorObject **bufs, int nout)
+{
+    if (bufs == NULL) {
+        return;
+    }
+    for (int k = 0; k < nout; k++) {
+        Py_XDECREF(bufs[k]);
+    }
+    PyMem_Free(bufs);
+}
+
+/* Where the gradient of output nr of the Node at place p is summed: its
+ * one buffer, or for a Node of several outputs that output's (the array
+ * made at the first).  NULL with an exception. */
+static TensorObject **
+grad_slot(pass_table *t, Py_ssize_t p, int nr)
+{
+    pass_node *pn = &t->nodes[p];
+    int nout = pn->node->nout;
+    if (nout <= 1) {
+        return &pn->buf;
+    }
+    if (pn->bufs == NULL) {
+        pn->bufs = PyMem_Calloc((size_t)nout, sizeof(*pn->bufs));
+        if (pn->bufs == NULL) {
+            pygpu_raise_no_memory("a node's gradients",
+                                  (size_t)nout * sizeof(*pn->bufs));
+            return NULL;
+        }
+    }
+    return &pn->bufs[nr];
 }
 
 static void
@@ -216,6 +252,7 @@ table_free(pass_table *t)
 {
     for (Py_ssize_t i = 0; i < t->n; i++) {
         Py_XDECREF(t->nodes[i].buf);
+        free_bufs(t->nodes[i].bufs, t->nodes[i].node->nout);
     }
     PyMem_Free(t->nodes);
     PyMem_Free(t->index);
@@ -294,7 +331,9 @@ apply_rule(pygpu_node *n, TensorObject *g, TensorObject **grads)
     for (int i = 0; i < PYGPU_NODE_MAX_SAVED; i++) {
         saved[i] = Py_XNewRef(n->saved[i]);
     }
+    PyObject *fn_saved = Py_XNewRef(n->fn_saved);
     int rc = n->backward(n, g, grads);
+    Py_XDECREF(fn_saved);
     for (int i = 0; i < PYGPU_NODE_MAX_SAVED; i++) {
         Py_XDECREF(saved[i]);
     }
@@ -311,29 +350,78 @@ release_saved(pygpu_node *n)
     for (int i = 0; i < PYGPU_NODE_MAX_SAVED; i++) {
         Py_CLEAR(n->saved[i]);
     }
+    Py_CLEAR(n->fn_saved);
+}
+
+/* The output behind ref (a weakref; None: none), when alive, keeps a
+ * copy of g as its .grad (retain_grad). */
+static int
+keep_grad(PyObject *ref, TensorObject *g)
+{
+    if (ref == Py_None) {
+        return 0;
+    }
+    PyObject *out = PyWeakref_GetObject(ref);
+    if (out == NULL) {
+        return -1;
+    }
+    if (out != Py_None) {
+        TensorObject *c = pygpu_ag_own_copy(g);
+        if (c == NULL) {
+            return -1;
+        }
+        Py_XSETREF(((TensorObject *)out)->grad, (PyObject *)c);
+    }
+    return 0;
+}
+
+/* A Node of several outputs: the hooks of each output (its pre_hooks, a
+ * list with a dict or None per output) over that output's gradient. */
+static int
+output_hooks(pygpu_node *n, TensorObject **gs)
+{
+    for (int k = 0; n->pre_hooks != NULL && k < n->nout; k++) {
+        PyObject *d = Py_NewRef(PyList_GET_ITEM(n->pre_hooks, k));
+        int rc = d == Py_None || gs[k] == NULL
+                     ? 0
+                     : pygpu_ag_run_hooks(d, &gs[k]);
+        Py_DECREF(d);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Runs the Node at place p of t with the gradient that reached it (*gp,
  * owned; may be NULL: zero), after its tensor's hooks, which may replace
- * *gp; pushes the inputs' Nodes whose last edge this was on ready. */
+ * *gp; pushes the inputs' Nodes whose last edge this was on ready.  A
+ * Node of several outputs (a custom Function's) gets gs instead, a
+ * gradient for each output (NULL: none reached it), which each output's
+ * hooks may replace. */
 static int
 run_node(pass_table *t, Py_ssize_t p, TensorObject **gp,
-         const pygpu_pass *pa, place_stack *ready)
+         TensorObject **gs, const pygpu_pass *pa, place_stack *ready)
 {
     pygpu_node *n = t->nodes[p].node;
     TensorObject *few[4] = {NULL}, **grads = few;
-    int rc = -1;
+    int rc = -1, multi = n->nout > 1;
     PyObject *hooks = n->backward == NULL
                           ? ((TensorObject *)n->variable)->hooks
                           : n->pre_hooks;
-    if (*gp != NULL && pygpu_ag_run_hooks(hooks, gp) < 0) {
+    if (!multi && *gp != NULL && pygpu_ag_run_hooks(hooks, gp) < 0) {
+        return -1;
+    }
+    if (multi && gs != NULL && output_hooks(n, gs) < 0) {
         return -1;
     }
     TensorObject *g = *gp;
     for (int i = 0; i < pa->ntargets; i++) {
-        if (pa->targets[i] == n && g != NULL) {
-            Py_INCREF(g);
-            if (add_into(&pa->results[i], g) < 0) {
+        int nr = pa->target_nr != NULL ? pa->target_nr[i] : 0;
+        TensorObject *tg = !multi ? g : gs != NULL ? gs[nr] : NULL;
+        if (pa->targets[i] == n && tg != NULL) {
+            Py_INCREF(tg);
+            if (add_into(&pa->results[i], tg) < 0) {
                 return -1;
             }
         }
@@ -344,17 +432,14 @@ run_node(pass_table *t, Py_ssize_t p, TensorObject **gp,
         }
         return 0;
     }
-    if (n->retained != NULL && pa->ntargets == 0 && g != NULL) {
-        PyObject *out = PyWeakref_GetObject(n->retained);
-        if (out == NULL) {
-            return -1;
-        }
-        if (out != Py_None) {
-            TensorObject *c = pygpu_ag_own_copy(g);
-            if (c == NULL) {
+    if (n->retained != NULL && pa->ntargets == 0) {
+        for (int k = 0; k < (multi ? n->nout : 1); k++) {
+            TensorObject *gk = !multi ? g : gs != NULL ? gs[k] : NULL;
+            PyObject *ref =
+                multi ? PyList_GET_ITEM(n->retained, k) : n->retained;
+            if (gk != NULL && keep_grad(ref, gk) < 0) {
                 return -1;
             }
-            Py_XSETREF(((TensorObject *)out)->grad, (PyObject *)c);
         }
     }
     if (n->nin > 4 &&
@@ -363,7 +448,8 @@ run_node(pass_table *t, Py_ssize_t p, TensorObject **gp,
                               (size_t)n->nin * sizeof(*grads));
         return -1;
     }
-    if (g != NULL && apply_rule(n, g, grads) < 0) {
+    if (multi ? gs != NULL && pygpu_ag_function_backward(n, gs, grads) < 0
+              : g != NULL && apply_rule(n, g, grads) < 0) {
         goto fail;
     }
     for (int i = 0, e = 0; i < n->nin; i++) {
@@ -372,8 +458,13 @@ run_node(pass_table *t, Py_ssize_t p, TensorObject **gp,
         }
         Py_ssize_t c = t->edges[t->nodes[p].first_edge + e++];
         if (grads[i] != NULL) {
-            TensorObject *fit = fit_input(n, i, grads[i]);
-            if (fit == NULL || add_into(&t->nodes[c].buf, fit) < 0) {
+            int nr = n->next_nr != NULL ? n->next_nr[i] : 0;
+            TensorObject *fit = fit_input(n, i, grads[i]), **slot;
+            if (fit == NULL || (slot = grad_slot(t, c, nr)) == NULL) {
+                Py_XDECREF(fit);
+                goto fail;
+            }
+            if (add_into(slot, fit) < 0) {
                 goto fail;
             }
         }
@@ -409,8 +500,11 @@ run_pass(int nroots, pygpu_node *const *roots, TensorObject *const *grads,
     for (int r = 0; r < nroots; r++) {
         int fresh;
         Py_ssize_t p = table_get(&t, roots[r], &fresh);
-        if (p < 0 || add_into(&t.nodes[p].buf,
-                              (TensorObject *)Py_NewRef(grads[r])) < 0) {
+        TensorObject **slot =
+            p < 0 ? NULL
+                  : grad_slot(&t, p, pa->root_nr != NULL ? pa->root_nr[r] : 0);
+        if (slot == NULL ||
+            add_into(slot, (TensorObject *)Py_NewRef(grads[r])) < 0) {
             goto fail;
         }
     }
@@ -422,10 +516,12 @@ run_pass(int nroots, pygpu_node *const *roots, TensorObject *const *grads,
     }
     while (ready.n > 0) {
         Py_ssize_t p = ready.items[--ready.n];
-        TensorObject *g = t.nodes[p].buf;
+        TensorObject *g = t.nodes[p].buf, **gs = t.nodes[p].bufs;
         t.nodes[p].buf = NULL;
-        int r = run_node(&t, p, &g, pa, &ready);
+        t.nodes[p].bufs = NULL;
+        int r = run_node(&t, p, &g, gs, pa, &ready);
         Py_XDECREF(g);
+        free_bufs(gs, t.nodes[p].node->nout);
         if (r < 0) {
             goto fail;
         }

@@ -160,6 +160,27 @@ add_hook(PyObject **dict, PyObject *hook)
     return (PyObject *)h;
 }
 
+/* hook added to the dict of output k of n, a Node of several outputs
+ * (its pre_hooks: a list of dicts, None for an output without hooks). */
+static PyObject *
+add_output_hook(pygpu_node *n, int k, PyObject *hook)
+{
+    PyObject *dict = NULL, *h = NULL;
+    if (n->pre_hooks == NULL &&
+        (n->pre_hooks = pygpu_ag_none_list(n->nout)) == NULL) {
+        return NULL;
+    }
+    PyObject *d = PyList_GET_ITEM(n->pre_hooks, k);
+    dict = d == Py_None ? NULL : Py_NewRef(d);
+    h = add_hook(&dict, hook);
+    if (h != NULL && d == Py_None &&
+        PyList_SetItem(n->pre_hooks, k, Py_NewRef(dict)) < 0) {
+        Py_CLEAR(h);
+    }
+    Py_XDECREF(dict);
+    return h;
+}
+
 /* ------------------------------------------------------ registering */
 
 static int
@@ -181,7 +202,11 @@ t_register_hook(PyObject *op, PyObject *hook)
         return NULL;
     }
     if (SELF->grad_fn != NULL) {
-        return add_hook(&((pygpu_node *)SELF->grad_fn)->pre_hooks, hook);
+        pygpu_node *n = (pygpu_node *)SELF->grad_fn;
+        if (n->nout > 1) {
+            return add_output_hook(n, pygpu_ag_output_nr(SELF), hook);
+        }
+        return add_hook(&n->pre_hooks, hook);
     }
     return add_hook(&SELF->hooks, hook);
 }

@@ -11,6 +11,12 @@
 static PyTypeObject *Node_Type;
 
 int
+pygpu_ag_is_node(PyObject *o)
+{
+    return Py_IS_TYPE(o, Node_Type);
+}
+
+int
 pygpu_ag_wanted(int n, TensorObject *const *in)
 {
     if (!pygpu_grad_enabled()) {
@@ -80,7 +86,7 @@ pygpu_ag_node(const char *name, pygpu_backward_fn fn, int n,
     size_t nexts = sizeof(PyObject *) * (size_t)n;
     size_t devices = sizeof(pygpu_device) * (size_t)n;
     char *block = PyMem_Calloc(1, shapes + nexts + devices +
-                                      2 * sizeof(int) * (size_t)n + 1);
+                                      3 * sizeof(int) * (size_t)n + 1);
     if (block == NULL) {
         Py_DECREF(node);
         pygpu_raise_no_memory("an autograd node's inputs", 0);
@@ -91,6 +97,7 @@ pygpu_ag_node(const char *name, pygpu_backward_fn fn, int n,
     node->in_device = (pygpu_device *)(block + shapes + nexts);
     node->in_ndim = (int *)(block + shapes + nexts + devices);
     node->in_dtype = node->in_ndim + n;
+    node->next_nr = node->in_dtype + n;
     node->nin = n;
     for (int i = 0; i < n; i++) {
         TensorObject *t = in[i];
@@ -103,6 +110,7 @@ pygpu_ag_node(const char *name, pygpu_backward_fn fn, int n,
         node->in_device[i] = t->device;
         if (t->grad_fn != NULL) {
             node->next[i] = Py_NewRef(t->grad_fn);
+            node->next_nr[i] = pygpu_ag_output_nr(t);
         }
         else if (t->requires_grad) {
             node->next[i] = pygpu_ag_accumulator(t);
@@ -188,6 +196,9 @@ node_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(n->variable);
     Py_VISIT(n->retained);
     Py_VISIT(n->pre_hooks);
+    Py_VISIT(n->fn_ctx);
+    Py_VISIT(n->fn_outputs);
+    Py_VISIT(n->fn_saved);
     return 0;
 }
 
@@ -205,6 +216,9 @@ node_clear(PyObject *self)
     Py_CLEAR(n->variable);
     Py_CLEAR(n->retained);
     Py_CLEAR(n->pre_hooks);
+    Py_CLEAR(n->fn_ctx);
+    Py_CLEAR(n->fn_outputs);
+    Py_CLEAR(n->fn_saved);
     return 0;
 }
 
@@ -229,6 +243,9 @@ node_free(PyObject *self)
         PyObject_ClearWeakRefs(self);
     }
     node_clear(self);
+    /* The str its name points into: never cleared before (a str holds
+     * nothing, so it is in no cycle). */
+    Py_CLEAR(((pygpu_node *)self)->fn_name);
     PyMem_Free(((pygpu_node *)self)->in_shape); /* the inputs' block */
     tp->tp_free(self);
     Py_DECREF(tp);
@@ -295,7 +312,8 @@ node_next_functions(PyObject *self, void *closure)
     }
     for (int i = 0; i < n->nin; i++) {
         PyObject *item = Py_BuildValue(
-            "(Oi)", n->next[i] != NULL ? n->next[i] : Py_None, 0);
+            "(Oi)", n->next[i] != NULL ? n->next[i] : Py_None,
+            n->next[i] != NULL && n->next_nr != NULL ? n->next_nr[i] : 0);
         if (item == NULL) {
             Py_DECREF(r);
             return NULL;
@@ -315,6 +333,21 @@ node_variable(PyObject *self, void *closure)
         return NULL;
     }
     return Py_NewRef(n->variable);
+}
+
+/* A custom Function's Node also shows its ctx's attributes (torch's
+ * grad_fn is the ctx): y.grad_fn.saved_tensors, y.grad_fn.constant. */
+static PyObject *
+node_getattro(PyObject *self, PyObject *name)
+{
+    PyObject *ctx = ((pygpu_node *)self)->fn_ctx;
+    PyObject *r = PyObject_GenericGetAttr(self, name);
+    if (r != NULL || ctx == NULL ||
+        !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        return r;
+    }
+    PyErr_Clear();
+    return PyObject_GetAttr(ctx, name);
 }
 
 static PyMethodDef node_methods[] = {
@@ -344,6 +377,7 @@ static PyType_Slot node_slots[] = {
     {Py_tp_traverse, node_traverse},
     {Py_tp_clear, node_clear},
     {Py_tp_repr, node_repr},
+    {Py_tp_getattro, node_getattro},
     {Py_tp_methods, node_methods},
     {Py_tp_getset, node_getset},
     {Py_tp_members, node_members},

@@ -155,7 +155,19 @@ pygpu_t_retain_grad(PyObject *op, PyObject *noargs)
     if (ref == NULL) {
         return NULL;
     }
-    Py_XSETREF(n->retained, ref);
+    if (n->nout > 1) { /* one per output */
+        if (n->retained == NULL &&
+            (n->retained = pygpu_ag_none_list(n->nout)) == NULL) {
+            Py_DECREF(ref);
+            return NULL;
+        }
+        if (PyList_SetItem(n->retained, pygpu_ag_output_nr(SELF), ref) < 0) {
+            return NULL;
+        }
+    }
+    else {
+        Py_XSETREF(n->retained, ref);
+    }
     SELF->retains_grad = 1;
     Py_RETURN_NONE;
 }

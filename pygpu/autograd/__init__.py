@@ -1,18 +1,22 @@
 """pygpu.autograd: reverse-mode automatic differentiation, torch's names.
 
 The graph is recorded and run in C (see docs/autograd.md);
-this package holds the Python entry points: backward, grad, gradcheck and
-the grad-mode switches (per thread, restored on exit).
+this package holds the Python entry points: backward, grad, gradcheck,
+the grad-mode switches (per thread, restored on exit), custom Functions
+(function.py) and Variable.
 """
 from .. import _C
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled, no_grad,
                         set_grad_enabled)
 from .gradcheck import gradcheck
+from . import function
+from .function import Function, once_differentiable
+from .variable import Variable
 
 __all__ = ["backward", "grad", "gradcheck", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled",
-           "is_inference_mode_enabled"]
+           "is_inference_mode_enabled", "Function", "Variable", "function"]
 
 
 def _as_tuple(x):
