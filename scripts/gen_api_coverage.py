@@ -7,7 +7,7 @@ names in pygpu/_torch_names.py (scripts/gen_torch_names.py writes that).
     python scripts/gen_api_coverage.py            write the file
     python scripts/gen_api_coverage.py --check    exit 1 if it is stale
 
-Run it after adding names; tests/test_api_coverage.py checks that the
+Run it after adding names; tests/packaging/test_api_coverage.py checks that the
 committed file is current.
 """
 import argparse
@@ -61,7 +61,7 @@ def render():
         the list of torch {TORCH_VERSION}'s public names in
         `pygpu/_torch_names.py`; do not edit by hand.  After adding names,
         run `python scripts/gen_api_coverage.py` (`--check` says whether
-        this file is current; `tests/test_api_coverage.py` runs it).
+        this file is current; `tests/packaging/test_api_coverage.py` runs it).
 
         A torch name that pygpu does not have raises AttributeError with
         "pygpu does not implement torch.<name> yet" (for `pygpu`,
