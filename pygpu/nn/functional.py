@@ -52,7 +52,38 @@ def linear_relu(input, weight, bias=None):
 
 # ------------------------------------------------ softmax and log_softmax
 
-__all__ += ["softmax", "log_softmax"]
+__all__ += ["softmax", "log_softmax", "one_hot"]
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 tensor of shape (*tensor.shape, num_classes): 1 at each
+    value's class, 0 elsewhere; num_classes=-1 takes the largest value + 1
+    (torch's checks and messages)."""
+    if tensor.dtype != _C.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of "
+                           "type LongTensor.")
+    n = tensor.numel()
+    if num_classes == -1:
+        if n == 0:
+            raise RuntimeError("Can not infer total number of classes from "
+                               "empty tensor.")
+        num_classes = int(tensor.max().item()) + 1
+    elif num_classes < -1:
+        raise RuntimeError("num_classes should be positive")
+    if n > 0:
+        if tensor.min().item() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if tensor.max().item() >= num_classes:
+            raise RuntimeError("Class values must be smaller than "
+                               "num_classes.")
+    shape = tuple(tensor.shape) + (num_classes,)
+    out = _C.zeros(shape, dtype=_C.int64, device=tensor.device)
+    if n == 0 or num_classes == 0:
+        return out
+    index = tensor.unsqueeze(-1)
+    return out.scatter_add_(-1, index, _C.ones(tuple(index.shape),
+                                               dtype=_C.int64,
+                                               device=tensor.device))
 
 
 def _softmax_dim(fname, dim):
