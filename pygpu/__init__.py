@@ -195,6 +195,13 @@ __all__ += ["Generator", "randint", "randint_like", "randperm",
             "multinomial", "bernoulli", "normal", "poisson",
             "default_generator", "seed", "get_rng_state", "set_rng_state"]
 
+# scatter (pygpu/_scatter.py)
+from ._scatter import scatter  # noqa: E402
+from ._scatter import scatter_ as _scatter_  # noqa: E402
+Tensor.scatter = scatter
+Tensor.scatter_ = _scatter_
+__all__ += ["scatter"]
+
 # The default device (per thread, `with pygpu.device(...)` too),
 # pygpu.accelerator, and torch's names pygpu lacks saying so (_missing.py).
 from ._default_device import get_default_device, set_default_device  # noqa: E402,E501
