@@ -47,10 +47,10 @@ pygpu_ag_sorted_values(int which, TensorObject *t, int dim, TensorObject *ix,
     if (res != NULL && squeeze) {
         TensorObject *r = (TensorObject *)res;
         if (r->shape[dim] != 1) {
-            Py_DECREF(res);
             PyErr_Format(PyExc_RuntimeError,
                          "_sorted_values(): squeezing dim %d of size %lld",
                          dim, (long long)r->shape[dim]);
+            Py_DECREF(res);
             return NULL;
         }
         for (int d = 0, k = 0; d < r->ndim; d++) {
