@@ -50,10 +50,14 @@ PYGPU_HD void pygpu_philox_round(uint32_t *c0, uint32_t *c1, uint32_t *c2,
     *c3 = lo0;
 }
 
-PYGPU_HD pygpu_u32x4 pygpu_philox(uint64_t counter, uint64_t seed)
+/* Sub-block `sub` of counter `counter`: the third counter word, so that
+ * a draw needing more than four words per counter (kernels/sample.h) takes
+ * them from sub-blocks 1, 2, ... without moving the offset. */
+PYGPU_HD pygpu_u32x4 pygpu_philox_sub(uint64_t counter, uint32_t sub,
+                                      uint64_t seed)
 {
     uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32);
-    uint32_t c2 = 0, c3 = 0;
+    uint32_t c2 = sub, c3 = 0;
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
     for (int r = 0; r < PYGPU_PHILOX_ROUNDS; r++) {
         pygpu_philox_round(&c0, &c1, &c2, &c3, k0, k1);
@@ -66,6 +70,12 @@ PYGPU_HD pygpu_u32x4 pygpu_philox(uint64_t counter, uint64_t seed)
     out.v[2] = c2;
     out.v[3] = c3;
     return out;
+}
+
+/* Block `counter` of the stream of `seed` (sub-block 0). */
+PYGPU_HD pygpu_u32x4 pygpu_philox(uint64_t counter, uint64_t seed)
+{
+    return pygpu_philox_sub(counter, 0, seed);
 }
 
 /* Uniform [0, 1) with 24 random bits (exact in float32). */

@@ -41,26 +41,6 @@
 #define PYGPU_DADD(a, b) ((a) + (b))
 #endif
 
-/* Sub-block `sub` of counter `counter` (sub 0: pygpu_philox's block). */
-PYGPU_HD pygpu_u32x4 pygpu_philox_sub(uint64_t counter, uint32_t sub,
-                                      uint64_t seed)
-{
-    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32);
-    uint32_t c2 = sub, c3 = 0;
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    for (int r = 0; r < PYGPU_PHILOX_ROUNDS; r++) {
-        pygpu_philox_round(&c0, &c1, &c2, &c3, k0, k1);
-        k0 += PYGPU_PHILOX_W0;
-        k1 += PYGPU_PHILOX_W1;
-    }
-    pygpu_u32x4 out;
-    out.v[0] = c0;
-    out.v[1] = c1;
-    out.v[2] = c2;
-    out.v[3] = c3;
-    return out;
-}
-
 /* Exponential(lambd) from word w, as float (float32, float16, bfloat16
  * round this once more). */
 PYGPU_HD float pygpu_exponential_f32(uint32_t w, double lambd)

@@ -4,6 +4,7 @@ import math
 from .. import _C
 from ..autograd.grad_mode import no_grad
 from ._fused import check_switches, fusable, use_fused
+from ._perop import check_betas, check_nonneg
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -25,19 +26,10 @@ class Adam(Optimizer):
                  weight_decay=0, amsgrad=False, *, foreach=None,
                  maximize=False, fused=None):
         # `not 0.0 <= x` also refuses NaN, which `x < 0.0` lets through.
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        betas = tuple(betas)
-        if len(betas) != 2:
-            raise ValueError(f"betas must be a pair (beta1, beta2), but got "
-                             f"{len(betas)} values")
-        for i, b in enumerate(betas):
-            if not 0.0 <= b < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {b}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_nonneg("learning rate", lr)
+        check_nonneg("epsilon value", eps)
+        betas = check_betas(betas)
+        check_nonneg("weight_decay value", weight_decay)
         check_switches(foreach, fused)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay,
