@@ -9,6 +9,7 @@
 #include "core/dispatch.h"
 #include "cpu/cpu_dispatch.h"
 #include "cpu/cpu_matmul_small.h"
+#include "cpu/simd.h"
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_split.h"
 #include "kernels/optim.h"
@@ -359,5 +360,12 @@ static const pygpu_backend cpu_backend = {
 int
 pygpu_cpu_init(void)
 {
+    const char *bad;
+    if (pygpu_cpu_isa_init(&bad) < 0) {
+        PyErr_Format(PyExc_ImportError,
+                     "PYGPU_CPU_CAPABILITY must be default, avx2 or avx512, "
+                     "not '%s'", bad);
+        return -1;
+    }
     return pygpu_dispatch_register(PYGPU_CPU, &cpu_backend);
 }

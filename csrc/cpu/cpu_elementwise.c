@@ -324,10 +324,13 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
 /* ------------------------------------------------------------ unary ops */
 
 /* NAME(o, a): o = OP(a) over one row, computed in CT (float16 in float,
- * rounded once, as the binary ops).  ATTR: WIDE_VECTORS or nothing. */
-#define UNARY_LOOP(NAME, T, CT, LD, ST, OP, ATTR)                            \
-    ATTR static void NAME(char *const *p, const int64_t *s, int64_t n,       \
-                          const void *ctx)                                   \
+ * rounded once, as the binary ops).  DEF: PLAIN or WIDE (cloned for the
+ * CPU's vectors, cpu/simd.h). */
+#define PLAIN(NAME, PARAMS, ARGS) static void NAME PARAMS
+#define WIDE(NAME, PARAMS, ARGS) PYGPU_CLONES(static, void, NAME, PARAMS, ARGS)
+#define UNARY_LOOP(NAME, T, CT, LD, ST, OP, DEF)                             \
+    DEF(NAME, (char *const *p, const int64_t *s, int64_t n, const void *ctx),\
+        (p, s, n, ctx))                                                      \
     {                                                                        \
         T *o = (T *)p[0];                                                    \
         const T *a = (const T *)p[1];                                        \
@@ -347,19 +350,21 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
 /* The loops of one unary op `name` for every dtype, from its rules. */
 #define UNARY_ROW(OP, name)                                                  \
     UNARY_LOOP(name##_f32, float, float, AS_IS, AS_IS, pygpu_##name##_f,     \
-               WIDE_VECTORS)                                                 \
+               WIDE)                                                     \
     UNARY_LOOP(name##_f16, uint16_t, float, pygpu_half_to_float,             \
-               pygpu_float_to_half, pygpu_##name##_f, )                      \
-    UNARY_LOOP(name##_f64, double, double, AS_IS, AS_IS, pygpu_##name##_d, ) \
+               pygpu_float_to_half, pygpu_##name##_f, PLAIN)                 \
+    UNARY_LOOP(name##_f64, double, double, AS_IS, AS_IS, pygpu_##name##_d,   \
+               PLAIN)                                                    \
     UNARY_LOOP(name##_i64, int64_t, int64_t, AS_IS, AS_IS,                   \
-               pygpu_##name##_i, )                                           \
+               pygpu_##name##_i, PLAIN)                                      \
     UNARY_LOOP(name##_b8, uint8_t, int64_t, LD_b8, ST_BOOL,                  \
-               pygpu_##name##_i, )                                           \
-    UNARY_LOOP(name##_u8, uint8_t, int64_t, LD_u8, ST_U8, pygpu_##name##_i, )\
+               pygpu_##name##_i, PLAIN)                                      \
+    UNARY_LOOP(name##_u8, uint8_t, int64_t, LD_u8, ST_U8, pygpu_##name##_i,  \
+               PLAIN)                                                    \
     UNARY_LOOP(name##_i32, int32_t, int64_t, LD_i32, pygpu_i64_to_i32,       \
-               pygpu_##name##_i, )                                           \
+               pygpu_##name##_i, PLAIN)                                      \
     UNARY_LOOP(name##_bf16, uint16_t, float, pygpu_bf16_to_float,            \
-               pygpu_float_to_bf16, pygpu_##name##_f, )
+               pygpu_float_to_bf16, pygpu_##name##_f, PLAIN)
 
 PYGPU_UNARY_OPS(UNARY_ROW)
 

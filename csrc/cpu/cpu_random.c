@@ -92,7 +92,9 @@ UNIFORM_LOOP(uniform_bf16, uint16_t, U_BF16)
  * and cos / sin, the square roots, the products (stored as the first m
  * numbers). */
 #define NORMAL_LOOP_F32(NAME, T, STORE)                                      \
-    WIDE_VECTORS static void NAME(T *out, int64_t n, pygpu_philox_state st)  \
+    PYGPU_CLONES_EXACT(static, void, NAME,                                   \
+                       (T *out, int64_t n, pygpu_philox_state st),           \
+                       (out, n, st))                                         \
     {                                                                        \
         uint32_t w[4][LANES];                                                \
         float r[2][LANES], c[2][LANES], s[2][LANES];                         \

@@ -194,9 +194,9 @@ LEAF_LOOP(leaf_f64_wide, PYGPU_AVX2_FN, double, vec4d, 4, 4, COMBINE_F64_WIDE)
  * values are added in the same order. */
 #define WIDEN 2048
 #define WIDEN_LOOP(SFX, LD)                                                  \
-    WIDE_VECTORS static void widen_##SFX(float *restrict y,                  \
-                                         const uint16_t *restrict x,         \
-                                         int64_t n)                          \
+    PYGPU_CLONES(static, void, widen_##SFX,                                  \
+                 (float *restrict y, const uint16_t *restrict x, int64_t n), \
+                 (y, x, n))                                                  \
     {                                                                        \
         for (int64_t i = 0; i < n; i++) {                                    \
             y[i] = LD(x[i]);                                                 \

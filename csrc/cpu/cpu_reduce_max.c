@@ -46,7 +46,7 @@
  * holds a NaN (the value is then meaningless).  Two vectors of W lanes
  * each take v where CMP(v, lane) (compare and select: a NaN never
  * enters), and a mask notes the NaNs; then the lanes and the tail in
- * order.  Inlined into WIDE_VECTORS callers. */
+ * order.  Inlined into the cloned callers (cpu/simd.h). */
 #if defined(PYGPU_HAVE_VEC8)
 #define LANES(SFX, T, VT, VI, W, CMP)                                        \
     static inline T lanes_##SFX(const T *restrict x, int64_t n, int *nan)   \
@@ -103,7 +103,8 @@ LANES(min_f32, float, vec8f, vec8i, 8, LT)
 LANES(max_f64, double, vec4d, vec4l, 4, GT)
 LANES(min_f64, double, vec4d, vec4l, 4, LT)
 
-WIDE_VECTORS float pygpu_cpu_max_f32(const float *x, int64_t n, int *nan)
+PYGPU_CLONES(, float, pygpu_cpu_max_f32, (const float *x, int64_t n, int *nan),
+             (x, n, nan))
 {
     return lanes_max_f32(x, n, nan);
 }
@@ -159,14 +160,15 @@ SCAN_PLAIN(i32, int32_t)
 /* find_<SFX>: where in a block its maximum bm (or its first NaN) is. */
 /* float and double: the lanes on the input. */
 #define BLOCK_LANES(SFX, T, TSFX)                                            \
-    WIDE_VECTORS static T block_##SFX(const T *restrict x, int64_t m)        \
+    PYGPU_CLONES(static, T, block_##SFX, (const T *restrict x, int64_t m),  \
+                 (x, m))                                                     \
     {                                                                        \
         int nan;                                                             \
         T r = lanes_##SFX(x, m, &nan);                                       \
         return nan ? (T)NAN : r;                                             \
     }                                                                        \
-    WIDE_VECTORS static int64_t find_##SFX(const T *restrict x, int64_t m,   \
-                                           T bm)                             \
+    PYGPU_CLONES(static, int64_t, find_##SFX,                                \
+                 (const T *restrict x, int64_t m, T bm), (x, m, bm))         \
     {                                                                        \
         return scan_##TSFX(x, m, bm);                                        \
     }
@@ -174,8 +176,8 @@ SCAN_PLAIN(i32, int32_t)
 /* float16 and bfloat16: the block widened to float first (a vectorized
  * loop), then the float lanes. */
 #define BLOCK_WIDEN(SFX, LSFX, LD)                                           \
-    WIDE_VECTORS static float block_##SFX(const uint16_t *restrict x,        \
-                                          int64_t m)                         \
+    PYGPU_CLONES(static, float, block_##SFX,                                 \
+                 (const uint16_t *restrict x, int64_t m), (x, m))            \
     {                                                                        \
         float buf[MAX_BLOCK];                                                \
         int nan;                                                             \
@@ -186,8 +188,9 @@ SCAN_PLAIN(i32, int32_t)
         float r = lanes_##LSFX(buf, m, &nan);                                \
         return nan ? NAN : r;                                                \
     }                                                                        \
-    WIDE_VECTORS static int64_t find_##SFX(const uint16_t *restrict x,       \
-                                           int64_t m, float bm)              \
+    PYGPU_CLONES(static, int64_t, find_##SFX,                                \
+                 (const uint16_t *restrict x, int64_t m, float bm),          \
+                 (x, m, bm))                                                 \
     {                                                                        \
         float buf[SCAN];                                                     \
         int64_t c0 = 0;                                                      \
@@ -271,10 +274,10 @@ SCAN_PLAIN(i32, int32_t)
     MAX_CONTIG(SFX, T, ACC, LD, ISNAN, CMP)                                  \
     /* Row j into the buffers, as branch-free selects (at NULL: values      \
      * only). */                                                             \
-    WIDE_VECTORS static void rows_##SFX(ACC *restrict best,                  \
-                                        int64_t *restrict at,                \
-                                        const T *restrict row, int64_t wc,   \
-                                        int64_t j)                           \
+    PYGPU_CLONES(static, void, rows_##SFX,                                   \
+                 (ACC *restrict best, int64_t *restrict at,                  \
+                  const T *restrict row, int64_t wc, int64_t j),             \
+                 (best, at, row, wc, j))                                     \
     {                                                                        \
         if (at == NULL) {                                                    \
             for (int64_t c = 0; c < wc; c++) {                               \

@@ -34,8 +34,10 @@ philox_lanes(uint32_t w[4][LANES], uint64_t counter, uint64_t seed)
 /* Exponential(lambd) numbers from float (float32, float16, bfloat16):
  * element 4l + k of a round is word k of lane l. */
 #define EXPONENTIAL_LOOP(NAME, T, STORE)                                     \
-    WIDE_VECTORS static void NAME(T *out, int64_t n, double lambd,           \
-                                  pygpu_philox_state st)                     \
+    PYGPU_CLONES_EXACT(static, void, NAME,                                   \
+                       (T *out, int64_t n, double lambd,                     \
+                        pygpu_philox_state st),                              \
+                       (out, n, lambd, st))                                  \
     {                                                                        \
         uint32_t w[4][LANES];                                                \
         float v[4][LANES];                                                   \
@@ -166,9 +168,10 @@ poisson(int dtype, void *out, int64_t n, const void *rates,
  * read by LOAD, else `zero`.  The words are laid out in element order
  * first, so that the compares and selects run over a round as vectors. */
 #define BERNOULLI_LOOP(NAME, T, LOAD)                                        \
-    WIDE_VECTORS static void NAME(T *out, int64_t n, const T *rates,         \
-                                  double p, T one, T zero,                   \
-                                  pygpu_philox_state st)                     \
+    PYGPU_CLONES_EXACT(static, void, NAME,                                   \
+                       (T *out, int64_t n, const T *rates, double p, T one,  \
+                        T zero, pygpu_philox_state st),                      \
+                       (out, n, rates, p, one, zero, st))                    \
     {                                                                        \
         uint32_t w[4][LANES], wf[4 * LANES];                                 \
         for (int64_t e0 = 0; e0 < n; e0 += 4 * LANES) {                      \

@@ -180,9 +180,10 @@ float pygpu_cpu_row_max_f32(const float *x, int64_t n)
 
 /* sum over j of exp(x[j] - m), in double lanes; the exponentials also go
  * to y when y is not NULL (cpu_softmax.h). */
-WIDE_VECTORS double pygpu_cpu_row_sum_exp_f32(float *restrict y,
-                                              const float *restrict x,
-                                              int64_t n, float m)
+PYGPU_CLONES(, double, pygpu_cpu_row_sum_exp_f32,
+             (float *restrict y, const float *restrict x, int64_t n,
+              float m),
+             (y, x, n, m))
 {
     float e[EXP_CHUNK];
     double lane[LANES] = {0}, s = 0;

@@ -65,10 +65,11 @@ forward_no_classes(const pygpu_xent_args *a, size_t acc_size, int64_t *bad)
 
 /* One contiguous float32 line of the backward (vectorized): y = cp p - b
  * w[c], p = exp((x - m) - ls), w NULL meaning all 1. */
-WIDE_VECTORS static void
-grad_row_f32(float *restrict y, const float *restrict x,
-             const float *restrict w, int64_t n, float m, float ls,
-             float cp, float b)
+PYGPU_CLONES(static, void, grad_row_f32,
+             (float *restrict y, const float *restrict x,
+              const float *restrict w, int64_t n, float m, float ls,
+              float cp, float b),
+             (y, x, w, n, m, ls, cp, b))
 {
     if (w == NULL) {
         for (int64_t c = 0; c < n; c++) {

@@ -4,6 +4,7 @@
 
 #include "ops/ops.h"
 #include "cpu/cpu_parallel.h"
+#include "cpu/simd.h"
 
 static PyObject *
 set_num_threads(PyObject *m, PyObject *arg)
@@ -38,6 +39,12 @@ get_num_threads(PyObject *m, PyObject *noargs)
     return PyLong_FromLong(pygpu_get_num_threads());
 }
 
+static PyObject *
+cpu_capability(PyObject *m, PyObject *noargs)
+{
+    return PyUnicode_FromString(pygpu_cpu_isa_name(pygpu_cpu_isa));
+}
+
 PyMethodDef pygpu_thread_functions[] = {
     {"set_num_threads", set_num_threads, METH_O,
      "set_num_threads($module, num, /)\n--\n\n"
@@ -47,5 +54,8 @@ PyMethodDef pygpu_thread_functions[] = {
      "get_num_threads($module, /)\n--\n\n"
      "Number of threads the CPU loops use; by default the CPUs this\n"
      "process may run on."},
+    {"_cpu_capability", cpu_capability, METH_NOARGS,
+     "_cpu_capability($module, /)\n--\n\n"
+     "The vector instructions the CPU loops use: DEFAULT, AVX2 or AVX512."},
     {NULL},
 };

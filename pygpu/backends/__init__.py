@@ -1,4 +1,4 @@
 """pygpu.backends: torch.backends' switches that pygpu honours."""
-from . import cuda, mps
+from . import cpu, cuda, mps
 
-__all__ = ["cuda", "mps"]
+__all__ = ["cpu", "cuda", "mps"]

@@ -52,7 +52,8 @@ main(void)
     static float xf[SUM_LEAF + 1];
     static double xd[SUM_LEAF + 1];
     long passed = 0, failed = 0;
-    if (!PYGPU_CPU_HAS_AVX2()) {
+    const char *bad;
+    if (pygpu_cpu_isa_init(&bad) < 0 || !PYGPU_CPU_HAS_AVX2()) {
         printf("skipped: this CPU has no AVX2\n");
         return 0;
     }

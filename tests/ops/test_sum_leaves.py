@@ -24,9 +24,10 @@ def test_narrow_and_wide_leaves_agree(tmp_path):
     exe = tmp_path / "sum_leaves_check"
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     # the extension's own flags that change float code
-    # cpu_reduce.c's other loops, which the check links but does not run
+    # cpu_reduce.c's other loops, which the check links but does not run,
+    # and the capability the cloned loops pick
     others = [os.path.join(ROOT, "csrc", "cpu", f)
-              for f in ("cpu_reduce_max.c", "cpu_prod.c")]
+              for f in ("cpu_reduce_max.c", "cpu_prod.c", "cpu_isa.c")]
     subprocess.run([cc, "-std=c11", "-O3", "-fno-trapping-math",
                     "-fno-math-errno", "-I", os.path.join(ROOT, "csrc"),
                     CHECK, *others, "-o", str(exe), "-lm"], check=True,
