@@ -17,6 +17,7 @@
 #endif
 
 #include "cpu/cpu_arith.h"
+#include "cpu/cpu_half.h"
 #include "cpu/cpu_loops.h"
 #include "kernels/kernels.h"
 
@@ -28,6 +29,18 @@
 #define T_u8 uint8_t
 #define T_i32 int32_t
 #define T_bf16 uint16_t
+/* float32, float16 and bfloat16 by number, so that the loops below can
+ * test at compile time for the conversions cpu_half.c makes whole runs
+ * of (through F16C for float16). */
+#define ID_f32 1
+#define ID_f16 2
+#define ID_f64 3
+#define ID_i64 4
+#define ID_b8 5
+#define ID_u8 6
+#define ID_i32 7
+#define ID_bf16 8
+#define IS(to, from, a, b) (ID_##to == ID_##a && ID_##from == ID_##b)
 
 /* copy_<to>_<from> over one row. */
 #define COPY_LOOP(to, from)                                                  \
@@ -38,6 +51,18 @@
         const T_##from *a = (const T_##from *)p[1];                          \
         (void)ctx;                                                           \
         if (s[0] == 1 && s[1] == 1) {                                        \
+            if (IS(to, from, f32, f16) || IS(to, from, f32, bf16)) {         \
+                (ID_##from == ID_f16 ? pygpu_cpu_widen_f16                   \
+                                     : pygpu_cpu_widen_bf16)(                \
+                    (float *)o, (const uint16_t *)a, n);                     \
+                return;                                                      \
+            }                                                                \
+            if (IS(to, from, f16, f32) || IS(to, from, bf16, f32)) {         \
+                (ID_##to == ID_f16 ? pygpu_cpu_narrow_f16                    \
+                                   : pygpu_cpu_narrow_bf16)(                 \
+                    (uint16_t *)o, (const float *)a, n);                     \
+                return;                                                      \
+            }                                                                \
             for (int64_t i = 0; i < n; i++) {                                \
                 o[i] = PYGPU_CONVERT(to, from, a[i]);                        \
             }                                                                \

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "cpu/cpu_arith.h"
+#include "cpu/cpu_half.h"
 #include "cpu/cpu_loops.h"
 #include "cpu/half.h"
 #include "cpu/simd.h"
@@ -126,10 +127,16 @@ void pygpu_cpu_for_each_row(const pygpu_geom *g, int nops,
 
 /* ----------------------------------------------------------- binary ops */
 
+/* The loops' definitions: PLAIN, or WIDE (cloned for the CPU's vectors,
+ * cpu/simd.h). */
+#define PLAIN(NAME, PARAMS, ARGS) static void NAME PARAMS
+#define WIDE(NAME, PARAMS, ARGS) PYGPU_CLONES(static, void, NAME, PARAMS, ARGS)
+#define LOOP_PARAMS (char *const *p, const int64_t *s, int64_t n, const void *ctx)
+#define LOOP_ARGS (p, s, n, ctx)
+
 /* NAME(o, a, b): o = OP(a, b) over one row, computed in CT. */
-#define BINARY_LOOP(NAME, T, CT, LD, ST, OP)                                 \
-    static void NAME(char *const *p, const int64_t *s, int64_t n,            \
-                     const void *ctx)                                        \
+#define BINARY_LOOP(NAME, T, CT, LD, ST, OP, DEF)                            \
+    DEF(NAME, LOOP_PARAMS, LOOP_ARGS)                                        \
     {                                                                        \
         T *o = (T *)p[0];                                                    \
         const T *a = (const T *)p[1];                                        \
@@ -159,9 +166,8 @@ void pygpu_cpu_for_each_row(const pygpu_geom *g, int nops,
 
 /* NAME_rhs: o = OP(a, scalar); NAME_lhs: o = OP(scalar, a).  The scalar,
  * already in CT, is *ctx. */
-#define SCALAR_LOOPS(NAME, T, CT, LD, ST, OP)                                \
-    static void NAME##_rhs(char *const *p, const int64_t *s, int64_t n,      \
-                           const void *ctx)                                  \
+#define SCALAR_LOOPS(NAME, T, CT, LD, ST, OP, DEF)                           \
+    DEF(NAME##_rhs, LOOP_PARAMS, LOOP_ARGS)                                  \
     {                                                                        \
         T *o = (T *)p[0];                                                    \
         const T *a = (const T *)p[1];                                        \
@@ -176,8 +182,7 @@ void pygpu_cpu_for_each_row(const pygpu_geom *g, int nops,
             }                                                                \
         }                                                                    \
     }                                                                        \
-    static void NAME##_lhs(char *const *p, const int64_t *s, int64_t n,      \
-                           const void *ctx)                                  \
+    DEF(NAME##_lhs, LOOP_PARAMS, LOOP_ARGS)                                  \
     {                                                                        \
         T *o = (T *)p[0];                                                    \
         const T *a = (const T *)p[1];                                        \
@@ -193,35 +198,55 @@ void pygpu_cpu_for_each_row(const pygpu_geom *g, int nops,
         }                                                                    \
     }
 
+/* float16 and bfloat16 loops: the float32 loop of the op over runs
+ * widened to float (cpu_half.c). */
+#define HALF_LOOPS(name, SFX, BF16)                                          \
+    static void name##_##SFX LOOP_PARAMS                                     \
+    {                                                                        \
+        pygpu_cpu_half_via_float(name##_f32, 2, BF16, p, s, n, ctx);         \
+    }                                                                        \
+    static void name##_##SFX##_rhs LOOP_PARAMS                               \
+    {                                                                        \
+        pygpu_cpu_half_via_float(name##_f32_rhs, 1, BF16, p, s, n, ctx);     \
+    }                                                                        \
+    static void name##_##SFX##_lhs LOOP_PARAMS                               \
+    {                                                                        \
+        pygpu_cpu_half_via_float(name##_f32_lhs, 1, BF16, p, s, n, ctx);     \
+    }
+
 /* The loops of one binary op `name` for every dtype, from its rules. */
 #define BINARY_ROW(OP, name)                                                 \
-    BINARY_LOOPS(name##_f32, float, float, AS_IS, AS_IS, pygpu_##name##_f)   \
-    BINARY_LOOPS(name##_f16, uint16_t, float, pygpu_half_to_float,           \
-                 pygpu_float_to_half, pygpu_##name##_f)                      \
-    BINARY_LOOPS(name##_f64, double, double, AS_IS, AS_IS, pygpu_##name##_d) \
-    BINARY_LOOPS(name##_i64, int64_t, int64_t, AS_IS, AS_IS, pygpu_##name##_i) \
+    BINARY_LOOPS(name##_f32, float, float, AS_IS, AS_IS, pygpu_##name##_f,   \
+                 WIDE)                                                       \
+    HALF_LOOPS(name, f16, 0)                                                 \
+    BINARY_LOOPS(name##_f64, double, double, AS_IS, AS_IS, pygpu_##name##_d, \
+                 PLAIN)                                                      \
+    BINARY_LOOPS(name##_i64, int64_t, int64_t, AS_IS, AS_IS,                 \
+                 pygpu_##name##_i, PLAIN)                                    \
     BINARY_LOOPS(name##_b8, uint8_t, int64_t, LD_b8, ST_BOOL,                \
-                 pygpu_##name##_i)                                           \
-    BINARY_LOOPS(name##_u8, uint8_t, int64_t, LD_u8, ST_U8, pygpu_##name##_i) \
+                 pygpu_##name##_i, PLAIN)                                    \
+    BINARY_LOOPS(name##_u8, uint8_t, int64_t, LD_u8, ST_U8,                  \
+                 pygpu_##name##_i, PLAIN)                                    \
     BINARY_LOOPS(name##_i32, int32_t, int64_t, LD_i32, pygpu_i64_to_i32,     \
-                 pygpu_##name##_i)                                           \
-    BINARY_LOOPS(name##_bf16, uint16_t, float, pygpu_bf16_to_float,          \
-                 pygpu_float_to_bf16, pygpu_##name##_f)
+                 pygpu_##name##_i, PLAIN)                                    \
+    HALF_LOOPS(name, bf16, 1)
 
-#define BINARY_LOOPS(NAME, T, CT, LD, ST, OP)                                \
-    BINARY_LOOP(NAME, T, CT, LD, ST, OP)                                     \
-    SCALAR_LOOPS(NAME, T, CT, LD, ST, OP)
+#define BINARY_LOOPS(NAME, T, CT, LD, ST, OP, DEF)                           \
+    BINARY_LOOP(NAME, T, CT, LD, ST, OP, DEF)                                \
+    SCALAR_LOOPS(NAME, T, CT, LD, ST, OP, DEF)
 
 PYGPU_BINARY_OPS(BINARY_ROW)
 
 /* The bitwise ops: the integer dtypes and bool only. */
 #define BITWISE_ROW(OP, name)                                                \
-    BINARY_LOOPS(name##_i64, int64_t, int64_t, AS_IS, AS_IS, pygpu_##name##_i) \
+    BINARY_LOOPS(name##_i64, int64_t, int64_t, AS_IS, AS_IS,                 \
+                 pygpu_##name##_i, PLAIN)                                    \
     BINARY_LOOPS(name##_b8, uint8_t, int64_t, LD_b8, ST_BOOL,                \
-                 pygpu_##name##_i)                                           \
-    BINARY_LOOPS(name##_u8, uint8_t, int64_t, LD_u8, ST_U8, pygpu_##name##_i) \
+                 pygpu_##name##_i, PLAIN)                                    \
+    BINARY_LOOPS(name##_u8, uint8_t, int64_t, LD_u8, ST_U8,                  \
+                 pygpu_##name##_i, PLAIN)                                    \
     BINARY_LOOPS(name##_i32, int32_t, int64_t, LD_i32, pygpu_i64_to_i32,     \
-                 pygpu_##name##_i)
+                 pygpu_##name##_i, PLAIN)
 PYGPU_BITWISE_OPS(BITWISE_ROW)
 
 /* Loops indexed [op][dtype]. */
@@ -323,14 +348,10 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
 
 /* ------------------------------------------------------------ unary ops */
 
-/* NAME(o, a): o = OP(a) over one row, computed in CT (float16 in float,
- * rounded once, as the binary ops).  DEF: PLAIN or WIDE (cloned for the
- * CPU's vectors, cpu/simd.h). */
-#define PLAIN(NAME, PARAMS, ARGS) static void NAME PARAMS
-#define WIDE(NAME, PARAMS, ARGS) PYGPU_CLONES(static, void, NAME, PARAMS, ARGS)
+/* NAME(o, a): o = OP(a) over one row, computed in CT (float16 through
+ * the float32 loop, rounded once, as the binary ops). */
 #define UNARY_LOOP(NAME, T, CT, LD, ST, OP, DEF)                             \
-    DEF(NAME, (char *const *p, const int64_t *s, int64_t n, const void *ctx),\
-        (p, s, n, ctx))                                                      \
+    DEF(NAME, LOOP_PARAMS, LOOP_ARGS)                                        \
     {                                                                        \
         T *o = (T *)p[0];                                                    \
         const T *a = (const T *)p[1];                                        \
@@ -350,21 +371,25 @@ void pygpu_cpu_binary_scalar(int op, int dtype, void *out, const void *a,
 /* The loops of one unary op `name` for every dtype, from its rules. */
 #define UNARY_ROW(OP, name)                                                  \
     UNARY_LOOP(name##_f32, float, float, AS_IS, AS_IS, pygpu_##name##_f,     \
-               WIDE)                                                     \
-    UNARY_LOOP(name##_f16, uint16_t, float, pygpu_half_to_float,             \
-               pygpu_float_to_half, pygpu_##name##_f, PLAIN)                 \
+               WIDE)                                                         \
+    static void name##_f16 LOOP_PARAMS                                       \
+    {                                                                        \
+        pygpu_cpu_half_via_float(name##_f32, 1, 0, p, s, n, ctx);            \
+    }                                                                        \
     UNARY_LOOP(name##_f64, double, double, AS_IS, AS_IS, pygpu_##name##_d,   \
-               PLAIN)                                                    \
+               PLAIN)                                                        \
     UNARY_LOOP(name##_i64, int64_t, int64_t, AS_IS, AS_IS,                   \
                pygpu_##name##_i, PLAIN)                                      \
     UNARY_LOOP(name##_b8, uint8_t, int64_t, LD_b8, ST_BOOL,                  \
                pygpu_##name##_i, PLAIN)                                      \
     UNARY_LOOP(name##_u8, uint8_t, int64_t, LD_u8, ST_U8, pygpu_##name##_i,  \
-               PLAIN)                                                    \
+               PLAIN)                                                        \
     UNARY_LOOP(name##_i32, int32_t, int64_t, LD_i32, pygpu_i64_to_i32,       \
                pygpu_##name##_i, PLAIN)                                      \
-    UNARY_LOOP(name##_bf16, uint16_t, float, pygpu_bf16_to_float,            \
-               pygpu_float_to_bf16, pygpu_##name##_f, PLAIN)
+    static void name##_bf16 LOOP_PARAMS                                      \
+    {                                                                        \
+        pygpu_cpu_half_via_float(name##_f32, 1, 1, p, s, n, ctx);            \
+    }
 
 PYGPU_UNARY_OPS(UNARY_ROW)
 

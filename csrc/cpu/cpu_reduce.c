@@ -26,6 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "cpu/cpu_half.h"
 #include "cpu/cpu_reduce.h"
 #include "cpu/half.h"
 #include "cpu/simd.h"
@@ -110,8 +115,8 @@ void *pygpu_cpu_row_pool(size_t col_bytes, int64_t inner, void *stack,
  * the whole blocks of NACC * W elements; then COMBINE(a, s) adds the
  * lanes into s in the fixed tree, and the elements left are added one by
  * one.  The four loops below differ in these only. */
-#define LEAF_LOOP(NAME, ATTR, T, V, NACC, W, COMBINE)                        \
-    ATTR static T NAME(const T *x, int64_t m)                                \
+#define LEAF_LOOP(NAME, ATTR, T, TIN, V, NACC, W, COMBINE, LOAD, CVT)       \
+    ATTR static T NAME(const TIN *x, int64_t m)                              \
     {                                                                        \
         V a[NACC];                                                           \
         T s;                                                                 \
@@ -122,16 +127,17 @@ void *pygpu_cpu_row_pool(size_t col_bytes, int64_t inner, void *stack,
             _Pragma("GCC unroll 8")                                          \
             for (int k = 0; k < NACC; k++) {                                 \
                 V v;                                                         \
-                memcpy(&v, x + i + W * k, sizeof(v));                        \
+                LOAD(v, x + i + W * k);                                      \
                 a[k] += v;                                                   \
             }                                                                \
         }                                                                    \
         COMBINE(a, s);                                                       \
         for (; i < m; i++) {                                                 \
-            s += x[i];                                                       \
+            s += CVT(x[i]);                                                  \
         }                                                                    \
         return s == s ? s : (T)NAN;                                          \
     }
+#define LOAD_MEM(v, p) memcpy(&(v), (p), sizeof(v))
 
 /* The lane trees.  float32, narrow: lane 4k + j in a[k][j]; lanes j,
  * j + 8, j + 16, j + 24 are added as ((a + b) + (c + d)) into 8 lanes,
@@ -166,15 +172,41 @@ void *pygpu_cpu_row_pool(size_t col_bytes, int64_t inner, void *stack,
         s = (t[0] + t[1]) + (t[2] + t[3]);                                   \
     } while (0)
 
-LEAF_LOOP(leaf_f32, , float, vec4f, 8, 4, COMBINE_F32)
-LEAF_LOOP(leaf_f64, , double, vec2d, 8, 2, COMBINE_F64)
+LEAF_LOOP(leaf_f32, , float, float, vec4f, 8, 4, COMBINE_F32, LOAD_MEM,
+          AS_IS)
+LEAF_LOOP(leaf_f64, , double, double, vec2d, 8, 2, COMBINE_F64, LOAD_MEM,
+          AS_IS)
 #if PYGPU_HAVE_AVX2_FN
-LEAF_LOOP(leaf_f32_wide, PYGPU_AVX2_FN, float, vec8f, 4, 8, COMBINE_F32_WIDE)
-LEAF_LOOP(leaf_f64_wide, PYGPU_AVX2_FN, double, vec4d, 4, 4, COMBINE_F64_WIDE)
+LEAF_LOOP(leaf_f32_wide, PYGPU_AVX2_FN, float, float, vec8f, 4, 8,
+          COMBINE_F32_WIDE, LOAD_MEM, AS_IS)
+LEAF_LOOP(leaf_f64_wide, PYGPU_AVX2_FN, double, double, vec4d, 4, 4,
+          COMBINE_F64_WIDE, LOAD_MEM, AS_IS)
+/* float16 and bfloat16 leaves that widen as they load (F16C for float16,
+ * a shift for bfloat16): the float32 wide leaf's lanes and tree on the
+ * widened values, so the bits of widening first and summing after. */
+#define LOAD_F16C(v, p)                                                      \
+    do {                                                                     \
+        __m256 t_ = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p))); \
+        memcpy(&(v), &t_, sizeof(v));                                        \
+    } while (0)
+#define LOAD_BF16(v, p)                                                      \
+    do {                                                                     \
+        __m256i t_ = _mm256_slli_epi32(                                      \
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))),    \
+            16);                                                             \
+        memcpy(&(v), &t_, sizeof(v));                                        \
+    } while (0)
+LEAF_LOOP(leaf_f16_wide, __attribute__((target("avx2,f16c"))), float,
+          uint16_t, vec8f, 4, 8, COMBINE_F32_WIDE, LOAD_F16C,
+          pygpu_half_to_float)
+LEAF_LOOP(leaf_bf16_wide, PYGPU_AVX2_FN, float, uint16_t, vec8f, 4, 8,
+          COMBINE_F32_WIDE, LOAD_BF16, pygpu_bf16_to_float)
 #define LEAF(SFX, x, m)                                                      \
     (PYGPU_CPU_HAS_AVX2() ? leaf_##SFX##_wide(x, m) : leaf_##SFX(x, m))
 #else
 #define LEAF(SFX, x, m) leaf_##SFX(x, m)
+#define leaf_f16_wide(x, m) 0.0f  /* never called: no AVX2 version */
+#define leaf_bf16_wide(x, m) 0.0f
 #endif
 
 #define SUM_CONTIG(SFX, T)                                                   \
@@ -193,19 +225,15 @@ LEAF_LOOP(leaf_f64_wide, PYGPU_AVX2_FN, double, vec4d, 4, 4, COMBINE_F64_WIDE)
  * and then summed as float32: the splits depend on n alone, so the same
  * values are added in the same order. */
 #define WIDEN 2048
-#define WIDEN_LOOP(SFX, LD)                                                  \
-    PYGPU_CLONES(static, void, widen_##SFX,                                  \
-                 (float *restrict y, const uint16_t *restrict x, int64_t n), \
-                 (y, x, n))                                                  \
-    {                                                                        \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            y[i] = LD(x[i]);                                                 \
-        }                                                                    \
-    }
+#define widen_f16 pygpu_cpu_widen_f16
+#define widen_bf16 pygpu_cpu_widen_bf16
 #define SUM_CONTIG_WIDEN(SFX)                                                \
     static float sum_contig_##SFX(const uint16_t *x, int64_t n)              \
     {                                                                        \
-        if (n <= WIDEN) {                                                    \
+        if (n <= (PYGPU_CPU_HAS_AVX2() ? SUM_LEAF : WIDEN)) {                \
+            if (PYGPU_CPU_HAS_AVX2()) {                                      \
+                return leaf_##SFX##_wide(x, n);                              \
+            }                                                                \
             float buf[WIDEN];                                                \
             widen_##SFX(buf, x, n);                                          \
             return sum_contig_f32(buf, n);                                   \
@@ -246,8 +274,6 @@ LEAF_LOOP(leaf_f64_wide, PYGPU_AVX2_FN, double, vec4d, 4, 4, COMBINE_F64_WIDE)
 
 SUM_CONTIG(f32, float)
 SUM_CONTIG(f64, double)
-WIDEN_LOOP(f16, pygpu_half_to_float)
-WIDEN_LOOP(bf16, pygpu_bf16_to_float)
 SUM_CONTIG_WIDEN(f16)
 SUM_CONTIG_WIDEN(bf16)
 ROW_IN_WIDEN(f16)

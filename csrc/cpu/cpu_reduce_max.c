@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu_half.h"
 #include "cpu/cpu_reduce.h"
 #include "cpu/half.h"
 #include "cpu/simd.h"
@@ -175,16 +176,13 @@ SCAN_PLAIN(i32, int32_t)
 
 /* float16 and bfloat16: the block widened to float first (a vectorized
  * loop), then the float lanes. */
-#define BLOCK_WIDEN(SFX, LSFX, LD)                                           \
+#define BLOCK_WIDEN(SFX, LSFX, WIDEN)                                         \
     PYGPU_CLONES(static, float, block_##SFX,                                 \
                  (const uint16_t *restrict x, int64_t m), (x, m))            \
     {                                                                        \
         float buf[MAX_BLOCK];                                                \
         int nan;                                                             \
-        buf[0] = LD(x[0]);                                                   \
-        for (int64_t i = 1; i < m; i++) {                                    \
-            buf[i] = LD(x[i]);                                               \
-        }                                                                    \
+        WIDEN(buf, x, m);                                                    \
         float r = lanes_##LSFX(buf, m, &nan);                                \
         return nan ? NAN : r;                                                \
     }                                                                        \
@@ -196,9 +194,7 @@ SCAN_PLAIN(i32, int32_t)
         int64_t c0 = 0;                                                      \
         for (; c0 < m; c0 += SCAN) {                                         \
             int64_t w = m - c0 < SCAN ? m - c0 : SCAN;                       \
-            for (int64_t i = 0; i < w; i++) {                                \
-                buf[i] = LD(x[c0 + i]);                                      \
-            }                                                                \
+            WIDEN(buf, x + c0, w);                                           \
             int64_t j = scan_f32(buf, w, bm);                                \
             if (j < w) {                                                     \
                 return c0 + j;                                               \
@@ -358,10 +354,10 @@ BLOCK_LANES(max_f32, float, f32)
 BLOCK_LANES(min_f32, float, f32)
 BLOCK_LANES(max_f64, double, f64)
 BLOCK_LANES(min_f64, double, f64)
-BLOCK_WIDEN(max_f16, max_f32, pygpu_half_to_float)
-BLOCK_WIDEN(min_f16, min_f32, pygpu_half_to_float)
-BLOCK_WIDEN(max_bf16, max_f32, pygpu_bf16_to_float)
-BLOCK_WIDEN(min_bf16, min_f32, pygpu_bf16_to_float)
+BLOCK_WIDEN(max_f16, max_f32, pygpu_cpu_widen_f16)
+BLOCK_WIDEN(min_f16, min_f32, pygpu_cpu_widen_f16)
+BLOCK_WIDEN(max_bf16, max_f32, pygpu_cpu_widen_bf16)
+BLOCK_WIDEN(min_bf16, min_f32, pygpu_cpu_widen_bf16)
 #define BLOCK_INTS(SFX, T, TSFX)                                             \
     BLOCK_INT(max_##SFX, T, TSFX, GT)                                        \
     BLOCK_INT(min_##SFX, T, TSFX, LT)

@@ -9,8 +9,9 @@
  * conversions to float16 round to nearest, ties to even, like the hardware
  * instructions (F16C, CUDA's __float2half_rn) and NumPy.
  *
- * NaN stays NaN in both directions: narrowing keeps the top mantissa bits
- * and sets the quiet bit, as the hardware does.
+ * NaN stays NaN in both directions, quiet: narrowing keeps the top
+ * mantissa bits and widening the whole payload, and both set the quiet
+ * bit, as the hardware does.
  */
 #ifndef PYGPU_HALF_H
 #define PYGPU_HALF_H
@@ -47,7 +48,8 @@ static inline uint64_t pygpu_f64_bits(double d)
  * reading float16 vectorize.  With mag = the exponent and mantissa moved
  * up to their float places:
  *  - normal: rebias the exponent 15 -> 127;
- *  - Inf or NaN: all-ones exponent, the mantissa (payload) as moved;
+ *  - Inf or NaN: all-ones exponent, the mantissa (payload) as moved, a
+ *    NaN made quiet (as F16C's vcvtph2ps does, cpu_half.c);
  *  - zero or subnormal (exponent 0): the value is m * 2^-24, m the
  *    mantissa, computed as 2^-14 * (1 + m / 2^10) - 2^-14; both are
  *    normal floats and the difference is exact, so no denormal arithmetic
@@ -58,7 +60,8 @@ static inline float pygpu_half_to_float(uint16_t h)
     uint32_t sign = w & 0x80000000u;
     int32_t mag = (int32_t)((w ^ sign) >> 3);
     uint32_t normal = (uint32_t)mag + ((127u - 15u) << 23);
-    uint32_t special = (uint32_t)mag | 0x7f800000u;
+    uint32_t quiet = mag > (0x7c00 << 13) ? 0x00400000u : 0u;
+    uint32_t special = (uint32_t)mag | 0x7f800000u | quiet;
     float tiny = pygpu_f32_from_bits((uint32_t)mag + (113u << 23)) - 0x1p-14f;
     uint32_t bits = mag >= (0x7c00 << 13) ? special : normal;
     bits = mag < (0x0400 << 13) ? pygpu_f32_bits(tiny) : bits;

@@ -95,6 +95,7 @@ const char *pygpu_cpu_isa_name(int isa);
 #define PYGPU_CPU_HAS_AVX2() (pygpu_cpu_isa >= PYGPU_ISA_AVX2)
 #else
 #define PYGPU_HAVE_AVX2_FN 0
+#define PYGPU_CPU_HAS_AVX2() 0
 #endif
 
 #if defined(__GNUC__)

@@ -27,7 +27,8 @@ def test_narrow_and_wide_leaves_agree(tmp_path):
     # cpu_reduce.c's other loops, which the check links but does not run,
     # and the capability the cloned loops pick
     others = [os.path.join(ROOT, "csrc", "cpu", f)
-              for f in ("cpu_reduce_max.c", "cpu_prod.c", "cpu_isa.c")]
+              for f in ("cpu_reduce_max.c", "cpu_prod.c", "cpu_isa.c",
+                        "cpu_half.c")]
     subprocess.run([cc, "-std=c11", "-O3", "-fno-trapping-math",
                     "-fno-math-errno", "-I", os.path.join(ROOT, "csrc"),
                     CHECK, *others, "-o", str(exe), "-lm"], check=True,
