@@ -32,7 +32,7 @@ try:
 except ImportError:  # optional peer
     torch = None
 
-PAUSES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
+PAUSES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 SAMPLE_S = 0.005
 
 

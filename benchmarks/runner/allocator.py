@@ -9,6 +9,7 @@ from bench_allocator import MiB, SIZES, core_pair_ns, empty_contenders
 from pygpu import _C
 
 from .core import Impl, WrongResult, torch
+from .cpuload import LoadMeter
 
 NAME = "allocator"
 
@@ -19,10 +20,11 @@ def _core_rows(ctx):
     if ctx.device == "cuda":
         allocators.append(("cuda:0", _C._cuda_allocator(0)))
     for name, alloc in allocators:
+        meter = LoadMeter().start()
         ns = core_pair_ns(alloc, MiB, iters, repeats)
         ctx.record_value(f"core pair 1 MiB ({name})", "pygpu", ns, "ns",
                          size=MiB, note="timed in C, median of "
-                         f"{repeats} x {iters}")
+                         f"{repeats} x {iters}", load=meter.stop())
 
 
 def _shape_is(n):

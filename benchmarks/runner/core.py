@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 import pygpu
+from bench_ops import compare
 
 from .cpuload import LoadMeter, settle
 
@@ -334,12 +335,14 @@ class Bench:
         self.say(f"{self.suite:9s} {case}{who}: skipped, {reason}")
 
     def record_value(self, case, impl, value, unit, size=None, dtype=None,
-                     note=None):
-        """A figure measured by other means (no peers, no ratios)."""
+                     note=None, load=None):
+        """A figure measured by other means (no peers, no ratios); load:
+        what a LoadMeter recorded while it was measured."""
         row = {"suite": self.suite, "case": case, "impl": impl,
                "lib": impl, "device": self.device, "dtype": dtype,
                "size": size, "value": value, "unit": unit,
-               "higher_is_better": False, "reference": False}
+               "higher_is_better": False, "reference": False,
+               "threads": self.threads, **(load or {})}
         if note:
             row["note"] = note
         self.rows.append(row)
@@ -410,11 +413,10 @@ class Bench:
                               for n, i in impls.items()}, inner, reps)
             return us, inner, reps, None
         if gpu:
-            # host time of a batch ending in one synchronize
-            us = compare_gpu({n: (i.fn, _SyncClock(sync(i.lib) or
-                                                   (lambda: None)))
-                              for n, i in impls.items()}, inner, reps)
-            return us, inner, reps, None
+            # host time of batches, each ending in one synchronize
+            us = compare({n: (i.fn, sync(i.lib)) for n, i in impls.items()},
+                         inner, reps)
+            return {n: v / 1e6 for n, v in us.items()}, inner, reps, None
         secs, waits = compare_cpu({n: (i.fn, i.lib)
                                    for n, i in impls.items()}, inner, reps,
                                   s["rounds"], s["pause"])

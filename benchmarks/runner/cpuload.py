@@ -65,19 +65,24 @@ class LoadMeter:
         return self
 
     def stop(self):
-        """{"load_cores", "load_fraction", "loaded"}: other processes'
-        busy cores on average, that over the machine's CPUs, and whether
-        it exceeds LOADED_CORES; {} where /proc/stat cannot be read."""
+        """{"load_cores", "load_fraction", "loaded", "load_window_s"}:
+        other processes' busy cores on average, that over the machine's
+        CPUs, whether it exceeds LOADED_CORES, and the seconds measured
+        over (a few ticks of /proc/stat's 10 ms make it imprecise below
+        about a second); {} where /proc/stat cannot be read."""
         wall0, own0, busy0 = self._start
         wall = time.perf_counter() - wall0
         own = time.process_time() - own0
         busy1 = machine_busy_s()
         if busy0 is None or busy1 is None or wall <= 0:
             return {}
-        other = max(0.0, (busy1 - busy0) - own) / wall
+        # /proc/stat counts in clock ticks (10 ms): over a short window
+        # the difference may stray past the bounds by a tick or two
+        other = min(self.cores, max(0.0, (busy1 - busy0) - own) / wall)
         return {"load_cores": round(other, 3),
                 "load_fraction": round(other / self.cores, 4),
-                "loaded": other > LOADED_CORES}
+                "loaded": other > LOADED_CORES,
+                "load_window_s": round(wall, 3)}
 
 
 def settle(minimum=0.0, window=QUIET_WINDOW_S, quiet=QUIET_FRACTION,
