@@ -11,7 +11,8 @@ long python -m benchmarks must pause between libraries on this CPU.
    asleep), and runner.cpuload.settle()'s wait after the same calls.
 2. The pause: a batch of n x n matmuls in library B (its threads awake),
    then a few in library A, a pause of P seconds, and B's batch again,
-   timed; median over the repeats, for each P, A and B.  B's time after
+   timed; median and minimum over the repeats, for each P, A and B
+   (P "auto": runner.cpuload.settle(), the runner's wait).  B's time after
    its own calls is the figure with nothing in the way; once P is long
    enough for A's threads to sleep, B after A comes down to it.
 The machine's other load over the run is printed with the figures.
@@ -32,7 +33,7 @@ try:
 except ImportError:  # optional peer
     torch = None
 
-PAUSES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+PAUSES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, "auto")
 SAMPLE_S = 0.005
 
 
@@ -87,18 +88,21 @@ def batch_s(fn, calls):
 
 
 def after(fns, victim, other, pause, repeats, calls):
-    """Median seconds per call of victim's batch right after other's
-    calls and a pause."""
+    """Seconds per call of victim's batch right after other's calls and a
+    pause: (median, minimum) over the repeats (the minimum is the figure
+    least touched by other processes on a loaded machine)."""
     out = []
     for _ in range(repeats):
         settle()
         batch_s(fns[victim], calls)      # its own threads awake
         for _ in range(3):
             fns[other]()
-        if pause:
+        if pause == "auto":
+            settle()
+        elif pause:
             time.sleep(pause)
         out.append(batch_s(fns[victim], calls))
-    return statistics.median(out)
+    return statistics.median(out), min(out)
 
 
 def main():
@@ -107,6 +111,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--calls", type=int, default=5,
                     help="matmuls in a timed batch")
+    ap.add_argument("--victims", help="time only these libraries' "
+                    "matmuls (comma-separated; default all)")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
     fns = matmuls(args.n)
@@ -134,16 +140,23 @@ def main():
               f"{out['idle_poll_ms'][lib]:6.1f} ms (runs "
               f"{', '.join(f'{p * 1e3:.0f}' for p in polls)}); settle() "
               f"waits {out['settle_ms'][lib]:6.1f} ms", flush=True)
-    for victim in fns:
+    print("ms per call of B's matmul after A's and a pause, median "
+          "(minimum) over the repeats, and the other load meanwhile:")
+    victims = args.victims.split(",") if args.victims else list(fns)
+    for victim in victims:
         for other in fns:
             line = f"{victim:5s} after {other:5s}:"
+            pair = LoadMeter().start()
             for pause in PAUSES:
-                s = after(fns, victim, other, pause, args.repeats,
-                          args.calls)
+                med, low = after(fns, victim, other, pause, args.repeats,
+                                 args.calls)
                 out["after"].append({"victim": victim, "other": other,
-                                     "pause_s": pause, "ms": s * 1e3})
-                line += f" {pause:g}s {s * 1e3:6.3f}"
-            print(line + " ms per call", flush=True)
+                                     "pause_s": pause, "ms": med * 1e3,
+                                     "min_ms": low * 1e3})
+                when = "auto" if pause == "auto" else f"{pause:g}s"
+                line += f" {when} {med * 1e3:.3f} ({low * 1e3:.3f})"
+            load = pair.stop()
+            print(line + f"; load {load.get('load_cores')}", flush=True)
     out["load"] = meter.stop()
     print(f"other load during the run: {out['load']}")
     if args.json:
