@@ -5,7 +5,7 @@ Each suite is a module here with NAME, a docstring and run(bench); see
 core.py for how a case is checked and timed, and cpuload.py for the wait
 between libraries on the CPU and the other load recorded with each case.
 --threads 1,default runs the suites under each thread setting in turn
-(threads.py).  results.md ends with the goals (goals.py): pygpu's time
+(threads.py).  results.md opens with the goals (goals.py): pygpu's time
 over torch's in each row against its goal.  Results go to
 DIR/results.json (every figure and ratio, with the run's provenance),
 DIR/results.md (a table per suite) and DIR/*.png (with matplotlib:
@@ -95,8 +95,9 @@ def parse(argv):
                     help="replace the size lists of matmul (n), bandwidth "
                     "(elements), transfer (bytes) and allocator (elements)")
     ap.add_argument("--reps", type=int, metavar="N",
-                    help="timed rounds per case (default 11 with --quick, "
-                    "else 31; fewer when a case would run long)")
+                    help="timed batches per library and case (default 12 "
+                    "with --quick, else 30; fewer when a case would run "
+                    "long)")
     ap.add_argument("--threads", type=threads_.parse, metavar="N,...",
                     help="CPU threads for pygpu and torch (set_num_threads) "
                     "and NumPy's BLAS (threadpoolctl; a single N also sets "
@@ -110,6 +111,11 @@ def parse(argv):
                     "the idle worker threads of the one before to sleep: "
                     "'auto' (default: until this process uses no CPU over "
                     "20 ms) or a fixed number of seconds")
+    ap.add_argument("--isolate", action="store_true",
+                    help="CPU: each library in a process of its own, the "
+                    "libraries taking turns over rounds (runner/isolate.py)"
+                    "; default: all in this process, each timed alone")
+    ap.add_argument("--only", metavar="LIB", help=argparse.SUPPRESS)
     ap.add_argument("--render", metavar="DIR",
                     help="only rewrite DIR/results.md and the plots from "
                     "DIR/results.json")
@@ -138,9 +144,14 @@ def main(argv=None):
         return 2
     settings = args.threads or ["default"]
     names = args.suite or list(SUITES)
+    if args.isolate and device != "cpu":
+        print("--isolate is for the CPU", file=sys.stderr)
+        return 2
     bench = Bench(device, quick=args.quick, sizes=args.sizes,
                   reps=args.reps, pause=args.pause)
     bench.thread_settings = {}
+    bench.only = args.only
+    bench.isolated = args.isolate
     kind = output.device_kind(device)
     stem = f"{datetime.date.today().isoformat()}_{kind}"
     if args.out:
@@ -159,6 +170,12 @@ def main(argv=None):
     t0 = time.perf_counter()
     done = []
     try:
+        if args.isolate:
+            from . import isolate
+            isolate.merge(bench, isolate.run_children(
+                bench, sys.argv[1:] if argv is None else argv, settings,
+                ["pygpu"] + bench.peers, bench.say))
+            settings, done = [], names
         for label in settings:
             with threads_.setting(label) as counts:
                 bench.threads = label

@@ -15,6 +15,8 @@ NAME = "allocator"
 
 
 def _core_rows(ctx):
+    if not ctx.measures_by_other_means():
+        return
     iters, repeats = (20000, 5) if ctx.quick else (200000, 11)
     allocators = [("host", _C.Allocator(1 << 34))]
     if ctx.device == "cuda":

@@ -277,6 +277,9 @@ class Bench:
             self.settings.update(reps=reps, min_reps=min(reps, 3),
                                  rounds=min(reps, self.settings["rounds"]))
         self.settings["pause"] = pause
+        # a library whose implementations alone are timed (--only, in a
+        # child of --isolate; the cases' yardsticks are kept), else None
+        self.only = None
         # the thread setting the rows are measured under ("1",
         # "default", ...), None when the run has a single one
         self.threads = None
@@ -334,6 +337,11 @@ class Bench:
         who = f" ({impl})" if impl else ""
         self.say(f"{self.suite:9s} {case}{who}: skipped, {reason}")
 
+    def measures_by_other_means(self):
+        """Whether this run takes figures measured outside case() (in a
+        child of --isolate, pygpu's child alone does)."""
+        return self.only in (None, "pygpu")
+
     def record_value(self, case, impl, value, unit, size=None, dtype=None,
                      note=None, load=None):
         """A figure measured by other means (no peers, no ratios); load:
@@ -359,6 +367,8 @@ class Bench:
         """The impls whose result matches NumPy's; the others refused."""
         good = {}
         for name, impl in impls.items():
+            if self.only and impl.lib != self.only and not impl.reference:
+                continue
             try:
                 out = impl.fn()
                 if impl.result is not None:

@@ -9,6 +9,8 @@ NAME = "dataloader"
 
 
 def run(ctx):
+    if not ctx.measures_by_other_means():
+        return
     data = make_data()
     for workers in WORKERS:
         case = f"epoch workers={workers}"

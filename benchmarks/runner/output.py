@@ -78,6 +78,7 @@ def meta(bench, suites, wall, argv):
         "l2_bytes": getattr(bench, "l2_bytes", None),
         "ring_bytes": bench.ring_bytes,
         "quick": bench.quick,
+        "isolated": bool(getattr(bench, "isolated", False)),
         "settings": bench.settings,
         "suites": suites,
         "argv": list(sys.argv[1:] if argv is None else argv),
@@ -165,7 +166,11 @@ def markdown(data):
         lines.append(f"- GPU inputs rotate through "
                      f"{m['ring_bytes'] / 2**20:.0f} MiB per library "
                      f"(L2 {m['l2_bytes'] / 2**20:.0f} MiB)")
-    if m.get("settings", {}).get("pause") is not None and \
+    if m.get("isolated"):
+        lines.append(f"- each library in a process of its own (--isolate),"
+                     f" {m['settings']['rounds']} rounds; a figure is the "
+                     "median of the rounds'")
+    elif m.get("settings", {}).get("pause") is not None and \
             m["device_type"] == "cpu":
         p = m["settings"]["pause"]
         lines.append("- each library timed alone: before its turn, "

@@ -168,3 +168,36 @@ def test_goals_table():
     assert "| ops | exp n=2^20 | 1x | 1.5x | **missed** by 1.50x " \
         "(time to cut 33%) | 0.9x | met, LOADED 0.50 cores |" in md
     assert "| matmul | matmul float32 256 | 1x | 0.5x | met |  |  |" in md
+
+
+def test_isolate_runs_each_library_in_a_child(tmp_path):
+    """--isolate: one child process per library and round; the parent
+    merges their rows and recomputes the ratios from the medians."""
+    assert main(["--suite", "latency", "--quick", "--device", "cpu",
+                 "--reps", "1", "--isolate", "--out", str(tmp_path)]) == 0
+    data = _load(tmp_path)
+    assert data["meta"]["isolated"] and not data["refused"]
+    rows = data["rows"]
+    libs = {r["impl"] for r in rows}
+    assert {"pygpu", "numpy"} <= libs
+    for r in rows:
+        assert r["value"] > 0 and len(r["rounds"]) == 1
+        assert r["threads"] == "default" and "load_cores" in r
+    mine = {r["case"]: r for r in rows if r["impl"] == "pygpu"}
+    others = {r["case"]: r for r in rows if r["impl"] == "numpy"}
+    assert set(mine) == {"relu 1 elem", "add 1 elem", "matmul 64x64",
+                         "empty(1)"}
+    for ratio in data["ratios"]:
+        if ratio["den"] == "numpy":
+            case = ratio["case"]
+            assert ratio["ratio"] == pytest.approx(
+                mine[case]["value"] / others[case]["value"])
+    assert "process of its own" in (tmp_path / "results.md").read_text()
+
+
+def test_isolate_child_arguments():
+    from benchmarks.runner import isolate
+    assert isolate.child_args(
+        ["--quick", "--isolate", "--out", "D", "--threads=1,default",
+         "--suite", "ops", "--reps", "5", "--save"]) == \
+        ["--quick", "--suite", "ops"]
