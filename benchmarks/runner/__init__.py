@@ -1,5 +1,6 @@
 """python -m benchmarks: pygpu against whichever peers import (torch,
-cupy, NumPy), in one process, on one device (a GPU when pygpu sees one).
+cupy, NumPy), in one process (with --isolate on the CPU: a process per
+library, isolate.py), on one device (a GPU when pygpu sees one).
 
 Each suite is a module here with NAME, a docstring and run(bench); see
 core.py for how a case is checked and timed, and cpuload.py for the wait
