@@ -11,6 +11,8 @@ on a CPU, so it falls under the 1.0x rule.
 """
 import fnmatch
 
+from .cpuload import LOADED_CORES
+
 GOALS = {
     "latency/relu 1 elem": 0.3,
     "latency/add 1 elem": 0.3,
@@ -82,12 +84,13 @@ def markdown(goals, device=None):
     loaded = sum(g["loaded"] for g in goals)
     lines = ["## Goals: pygpu's time over torch's", "",
              "Each row's pygpu/torch time ratio"
-             + (f" on {device}" if device else "") + " against its goal (the most it may be; runner/goals.py); "
+             + (f" on {device}" if device else "")
+             + " against its goal (the most it may be; runner/goals.py); "
              "'missed by F' is ratio / goal. "
              f"{met} of {len(goals)} met."
              + (f" {loaded} measured under other load above "
-                "0.1 core (LOADED): rerun those on a quiet machine."
-                if loaded else ""), ""]
+                f"{LOADED_CORES} core (LOADED): rerun those on a quiet "
+                "machine." if loaded else ""), ""]
     head = ["suite", "case", "goal"]
     for s in settings:
         label = f"threads {s}" if s else "ratio"
