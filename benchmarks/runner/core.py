@@ -211,7 +211,7 @@ def _orders(names, rounds):
     return out
 
 
-def compare_cpu(impls, inner, reps, rounds, pause="auto", warm=1):
+def compare_cpu(impls, inner, reps, rounds, pause="auto", warm=None):
     """Median seconds per call of each {name: (fn, lib)} on the CPU, and
     the seconds waited for idle threads (a list).
 
@@ -220,9 +220,12 @@ def compare_cpu(impls, inner, reps, rounds, pause="auto", warm=1):
     calls back to back.  Before the turn of a library other than the one
     that ran last, the runner waits for the idle worker threads of the
     last one to sleep (pause "auto": cpuload.settle; a number: that many
-    seconds), then makes `warm` untimed calls (which wake the library's
-    own threads), so that each library is timed as it runs alone."""
+    seconds), then makes warm[name] untimed calls (default one; they wake
+    the library's own threads, and bring back the caches and the clock
+    the core lost while it slept), so that each library is timed as it
+    runs alone."""
     per_turn = max(1, math.ceil(reps / rounds))
+    warm = warm or {}
     times = {name: [] for name in impls}
     waits = []
     last = None
@@ -235,7 +238,7 @@ def compare_cpu(impls, inner, reps, rounds, pause="auto", warm=1):
                 elif pause:
                     time.sleep(pause)
                     waits.append(pause)
-                for _ in range(warm):
+                for _ in range(warm.get(name, 1)):
                     fn()
             last = lib
             for _ in range(per_turn):
@@ -252,6 +255,7 @@ QUICK = {"target_s": 0.002, "reps": 12, "min_reps": 6, "rounds": 3,
 FULL = {"target_s": 0.02, "reps": 30, "min_reps": 10, "rounds": 5,
         "budget_s": 10.0}
 RING_MAX = 1024  # input copies at most in a ring (tiny inputs)
+WARM_S = 0.002  # CPU: untimed calls before a library's turn, in seconds
 
 
 def _value(seconds, work):
@@ -427,9 +431,12 @@ class Bench:
             us = compare({n: (i.fn, sync(i.lib)) for n, i in impls.items()},
                          inner, reps)
             return {n: v / 1e6 for n, v in us.items()}, inner, reps, None
+        # after a wait, WARM_S of untimed calls before a library's turn
+        warm = {n: int(min(inner, max(1, math.ceil(WARM_S / est[n]))))
+                for n in impls}
         secs, waits = compare_cpu({n: (i.fn, i.lib)
                                    for n, i in impls.items()}, inner, reps,
-                                  s["rounds"], s["pause"])
+                                  s["rounds"], s["pause"], warm)
         return secs, inner, reps, waits
 
     def case(self, case, impls, ref=None, rtol=0.0, work=None, size=None,
