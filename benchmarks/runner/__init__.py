@@ -1,8 +1,13 @@
 """python -m benchmarks: pygpu against whichever peers import (torch,
-cupy, NumPy), in one process, on one device (a GPU when pygpu sees one).
+cupy, NumPy), in one process (with --isolate on the CPU: a process per
+library, isolate.py), on one device (a GPU when pygpu sees one).
 
 Each suite is a module here with NAME, a docstring and run(bench); see
-core.py for how a case is checked and timed.  Results go to
+core.py for how a case is checked and timed, and cpuload.py for the wait
+between libraries on the CPU and the other load recorded with each case.
+--threads 1,default runs the suites under each thread setting in turn
+(threads.py).  results.md opens with the goals (goals.py): pygpu's time
+over torch's in each row against its goal.  Results go to
 DIR/results.json (every figure and ratio, with the run's provenance),
 DIR/results.md (a table per suite) and DIR/*.png (with matplotlib:
 pip install ".[bench]"); DIR is --out, or the source tree's
@@ -19,9 +24,11 @@ import time
 from . import (allocator, bandwidth, latency, linear, matmul, model,
                transfer)
 from . import dataloader
+from . import ops
+from . import threads as threads_
 
 SUITES = {m.NAME: m for m in (latency, matmul, bandwidth, linear, model,
-                              transfer, allocator, dataloader)}
+                              transfer, allocator, dataloader, ops)}
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "results")
 
@@ -45,6 +52,19 @@ def _sizes(text):
             raise argparse.ArgumentTypeError(f"--sizes: {n} is not >= 1")
         out.append(n)
     return out
+
+
+def _pause(text):
+    if text == "auto":
+        return text
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not v >= 0:
+        raise argparse.ArgumentTypeError(
+            f"--pause wants 'auto' or seconds >= 0, not {text!r}")
+    return v
 
 
 def parse(argv):
@@ -76,13 +96,27 @@ def parse(argv):
                     help="replace the size lists of matmul (n), bandwidth "
                     "(elements), transfer (bytes) and allocator (elements)")
     ap.add_argument("--reps", type=int, metavar="N",
-                    help="timed rounds per case (default 11 with --quick, "
-                    "else 31; fewer when a case would run long)")
-    ap.add_argument("--threads", type=int, metavar="N",
+                    help="timed batches per library and case (default 12 "
+                    "with --quick, else 30; fewer when a case would run "
+                    "long)")
+    ap.add_argument("--threads", type=threads_.parse, metavar="N,...",
                     help="CPU threads for pygpu and torch (set_num_threads) "
-                    "and, from the command line, NumPy's BLAS and OpenMP "
-                    "(their *_NUM_THREADS variables); default: each "
-                    "library's own")
+                    "and NumPy's BLAS (threadpoolctl; a single N also sets "
+                    "the *_NUM_THREADS variables before NumPy loads); a "
+                    "list such as 1,default runs every suite under each "
+                    "setting in turn ('default': each library's own), "
+                    "rows told apart by their 'threads' field; default: "
+                    "each library's own")
+    ap.add_argument("--pause", type=_pause, default="auto", metavar="S",
+                    help="CPU: what to wait before each library's turn for "
+                    "the idle worker threads of the one before to sleep: "
+                    "'auto' (default: until this process uses no CPU over "
+                    "20 ms) or a fixed number of seconds")
+    ap.add_argument("--isolate", action="store_true",
+                    help="CPU: each library in a process of its own, the "
+                    "libraries taking turns over rounds (runner/isolate.py)"
+                    "; default: all in this process, each timed alone")
+    ap.add_argument("--only", metavar="LIB", help=argparse.SUPPRESS)
     ap.add_argument("--render", metavar="DIR",
                     help="only rewrite DIR/results.md and the plots from "
                     "DIR/results.json")
@@ -109,13 +143,16 @@ def main(argv=None):
         print("--device cuda: " + str(pygpu._C._cuda_unavailable_reason()),
               file=sys.stderr)
         return 2
-    if args.threads:
-        pygpu.set_num_threads(args.threads)
-        if torch is not None:
-            torch.set_num_threads(args.threads)
+    settings = args.threads or ["default"]
     names = args.suite or list(SUITES)
+    if args.isolate and device != "cpu":
+        print("--isolate is for the CPU", file=sys.stderr)
+        return 2
     bench = Bench(device, quick=args.quick, sizes=args.sizes,
-                  reps=args.reps)
+                  reps=args.reps, pause=args.pause)
+    bench.thread_settings = {}
+    bench.only = args.only
+    bench.isolated = args.isolate
     kind = output.device_kind(device)
     stem = f"{datetime.date.today().isoformat()}_{kind}"
     if args.out:
@@ -134,14 +171,30 @@ def main(argv=None):
     t0 = time.perf_counter()
     done = []
     try:
-        for name in names:
-            bench.suite = name
-            SUITES[name].run(bench)
-            done.append(name)
-            # What is measured so far, in case a later suite is cut off.
-            output.write_json(out, bench, output.meta(
-                bench, done, time.perf_counter() - t0, argv),
-                {n: _doc(SUITES[n]) for n in done})
+        if args.isolate:
+            from . import isolate
+            isolate.merge(bench, isolate.run_children(
+                bench, sys.argv[1:] if argv is None else argv, settings,
+                ["pygpu"] + bench.peers, bench.say))
+            settings, done = [], names
+        for label in settings:
+            with threads_.setting(label) as counts:
+                bench.threads = label
+                bench.thread_settings[label] = counts
+                if len(settings) > 1:
+                    bench.say(f"threads {label}: " + ", ".join(
+                        f"{k} {v}" for k, v in counts.items() if v))
+                for name in names:
+                    bench.suite = name
+                    SUITES[name].run(bench)
+                    _stamp(bench)
+                    if name not in done:
+                        done.append(name)
+                    # What is measured so far, in case a later suite is
+                    # cut off.
+                    output.write_json(out, bench, output.meta(
+                        bench, done, time.perf_counter() - t0, argv),
+                        {n: _doc(SUITES[n]) for n in done})
     finally:
         pygpu.set_grad_enabled(saved[0])
         if torch is not None:
@@ -156,3 +209,10 @@ def main(argv=None):
                   "failed (see results.md)")
         return 1
     return 0
+
+
+def _stamp(bench):
+    """Put the thread setting on what a suite recorded without it."""
+    for rec in (bench.rows, bench.ratios, bench.skipped, bench.refused):
+        for r in rec:
+            r.setdefault("threads", bench.threads)

@@ -4,11 +4,14 @@ case is checked against NumPy and timed, and the rows it leaves.
 A case is a dict {impl name: Impl}.  Bench.case() first runs each impl
 once and compares its result with NumPy's (an impl whose result differs is
 refused: recorded, not timed), then times the rest in interleaved rounds:
-on the CPU with bench_ops.compare (perf_counter around batches of calls),
-on a GPU with CUDA events around batches of calls (pygpu.cuda.Event when
-pygpu has it, else another library's events on the same legacy default
-stream, else synchronize + perf_counter).  Figures are medians over the
-rounds; ratios pygpu/peer come from the same rounds.
+on the CPU with compare_cpu (perf_counter around batches of calls, each
+library alone: before its turn the runner waits until the idle worker
+threads of the library before it sleep, see cpuload.py), on a GPU with
+CUDA events around batches of calls (pygpu.cuda.Event when pygpu has it,
+else another library's events on the same legacy default stream, else
+synchronize + perf_counter).  Figures are medians over the rounds;
+ratios pygpu/peer come from the same rounds.  Each row also records the
+machine's other load while the case was timed (cpuload.LoadMeter).
 """
 import itertools
 import math
@@ -20,6 +23,8 @@ import numpy as np
 
 import pygpu
 from bench_ops import compare
+
+from .cpuload import LoadMeter, settle
 
 try:
     import torch
@@ -63,6 +68,8 @@ def to_numpy(x):
     if hasattr(x, "numpy"):
         if hasattr(x, "detach"):
             x = x.detach()
+        if "bfloat16" in str(getattr(x, "dtype", "")):
+            x = x.float()  # NumPy has no bfloat16; float32 holds it exactly
         return x.cpu().numpy()
     return np.asarray(x)
 
@@ -191,10 +198,64 @@ def compare_gpu(impls, inner, reps):
     return {name: statistics.median(v) for name, v in times.items()}
 
 
+def _orders(names, rounds):
+    """An order of names for each round: rotations, then the same
+    reversed, so that each name comes first, last and after each other
+    name in turn."""
+    n = len(names)
+    out = []
+    for r in range(rounds):
+        k = (r // 2) % n
+        order = names[k:] + names[:k]
+        out.append(order[::-1] if r % 2 else order)
+    return out
+
+
+def compare_cpu(impls, inner, reps, rounds, pause="auto", warm=None):
+    """Median seconds per call of each {name: (fn, lib)} on the CPU, and
+    the seconds waited for idle threads (a list).
+
+    The libraries take turns over `rounds` rounds, each round in another
+    order (_orders); a turn times ceil(reps / rounds) batches of `inner`
+    calls back to back.  Before the turn of a library other than the one
+    that ran last, the runner waits for the idle worker threads of the
+    last one to sleep (pause "auto": cpuload.settle; a number: that many
+    seconds), then makes warm[name] untimed calls (default one; they wake
+    the library's own threads, and bring back the caches and the clock
+    the core lost while it slept), so that each library is timed as it
+    runs alone."""
+    per_turn = max(1, math.ceil(reps / rounds))
+    warm = warm or {}
+    times = {name: [] for name in impls}
+    waits = []
+    last = None
+    for order in _orders(list(impls), rounds):
+        for name in order:
+            fn, lib = impls[name]
+            if lib != last:
+                if pause == "auto":
+                    waits.append(settle()[0])
+                elif pause:
+                    time.sleep(pause)
+                    waits.append(pause)
+                for _ in range(warm.get(name, 1)):
+                    fn()
+            last = lib
+            for _ in range(per_turn):
+                t0 = time.perf_counter()
+                for _ in range(inner):
+                    fn()
+                times[name].append((time.perf_counter() - t0) / inner)
+    return {name: statistics.median(v) for name, v in times.items()}, waits
+
+
 # ------------------------------------------------------------ the bench
-QUICK = {"target_s": 0.002, "reps": 11, "min_reps": 5, "budget_s": 1.5}
-FULL = {"target_s": 0.02, "reps": 31, "min_reps": 7, "budget_s": 10.0}
+QUICK = {"target_s": 0.002, "reps": 12, "min_reps": 6, "rounds": 3,
+         "budget_s": 1.5}
+FULL = {"target_s": 0.02, "reps": 30, "min_reps": 10, "rounds": 5,
+        "budget_s": 10.0}
 RING_MAX = 1024  # input copies at most in a ring (tiny inputs)
+WARM_S = 0.002  # CPU: untimed calls before a library's turn, in seconds
 
 
 def _value(seconds, work):
@@ -212,12 +273,20 @@ class Bench:
     """Runs cases on one device and collects what they measure."""
 
     def __init__(self, device, quick=False, sizes=None, reps=None,
-                 log=None):
+                 log=None, pause="auto"):
         self.device = device
         self.quick = quick
         self.settings = dict(QUICK if quick else FULL)
         if reps:
-            self.settings.update(reps=reps, min_reps=min(reps, 3))
+            self.settings.update(reps=reps, min_reps=min(reps, 3),
+                                 rounds=min(reps, self.settings["rounds"]))
+        self.settings["pause"] = pause
+        # a library whose implementations alone are timed (--only, in a
+        # child of --isolate; the cases' yardsticks are kept), else None
+        self.only = None
+        # the thread setting the rows are measured under ("1",
+        # "default", ...), None when the run has a single one
+        self.threads = None
         self._sizes = sizes
         self.log = log
         self.rows, self.ratios, self.skipped, self.refused = [], [], [], []
@@ -272,13 +341,20 @@ class Bench:
         who = f" ({impl})" if impl else ""
         self.say(f"{self.suite:9s} {case}{who}: skipped, {reason}")
 
+    def measures_by_other_means(self):
+        """Whether this run takes figures measured outside case() (in a
+        child of --isolate, pygpu's child alone does)."""
+        return self.only in (None, "pygpu")
+
     def record_value(self, case, impl, value, unit, size=None, dtype=None,
-                     note=None):
-        """A figure measured by other means (no peers, no ratios)."""
+                     note=None, load=None):
+        """A figure measured by other means (no peers, no ratios); load:
+        what a LoadMeter recorded while it was measured."""
         row = {"suite": self.suite, "case": case, "impl": impl,
                "lib": impl, "device": self.device, "dtype": dtype,
                "size": size, "value": value, "unit": unit,
-               "higher_is_better": False, "reference": False}
+               "higher_is_better": False, "reference": False,
+               "threads": self.threads, **(load or {})}
         if note:
             row["note"] = note
         self.rows.append(row)
@@ -295,6 +371,8 @@ class Bench:
         """The impls whose result matches NumPy's; the others refused."""
         good = {}
         for name, impl in impls.items():
+            if self.only and impl.lib != self.only and not impl.reference:
+                continue
             try:
                 out = impl.fn()
                 if impl.result is not None:
@@ -347,12 +425,19 @@ class Bench:
         if gpu and not host:
             us = compare_gpu({n: (i.fn, self.libs[i.lib][1])
                               for n, i in impls.items()}, inner, reps)
-            return us, inner, reps
-        settle = 0.002 if (not gpu and "torch" in
-                           [i.lib for i in impls.values()]) else 0.0
-        us = compare({n: (i.fn, sync(i.lib)) for n, i in impls.items()},
-                     inner, reps, settle=settle)
-        return {n: v / 1e6 for n, v in us.items()}, inner, reps
+            return us, inner, reps, None
+        if gpu:
+            # host time of batches, each ending in one synchronize
+            us = compare({n: (i.fn, sync(i.lib)) for n, i in impls.items()},
+                         inner, reps)
+            return {n: v / 1e6 for n, v in us.items()}, inner, reps, None
+        # after a wait, WARM_S of untimed calls before a library's turn
+        warm = {n: int(min(inner, max(1, math.ceil(WARM_S / est[n]))))
+                for n in impls}
+        secs, waits = compare_cpu({n: (i.fn, i.lib)
+                                   for n, i in impls.items()}, inner, reps,
+                                  s["rounds"], s["pause"], warm)
+        return secs, inner, reps, waits
 
     def case(self, case, impls, ref=None, rtol=0.0, work=None, size=None,
              dtype=None, host=False, check_rows=None, note=None):
@@ -368,7 +453,11 @@ class Bench:
         impls = self._check(case, impls, ref, rtol, check_rows)
         if not impls:
             return
-        secs, inner, reps = self._time(impls, host)
+        meter = LoadMeter().start()
+        secs, inner, reps, waits = self._time(impls, host)
+        load = meter.stop()
+        if waits:
+            load["settle_ms"] = round(statistics.median(waits) * 1e3, 1)
         higher = work is not None and work[1] != "ns"
         values = {}
         ref_name = next((n for n, i in impls.items() if i.reference), None)
@@ -381,7 +470,8 @@ class Bench:
                    "size": size, "value": value, "unit": unit,
                    "higher_is_better": higher,
                    "us_per_call": secs[name] * 1e6, "inner": inner,
-                   "reps": reps, "reference": impl.reference}
+                   "reps": reps, "reference": impl.reference,
+                   "threads": self.threads, **load}
             if note:
                 row["note"] = note
             self.rows.append(row)
@@ -389,10 +479,10 @@ class Bench:
             for row in self.rows[-len(impls):]:
                 row["fraction_of_" + ref_name] = \
                     row["value"] / values[ref_name]
-        self._ratios(case, impls, values, size, dtype, higher)
-        self._progress(case, values, unit)
+        self._ratios(case, impls, values, size, dtype, higher, load)
+        self._progress(case, values, unit, load)
 
-    def _ratios(self, case, impls, values, size, dtype, higher):
+    def _ratios(self, case, impls, values, size, dtype, higher, load):
         if "pygpu" not in values:
             return
         mine = {}
@@ -405,16 +495,25 @@ class Bench:
                 "suite": self.suite, "case": case, "size": size,
                 "dtype": dtype, "device": self.device, "num": "pygpu",
                 "den": name, "ratio": r,
-                "meaning": "throughput" if higher else "time"})
+                "meaning": "throughput" if higher else "time",
+                "threads": self.threads,
+                **{k: load[k] for k in ("load_cores", "loaded")
+                   if k in load}})
         for row in self.rows[-len(impls):]:
             if row["impl"] == "pygpu":
                 row["ratios"] = mine
 
-    def _progress(self, case, values, unit):
+    def _progress(self, case, values, unit, load):
         cells = ", ".join(f"{n} {v:.4g}" for n, v in values.items())
         ratios = ", ".join(
             f"/{r['den']} {r['ratio']:.3g}" for r in self.ratios
-            if r["suite"] == self.suite and r["case"] == case)
-        self.say(f"{self.suite:9s} {case}: {cells} {unit}"
+            if r["suite"] == self.suite and r["case"] == case
+            and r.get("threads") == self.threads)
+        where = f" [threads {self.threads}]" if self.threads else ""
+        busy = ""
+        if load.get("loaded"):
+            busy = (f" (LOADED: other processes {load['load_cores']:.2f} "
+                    "cores)")
+        self.say(f"{self.suite:9s} {case}{where}: {cells} {unit}"
                  + (f"; pygpu{ratios.replace(', /', ', pygpu/')}"
-                    if ratios else ""))
+                    if ratios else "") + busy)

@@ -10,6 +10,9 @@ import numpy as np
 
 from provenance import provenance
 
+from . import goals as goals_
+from .cpuload import LOADED_CORES
+
 
 # environment variables that set the libraries' thread pools
 THREAD_ENV = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS",
@@ -65,15 +68,17 @@ def meta(bench, suites, wall, argv):
                      "pygpu": pygpu.__version__,
                      "pygpu_cuda": pygpu.version.cuda,
                      "torch": _version("torch"), "cupy": _version("cupy")},
-        "threads": {"pygpu": pygpu.get_num_threads(),
-                    "torch": sys.modules["torch"].get_num_threads()
-                    if "torch" in sys.modules else None},
+        "threads": getattr(bench, "thread_settings", None) or {
+            "default": {"pygpu": pygpu.get_num_threads(),
+                        "torch": sys.modules["torch"].get_num_threads()
+                        if "torch" in sys.modules else None}},
         "env": {k: os.environ[k] for k in THREAD_ENV if k in os.environ},
         "peers": bench.peers,
         "timers": bench.timers(),
         "l2_bytes": getattr(bench, "l2_bytes", None),
         "ring_bytes": bench.ring_bytes,
         "quick": bench.quick,
+        "isolated": bool(getattr(bench, "isolated", False)),
         "settings": bench.settings,
         "suites": suites,
         "argv": list(sys.argv[1:] if argv is None else argv),
@@ -87,7 +92,11 @@ def write_json(out, bench, meta_, docs):
     os.makedirs(out, exist_ok=True)
     data = {"meta": meta_, "suites": docs, "rows": bench.rows,
             "ratios": bench.ratios, "skipped": bench.skipped,
-            "refused": bench.refused}
+            "refused": bench.refused,
+            "goals": goals_.evaluate(bench.ratios),
+            "loaded_cases": sorted({(r["suite"], r["case"],
+                                     r.get("threads") or "")
+                                    for r in bench.rows if r.get("loaded")})}
     path = os.path.join(out, "results.json")
     with open(path + ".tmp", "w") as f:
         json.dump(data, f, indent=1)
@@ -118,6 +127,15 @@ def _render(out, data):
 
 
 # ------------------------------------------------------------ markdown
+def _threads(t):
+    """meta's threads: {setting: {library: n}} (or, from older runs,
+    {library: n})."""
+    if t and all(isinstance(v, dict) for v in t.values()):
+        return "; ".join(f"{label}: " + ", ".join(
+            f"{k} {n}" for k, n in v.items() if n) for label, v in t.items())
+    return ", ".join(f"{k} {n}" for k, n in (t or {}).items() if n)
+
+
 def _fmt(v):
     if v is None:
         return ""
@@ -136,8 +154,7 @@ def markdown(data):
              f"- CPU {m['cpu']}, {m['cpu_count']} cores, load average "
              f"{m['loadavg'] and ', '.join(f'{x:.2f}' for x in m['loadavg'])}",
              "- " + ", ".join(f"{k} {v[k]}" for k in v if v[k]),
-             "- threads: " + ", ".join(f"{k} {t}" for k, t in
-                                       m["threads"].items() if t)
+             "- threads: " + _threads(m["threads"])
              + "".join(f", {k}={x}" for k, x in m.get("env", {}).items()),
              "- timers: " + ", ".join(f"{k}: {t}"
                                       for k, t in m["timers"].items())]
@@ -149,36 +166,66 @@ def markdown(data):
         lines.append(f"- GPU inputs rotate through "
                      f"{m['ring_bytes'] / 2**20:.0f} MiB per library "
                      f"(L2 {m['l2_bytes'] / 2**20:.0f} MiB)")
+    if m.get("isolated"):
+        lines.append(f"- each library in a process of its own (--isolate),"
+                     f" {m['settings']['rounds']} rounds; a figure is the "
+                     "median of the rounds'")
+    elif m.get("settings", {}).get("pause") is not None and \
+            m["device_type"] == "cpu":
+        p = m["settings"]["pause"]
+        lines.append("- each library timed alone: before its turn, "
+                     + ("a wait until this process's idle worker threads "
+                        "sleep (no CPU used over 20 ms)" if p == "auto"
+                        else f"a pause of {p} s"))
+    loaded = data.get("loaded_cases") or []
     lines += ["", "Figures are medians of interleaved rounds; a ratio is "
               "pygpu's figure over the peer's, from the same rounds "
               "(time: below 1 is pygpu faster; throughput: above 1 is "
-              "pygpu faster).", ""]
+              "pygpu faster).  'other load' is the machine's busy CPU "
+              "time outside this process while the case was timed, in "
+              f"cores; above {LOADED_CORES} it is marked LOADED.", ""]
+    if loaded:
+        lines += [f"**{len(loaded)} case(s) measured under other load "
+                  f"above {LOADED_CORES} core** (marked LOADED below): "
+                  "their figures may be low.", ""]
+    lines += goals_.markdown(goals_.evaluate(data["ratios"]),
+                             m.get("device"))
+    multi = len({r.get("threads") for r in data["rows"]}) > 1
     for suite, doc in data["suites"].items():
         lines += [f"## {suite}", "", doc, ""]
         rows = [r for r in data["rows"] if r["suite"] == suite]
         if rows:
             frac = sorted({k for r in rows for k in r
                            if k.startswith("fraction_of_")})
-            head = ["case", "impl", "figure", "unit", "us/call",
-                    "pygpu/peer"] + [k.replace("_", " ") for k in frac]
+            head = (["threads"] if multi else []) + \
+                ["case", "impl", "figure", "unit", "us/call",
+                 "pygpu/peer", "other load"] + \
+                [k.replace("_", " ") for k in frac]
             lines += ["| " + " | ".join(head) + " |",
                       "|" + "---|" * len(head)]
             for r in rows:
                 ratios = ", ".join(f"{p} {x:.3g}" for p, x in
                                    (r.get("ratios") or {}).items())
-                cells = [r["case"], r["impl"], _fmt(r["value"]), r["unit"],
-                         _fmt(r.get("us_per_call")), ratios] + \
+                load = _fmt(r.get("load_cores"))
+                if r.get("loaded"):
+                    load = f"**{load} LOADED**"
+                cells = ([r.get("threads") or ""] if multi else []) + \
+                    [r["case"], r["impl"], _fmt(r["value"]), r["unit"],
+                     _fmt(r.get("us_per_call")), ratios, load] + \
                     [_fmt(r.get(k)) for k in frac]
                 lines.append("| " + " | ".join(cells) + " |")
             lines.append("")
         for s in data["skipped"]:
             if s["suite"] == suite:
                 who = f" ({s['impl']})" if s["impl"] else ""
-                lines.append(f"- skipped: {s['case']}{who}: {s['reason']}")
+                where = f" [threads {s.get('threads')}]" if multi else ""
+                lines.append(f"- skipped: {s['case']}{who}{where}: "
+                             f"{s['reason']}")
         for s in data["refused"]:
             if s["suite"] == suite:
+                where = f" [threads {s.get('threads')}]" if multi else ""
                 lines.append(f"- **{s['kind']}, not timed**: {s['case']} "
-                             f"({s['impl']}): {s['message']}")
+                             f"({s['impl']}){where}: {s['message']}")
         if lines[-1] != "":
             lines.append("")
     return "\n".join(lines)
@@ -198,6 +245,11 @@ def plots(out, data):
     rows = data["rows"]
     dev = data["meta"]["device"]
     made = []
+    multi = len({r.get("threads") for r in rows}) > 1
+
+    def who(r):
+        """An impl's label, with the thread setting when there are two."""
+        return f"{r['impl']} [{r.get('threads')}]" if multi else r["impl"]
 
     def lines(suite, key, ylabel, fname, title, xlabel, logy=False):
         sel = [r for r in rows if r["suite"] == suite and
@@ -207,6 +259,8 @@ def plots(out, data):
         series = {}
         for r in sel:
             label, y = key(r)
+            if multi:
+                label += f" [{r.get('threads')}]"
             series.setdefault(label, []).append((r["size"], y))
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for label, pts in sorted(series.items()):
@@ -240,11 +294,11 @@ def plots(out, data):
     lat = [r for r in rows if r["suite"] == "latency"]
     if lat:
         cases = list(dict.fromkeys(r["case"] for r in lat))
-        impls = list(dict.fromkeys(r["impl"] for r in lat))
+        impls = list(dict.fromkeys(who(r) for r in lat))
         fig, ax = plt.subplots(figsize=(7, 4.5))
         width = 0.8 / len(impls)
         for k, impl in enumerate(impls):
-            vals = {r["case"]: r["value"] for r in lat if r["impl"] == impl}
+            vals = {r["case"]: r["value"] for r in lat if who(r) == impl}
             xs = [i + k * width for i, c in enumerate(cases) if c in vals]
             ax.bar(xs, [vals[c] for c in cases if c in vals], width,
                    label=impl)
