@@ -8,6 +8,7 @@
 #include "ops/op_list.h"
 #include "interop/dlpack.h"
 #include "cpu/cpu_dispatch.h"
+#include "cpu/cpu_blas.h"
 #include "cuda/cuda_runtime.h"
 #include "cuda/cuda_stream.h"
 #include "tensor/tensor_reduce.h"
@@ -178,7 +179,8 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_sort_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_sorted_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_grad_mode_functions) < 0 ||
-        PyModule_AddFunctions(m, pygpu_autograd_functions) < 0) {
+        PyModule_AddFunctions(m, pygpu_autograd_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_cpu_blas_functions) < 0) {
         goto fail;
     }
     if (PyModule_AddStringConstant(m, "__version__", PYGPU_VERSION) < 0 ||

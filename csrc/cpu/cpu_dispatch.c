@@ -2,12 +2,13 @@
  * prepared arguments to a CPU loop (cpu_elementwise.c, cpu_reduce.c,
  * cpu_scan.c, cpu_softmax.c, cpu_xent.c, cpu_random.c, cpu_linear.c,
  * cpu_optim.c) or,
- * for products, to NumPy's matmul.  Large loops run without the GIL, and
+ * for products, to the BLAS (cpu_gemm.c) or NumPy's matmul.  Large loops run without the GIL, and
  * larger ones split over the thread pool (cpu_split.c, cpu_split_reduce.c,
  * cpu_parallel.c). */
 #include "memory/memory.h"
 #include "core/dispatch.h"
 #include "cpu/cpu_dispatch.h"
+#include "cpu/cpu_blas.h"
 #include "cpu/cpu_matmul_small.h"
 #include "cpu/simd.h"
 #include "cpu/cpu_parallel.h"
@@ -248,7 +249,8 @@ fail:
 }
 
 /* Small 2-D products by the loop of cpu_matmul_small.c (out is new and
- * contiguous: rows of n elements), others by NumPy. */
+ * contiguous: rows of n elements), float32 and float64 by the BLAS
+ * (cpu_gemm.c), others (and all when the BLAS is off) by NumPy. */
 static int
 matmul(pygpu_kargs *k)
 {
@@ -258,23 +260,33 @@ matmul(pygpu_kargs *k)
                                k->t[3], b2)) {
         return 0;
     }
+    int rc = pygpu_cpu_gemm(k->t[0], k->t[3], b2, 0, k->mm.nb, k->mm.bshape,
+                            NULL, 0);
+    if (rc != 0) {
+        return rc < 0 ? -1 : 0;
+    }
     return cpu_matmul(k->t[0], k->t[1], k->t[2]);
 }
 
-/* out = x @ w.T by NumPy into out seen as rows x out_f, then one pass of
- * bias and relu. */
+/* float32 and float64: bias, gemm and relu in one pass per block by the
+ * BLAS (cpu_gemm.c).  Others (and all when the BLAS is off): out = x @ w.T
+ * by NumPy into out seen as rows x out_f, then one pass of bias and relu. */
 static int
 linear(pygpu_kargs *k)
 {
     TensorObject *out = k->t[0], *x2 = k->t[1], *bias = k->t[3];
     int64_t rows = x2->shape[0], out_f = k->t[2]->shape[0];
     TensorObject *w = k->t[2];
+    int rc = pygpu_cpu_gemm(out, x2, w, 1, 0, NULL, bias, k->flag);
+    if (rc != 0) {
+        return rc < 0 ? -1 : 0;
+    }
     int64_t o2[2] = {rows, out_f}, os2[2] = {out_f, 1};
     int64_t wt_shape[2] = {w->shape[1], w->shape[0]};
     int64_t wt_strides[2] = {w->strides[1], w->strides[0]};
     TensorObject *wt = pygpu_tensor_view(w, 2, wt_shape, wt_strides, 0);
     TensorObject *out2 = pygpu_tensor_view(out, 2, o2, os2, 0);
-    int rc = (wt && out2) ? cpu_matmul(out2, x2, wt) : -1;
+    rc = (wt && out2) ? cpu_matmul(out2, x2, wt) : -1;
     Py_XDECREF(wt);
     Py_XDECREF(out2);
     if (rc < 0) {
