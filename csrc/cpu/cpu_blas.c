@@ -75,9 +75,11 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 /* 1: direct calls; PYGPU_CPU_BLAS=numpy or _blas_enable(False): 0. */
 static atomic_int enabled = 1;
 
-/* The thread-count bracket (pygpu_cpu_blas_enter / leave). */
+/* The thread-count bracket (pygpu_cpu_blas_enter / leave): products
+ * running, the program's count while they run; in a child forked while
+ * they ran, the count to put back at the next product (0: none). */
 static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
-static int guard_depth, guard_saved;
+static int guard_depth, guard_saved, guard_child;
 
 static void *
 sym(void *h, const char *prefix, const char *name, const char *suffix,
@@ -116,7 +118,9 @@ try_library(const char *path)
             lib.int_bits = interfaces[i].int_bits;
             snprintf(lib.sgemm_name, sizeof(lib.sgemm_name),
                      "%scblas_sgemm%s", p, s);
-            snprintf(lib.path, sizeof(lib.path), "%s", path);
+            if (realpath(path, lib.path) == NULL) {
+                snprintf(lib.path, sizeof(lib.path), "%s", path);
+            }
             return 1;
         }
     }
@@ -136,6 +140,30 @@ visit(struct dl_phdr_info *info, size_t size, void *data)
            try_library(info->dlpi_name);
 }
 
+/* A fork waits for the bracket's lock; the child's products (the
+ * parent's were not copied) put the parent's count back. */
+static void
+before_fork(void)
+{
+    pthread_mutex_lock(&guard_lock);
+}
+
+static void
+after_fork_parent(void)
+{
+    pthread_mutex_unlock(&guard_lock);
+}
+
+static void
+after_fork_child(void)
+{
+    pthread_mutex_init(&guard_lock, NULL);
+    if (guard_depth > 0) {
+        guard_child = guard_saved;
+        guard_depth = 0;
+    }
+}
+
 static void
 load(void)
 {
@@ -145,6 +173,9 @@ load(void)
     }
     if (dl_iterate_phdr(visit, (void *)"openblas") == 0) {
         dl_iterate_phdr(visit, (void *)"blas");
+    }
+    if (lib.sgemm != NULL) {
+        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     }
 }
 
@@ -167,7 +198,8 @@ pygpu_cpu_blas_enter(void)
 {
     pthread_mutex_lock(&guard_lock);
     if (guard_depth++ == 0) {
-        guard_saved = lib.get_threads();
+        guard_saved = guard_child > 0 ? guard_child : lib.get_threads();
+        guard_child = 0;
         if (guard_saved != 1) {
             lib.set_threads(1);
         }
@@ -223,7 +255,9 @@ blas_info(PyObject *m, PyObject *unused)
     if (found) {
         /* the program's count, not the 1 of a product running now */
         pthread_mutex_lock(&guard_lock);
-        lib_threads = guard_depth > 0 ? guard_saved : lib.get_threads();
+        lib_threads = guard_depth > 0  ? guard_saved
+                      : guard_child > 0 ? guard_child
+                                        : lib.get_threads();
         pthread_mutex_unlock(&guard_lock);
     }
     return Py_BuildValue(

@@ -291,3 +291,41 @@ def test_enable_switch():
         assert pygpu._C._blas_info()["enabled"]
     finally:
         pygpu._C._blas_enable(old)
+
+
+def test_fork_during_products(rng, restore_threads):
+    """A child forked while another thread's products run gets right
+    products and, after its first, the parent's own BLAS count."""
+    import multiprocessing
+    before = pygpu._C._blas_info()["library_threads"]
+    a, b = rand(rng, (300, 300), np.float32), rand(rng, (300, 300),
+                                                     np.float32)
+    ta, tb = pygpu.tensor(a), pygpu.tensor(b)
+    ref = a.astype(np.float64) @ b
+    stop = threading.Event()
+
+    def work():
+        while not stop.is_set():
+            ta @ tb
+
+    def child(q):
+        err = rel_err((ta @ tb).numpy(), ref)
+        q.put((err, pygpu._C._blas_info()["library_threads"]))
+
+    t = threading.Thread(target=work)
+    t.start()
+    try:
+        ctx = multiprocessing.get_context("fork")
+        for _ in range(3):
+            q = ctx.Queue()
+            p = ctx.Process(target=child, args=(q,))
+            p.start()
+            err, threads = q.get(timeout=60)
+            p.join(60)
+            assert p.exitcode == 0
+            assert err <= 1e-5
+            assert threads == before
+    finally:
+        stop.set()
+        t.join()
+    assert pygpu._C._blas_info()["library_threads"] == before
