@@ -128,16 +128,47 @@ try_library(const char *path)
     return 0;
 }
 
-/* Objects whose file name holds "openblas" first, then "blas". */
+/* The loaded objects whose file name holds "blas", collected by visit
+ * (opening them again inside dl_iterate_phdr would take the loader's lock
+ * in its own callback). */
+#define MAX_CANDIDATES 8
+typedef struct {
+    int n;
+    char path[MAX_CANDIDATES][PATH_MAX];
+} candidates;
+
 static int
 visit(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
-    const char *want = data;
+    candidates *c = data;
     const char *base = strrchr(info->dlpi_name, '/');
     base = base ? base + 1 : info->dlpi_name;
-    return base[0] != '\0' && strstr(base, want) != NULL &&
-           try_library(info->dlpi_name);
+    if (strstr(base, "blas") != NULL && c->n < MAX_CANDIDATES) {
+        snprintf(c->path[c->n++], PATH_MAX, "%s", info->dlpi_name);
+    }
+    return 0;
+}
+
+/* Those whose name holds "openblas" first (NumPy's), then the others. */
+static void
+find_library(void)
+{
+    candidates *c = calloc(1, sizeof(candidates));
+    if (c == NULL) {
+        return;
+    }
+    dl_iterate_phdr(visit, c);
+    for (int pass = 0; pass < 2 && lib.sgemm == NULL; pass++) {
+        for (int i = 0; i < c->n && lib.sgemm == NULL; i++) {
+            const char *base = strrchr(c->path[i], '/');
+            int named = strstr(base ? base : c->path[i], "openblas") != NULL;
+            if (named == (pass == 0)) {
+                try_library(c->path[i]);
+            }
+        }
+    }
+    free(c);
 }
 
 /* A fork waits for the bracket's lock; the child's products (the
@@ -171,9 +202,7 @@ load(void)
     if (env != NULL && strcmp(env, "numpy") == 0) {
         atomic_store(&enabled, 0);
     }
-    if (dl_iterate_phdr(visit, (void *)"openblas") == 0) {
-        dl_iterate_phdr(visit, (void *)"blas");
-    }
+    find_library();
     if (lib.sgemm != NULL) {
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     }

@@ -1,7 +1,9 @@
 /* ops_linear.c - linear(x, w, bias) = x @ w.T + bias over any number of
  * leading dims, and its form with relu in one call: one cuBLASLt call with
  * the BIAS epilogue then the relu kernel on CUDA (which keeps NaN, as
- * torch's relu does), NumPy's matmul then one bias+relu pass on the CPU. */
+ * torch's relu does), on the CPU one gemm over the bias row then relu per
+ * block (cpu/cpu_gemm.c; NumPy's matmul then a bias+relu pass for dtypes
+ * the BLAS lacks). */
 #include "ops/ops.h"
 #include "ops/autocast.h"
 #include "cuda/blas.h"

@@ -1,7 +1,7 @@
 /* ops_matmul.c - matmul (torch's semantics for 1-D, 2-D and batched
  * operands), mm and bmm: shape/device/dtype checks in torch's
- * words, then NumPy's matmul on the CPU or cuBLAS on CUDA.  linear is in
- * ops_linear.c. */
+ * words, then the BLAS's gemm (cpu/cpu_gemm.c; NumPy's matmul for other
+ * dtypes) on the CPU or cuBLAS on CUDA.  linear is in ops_linear.c. */
 #include "ops/ops.h"
 #include "ops/autocast.h"
 #include "cuda/blas.h"
@@ -196,7 +196,8 @@ pygpu_op_matmul_out(PyObject *ao, PyObject *bo, TensorObject *out_arg)
     }
     if (pygpu_numel(on, oshape) > 0) {
         /* The originals and their batched matrices: the CPU row runs
-         * NumPy's matmul, of torch's semantics, on the originals. */
+         * gemm on the batched matrices, or NumPy's matmul, of torch's
+         * semantics, on the originals. */
         pygpu_kargs k = {.t = {out, a, b, a2, b2},
                          .mm = {nb, bshape, batch},
                          .allow_tf32 = pygpu_get_allow_tf32()};

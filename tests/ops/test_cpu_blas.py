@@ -329,3 +329,67 @@ def test_fork_during_products(rng, restore_threads):
         stop.set()
         t.join()
     assert pygpu._C._blas_info()["library_threads"] == before
+
+
+# A stand-in for a plain (32-bit integer) OpenBLAS: cblas_sgemm and
+# cblas_dgemm by the definition, the thread count a variable.
+SHIM = r"""
+#define GEMM(NAME, T)                                                       \
+void NAME(int order, int ta, int tb, int m, int n, int k, T alpha,          \
+          const T *a, int lda, const T *b, int ldb, T beta, T *c, int ldc)  \
+{                                                                           \
+    calls++;                                                                \
+    for (int i = 0; i < m; i++)                                             \
+        for (int j = 0; j < n; j++) {                                       \
+            double s = 0;                                                   \
+            for (int p = 0; p < k; p++)                                     \
+                s += (double)(ta == 112 ? a[p * lda + i] : a[i * lda + p]) *\
+                     (tb == 112 ? b[j * ldb + p] : b[p * ldb + j]);         \
+            c[i * ldc + j] = (T)(alpha * s +                                \
+                                 (beta == 0 ? 0 : beta * c[i * ldc + j]));  \
+        }                                                                   \
+}
+int calls, threads = 3;
+GEMM(cblas_sgemm, float)
+GEMM(cblas_dgemm, double)
+void openblas_set_num_threads(int n) { threads = n; }
+int openblas_get_num_threads(void) { return threads; }
+int shim_calls(void) { return calls; }
+"""
+
+
+def test_plain_32bit_library(tmp_path):
+    import shutil
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src, lib = tmp_path / "shim.c", tmp_path / "libopenblas_shim.so"
+    src.write_text(SHIM)
+    subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)],
+                   check=True)
+    code = """
+import ctypes, numpy as np, pygpu
+from pygpu.nn import functional as F
+info = pygpu._C._blas_info()
+assert info["sgemm"] == "cblas_sgemm" and info["int_bits"] == 32, info
+assert info["library_threads"] == 3, info
+rng = np.random.default_rng(3)
+for dt in (np.float32, np.float64):
+    x = rng.standard_normal((70, 300)).astype(dt)
+    w = rng.standard_normal((260, 300)).astype(dt)
+    b = rng.standard_normal(260).astype(dt)
+    y = F.linear_relu(pygpu.tensor(x), pygpu.tensor(w), pygpu.tensor(b))
+    ref = np.maximum(x.astype(np.float64) @ w.T + b, 0)
+    assert np.abs(y.numpy() - ref).max() <= 1e-5 * np.abs(ref).max()
+    m = pygpu.tensor(np.ascontiguousarray(x.T)).t() @ pygpu.tensor(w.T)
+    ref = x.astype(np.float64) @ w.T
+    assert np.abs(m.numpy() - ref).max() <= 1e-5 * np.abs(ref).max()
+assert ctypes.CDLL(info["library"]).shim_calls() > 0
+assert pygpu._C._blas_info()["library_threads"] == 3
+print("ok")
+"""
+    env = dict(os.environ, LD_PRELOAD=str(lib))
+    r = subprocess.run([sys.executable, "-c", code], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
