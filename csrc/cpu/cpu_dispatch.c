@@ -1,10 +1,9 @@
 /* cpu_dispatch.c - the CPU rows of the dispatch table: each row hands the
  * prepared arguments to a CPU loop (cpu_elementwise.c, cpu_reduce.c,
  * cpu_scan.c, cpu_softmax.c, cpu_xent.c, cpu_random.c, cpu_linear.c,
- * cpu_optim.c) or,
- * for products, to the BLAS (cpu_gemm.c) or NumPy's matmul.  Large loops run without the GIL, and
- * larger ones split over the thread pool (cpu_split.c, cpu_split_reduce.c,
- * cpu_parallel.c). */
+ * cpu_optim.c) or, for products, to the BLAS (cpu_gemm.c) or NumPy's
+ * matmul.  Large loops run without the GIL, and larger ones split over the
+ * thread pool (cpu_split.c, cpu_split_reduce.c, cpu_parallel.c). */
 #include "memory/memory.h"
 #include "core/dispatch.h"
 #include "cpu/cpu_dispatch.h"
