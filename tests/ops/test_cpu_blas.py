@@ -393,3 +393,34 @@ print("ok")
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
+
+
+def test_no_leak(rng):
+    """Products through the BLAS, with an operand copied first and a
+    linear with bias, leave no references or memory behind."""
+    from conftest import assert_no_leak
+    wide = pygpu.tensor(rand(rng, (40, 80), np.float32))
+    b = pygpu.tensor(rand(rng, (40, 40), np.float32))
+    bias = pygpu.tensor(rand(rng, (40,), np.float32))
+
+    def cycle():
+        wide[:, ::2] @ b
+        F.linear_relu(b, wide[:, ::2], bias)
+
+    assert_no_leak(cycle)
+
+
+def test_failed_copy_raises(rng):
+    """An operand the BLAS cannot read is copied; when that allocation
+    fails the product raises the allocator's error (no crash), and the
+    next product works."""
+    wide = rand(rng, (40, 80), np.float32)
+    b = rand(rng, (40, 40), np.float32)
+    tw, tb = pygpu.tensor(wide), pygpu.tensor(b)
+    pygpu._C._fail_allocation_in(2)  # 1: the result, 2: the copy
+    try:
+        with pytest.raises(RuntimeError, match="can't allocate memory"):
+            tw[:, ::2] @ tb
+    finally:
+        pygpu._C._fail_allocation_in(0)
+    check(tw[:, ::2] @ tb, wide[:, ::2].astype(np.float64) @ b, 1e-5)
