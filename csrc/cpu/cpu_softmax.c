@@ -3,21 +3,30 @@
  *
  * Each line is read three times: its maximum m, then s = sum exp(x - m),
  * then the outputs (exp(x - m) / s, x - m - log s, or m + log s once).
- * Subtracting m keeps exp from overflowing.  float16, bfloat16 and
- * float32 compute in float, float64 in double.  A NaN anywhere in a line
- * makes that line NaN, as in torch; for logsumexp an infinite m is taken
- * as 0, so a line of -inf gives -inf and one holding +inf gives +inf, as
- * torch's does.
+ * Subtracting m keeps exp from overflowing.  A NaN anywhere in a line
+ * makes that line NaN, as in torch; for logsumexp an infinite m is the
+ * result (a line of -inf gives -inf, one holding +inf gives +inf), as
+ * torch's.
  *
- * inner == 1: each line is a contiguous run.  inner > 1: the lines of a
- * slab are handled SOFTMAX_COLS columns at a time, rows read one after the
- * other, with the maxima and sums in buffers.  Where the output has the
- * compute type, the second pass stores exp(x - m) and the third scales it
- * in place; float16 and bfloat16 compute exp twice instead of rounding it
- * early.
- * The sums of exponentials are kept in double (SUM), so that long lines
- * lose nothing to a single float accumulator.  Contiguous float32 lines,
- * the common case, take a vectorized path (row_f32, with pygpu_exp_f).
+ * float32, float16 and bfloat16 compute in float, through one path: the
+ * sums go through pygpu_cpu_row_sum_exp_f32 (cloned for the CPU's vectors,
+ * cpu/simd.h), which cuts a line into chunks of EXP_CHUNK elements, sums
+ * each chunk's exponentials (pygpu_cpu_expf_neg) in LANES float lanes
+ * (element i of a chunk into lane i % LANES, in order), adds the lanes up
+ * in a fixed tree (the last levels in double) and the chunks' sums in
+ * double.  A chunk's sum of positive terms is within about 10 float
+ * roundings of exact (8 per lane, the tree's), so a line of any length is
+ * too: its relative error is at most its worst chunk's.
+ * Contiguous float32 lines (inner == 1) are read in place.  Every other
+ * line (inner > 1: up to TILE_COLS columns of a slab at a time; float16
+ * and bfloat16) is read a chunk at a time into a float tile, one chunk of
+ * each line in a row, and each such run goes through the same function:
+ * the same chunks, lanes and roundings, so that a line's result has the
+ * same bits whatever its layout and dtype (float16 and bfloat16 get the
+ * float32 result rounded once).  Softmax keeps exp(x - m) (in y for
+ * float32, then scaled in place) and float16 and bfloat16 compute exp
+ * again rather than round it early.
+ * float64 computes in double (exp, log of the C library), sums in double.
  */
 #include <math.h>
 #include <stdint.h>
@@ -30,132 +39,17 @@
 #include "kernels/kernels.h"
 #include "kernels/rules.h"
 
-/* Columns handled at once when inner > 1 (buffers on the stack). */
-#define SOFTMAX_COLS 256
-
-#define AS_IS(x) (x)
 /* Replaces m: larger, or NaN (so that NaN propagates). */
 #define MAX_TAKES(v, m) (((v) > (m)) | ((v) != (v)))
 
-/* Elements per chunk of the float32 row path (a stack buffer of
- * exponentials), and lanes of its max and sum. */
+/* Elements per chunk of a line's sum, and float lanes per chunk (several
+ * vectors: their adds do not wait on one another). */
 #define EXP_CHUNK 256
-#define LANES 16
+#define LANES 32
+/* Columns of a slab handled at once when a line is not read in place. */
+#define TILE_COLS 16
 
-#define SOFTMAX(SFX, T, ACC, SUM, LD, ST, EXP, LOG)                          \
-    static void line_##SFX(int op, T *y, const T *restrict x, int64_t n)    \
-    {                                                                        \
-        ACC m = LD(x[0]);                                                    \
-        for (int64_t j = 1; j < n; j++) {                                    \
-            ACC v = LD(x[j]);                                                \
-            m = MAX_TAKES(v, m) ? v : m;                                     \
-        }                                                                    \
-        if (op == PYGPU_LOGSUMEXP && isinf(m)) {                             \
-            m = 0;                                                           \
-        }                                                                    \
-        int keep = op == PYGPU_SOFTMAX && sizeof(T) == sizeof(ACC);          \
-        SUM s = 0;                                                           \
-        for (int64_t j = 0; j < n; j++) {                                    \
-            ACC e = EXP(LD(x[j]) - m);                                       \
-            s += e;                                                          \
-            if (keep) {                                                      \
-                y[j] = ST(e);                                                \
-            }                                                                \
-        }                                                                    \
-        if (op == PYGPU_LOGSUMEXP) {                                         \
-            y[0] = ST(m + LOG((ACC)s));                                      \
-        }                                                                    \
-        else if (op == PYGPU_LOG_SOFTMAX) {                                  \
-            ACC ls = m + LOG((ACC)s);                                        \
-            for (int64_t j = 0; j < n; j++) {                                \
-                y[j] = ST(LD(x[j]) - ls);                                    \
-            }                                                                \
-        }                                                                    \
-        else {                                                               \
-            ACC r = (ACC)(1 / s);                                            \
-            for (int64_t j = 0; j < n; j++) {                                \
-                ACC e = keep ? LD(y[j])                                      \
-                             : EXP(LD(x[j]) - m);                            \
-                y[j] = ST(e * r);                                            \
-            }                                                                \
-        }                                                                    \
-    }                                                                        \
-    /* w columns of a slab: x at column 0, rows `inner` apart. */            \
-    static void cols_##SFX(int op, T *y, const T *x, int64_t n,              \
-                           int64_t inner, int64_t w)                         \
-    {                                                                        \
-        ACC m[SOFTMAX_COLS];                                                 \
-        SUM s[SOFTMAX_COLS];                                                 \
-        for (int64_t c = 0; c < w; c++) {                                    \
-            m[c] = LD(x[c]);                                                 \
-            s[c] = 0;                                                        \
-        }                                                                    \
-        for (int64_t j = 1; j < n; j++) {                                    \
-            const T *restrict row = x + j * inner;                           \
-            for (int64_t c = 0; c < w; c++) {                                \
-                ACC v = LD(row[c]);                                          \
-                m[c] = MAX_TAKES(v, m[c]) ? v : m[c];                        \
-            }                                                                \
-        }                                                                    \
-        if (op == PYGPU_LOGSUMEXP) {                                         \
-            for (int64_t c = 0; c < w; c++) {                                \
-                m[c] = isinf(m[c]) ? 0 : m[c];                               \
-            }                                                                \
-        }                                                                    \
-        for (int64_t j = 0; j < n; j++) {                                    \
-            const T *restrict row = x + j * inner;                           \
-            for (int64_t c = 0; c < w; c++) {                                \
-                s[c] += EXP(LD(row[c]) - m[c]);                              \
-            }                                                                \
-        }                                                                    \
-        if (op == PYGPU_LOGSUMEXP) {                                         \
-            for (int64_t c = 0; c < w; c++) {                                \
-                y[c] = ST(m[c] + LOG((ACC)s[c]));                            \
-            }                                                                \
-            return;                                                          \
-        }                                                                    \
-        for (int64_t c = 0; c < w; c++) {                                    \
-            s[c] = op == PYGPU_LOG_SOFTMAX ? m[c] + LOG((ACC)s[c])           \
-                                           : 1 / s[c];                       \
-        }                                                                    \
-        for (int64_t j = 0; j < n; j++) {                                    \
-            const T *restrict row = x + j * inner;                           \
-            T *restrict dst = y + j * inner;                                 \
-            for (int64_t c = 0; c < w; c++) {                                \
-                ACC v = LD(row[c]);                                          \
-                dst[c] = ST(op == PYGPU_LOG_SOFTMAX                          \
-                                ? v - (ACC)s[c]                              \
-                                : EXP(v - m[c]) * (ACC)s[c]);                \
-            }                                                                \
-        }                                                                    \
-    }                                                                        \
-    static void softmax_##SFX(int op, T *out, const T *in, int64_t outer,    \
-                              int64_t n, int64_t inner)                      \
-    {                                                                        \
-        int lse = op == PYGPU_LOGSUMEXP;                                     \
-        for (int64_t o = 0; o < outer; o++) {                                \
-            const T *x = in + o * n * inner;                                 \
-            T *y = out + o * (lse ? 1 : n) * inner;                          \
-            if (inner == 1) {                                                \
-                line_##SFX(op, y, x, n);                                     \
-                continue;                                                    \
-            }                                                                \
-            for (int64_t c0 = 0; c0 < inner; c0 += SOFTMAX_COLS) {           \
-                int64_t w = inner - c0 < SOFTMAX_COLS ? inner - c0           \
-                                                      : SOFTMAX_COLS;        \
-                cols_##SFX(op, y + c0, x + c0, n, inner, w);                 \
-            }                                                                \
-        }                                                                    \
-    }
-
-SOFTMAX(f32, float, float, double, AS_IS, AS_IS, pygpu_exp_f, logf)
-SOFTMAX(f16, uint16_t, float, double, pygpu_half_to_float,
-        pygpu_float_to_half, pygpu_exp_f, logf)
-SOFTMAX(bf16, uint16_t, float, double, pygpu_bf16_to_float,
-        pygpu_float_to_bf16, pygpu_exp_f, logf)
-SOFTMAX(f64, double, double, double, AS_IS, AS_IS, exp, log)
-
-/* ------------------------------------------- float32 rows, vectorized */
+/* ------------------------------------------------ the float32 row helpers */
 
 /* The maximum of x[0 .. n), n >= 1, NaN winning, as MAX_TAKES picks it
  * element by element. */
@@ -178,63 +72,360 @@ float pygpu_cpu_row_max_f32(const float *x, int64_t n)
     return nan ? line_max_f32(x, n) : m;
 }
 
-/* sum over j of exp(x[j] - m), in double lanes; the exponentials also go
+/* One chunk, w <= EXP_CHUNK: the sum of exp(x[i] - m) as the file's head
+ * says, the exponentials also in y when y is not NULL. */
+static inline __attribute__((always_inline)) double
+chunk_sum_exp(float *restrict y, const float *restrict x, int64_t w, float m)
+{
+    float lane[LANES] = {0};
+    int64_t i = 0;
+    if (y != NULL) {
+        for (; i + LANES <= w; i += LANES) {
+            for (int k = 0; k < LANES; k++) {
+                float e = pygpu_cpu_expf_neg(x[i + k] - m);
+                y[i + k] = e;
+                lane[k] += e;
+            }
+        }
+        for (int k = 0; i < w; i++, k++) {
+            float e = pygpu_cpu_expf_neg(x[i] - m);
+            y[i] = e;
+            lane[k] += e;
+        }
+    }
+    else {
+        for (; i + LANES <= w; i += LANES) {
+            for (int k = 0; k < LANES; k++) {
+                lane[k] += pygpu_cpu_expf_neg(x[i + k] - m);
+            }
+        }
+        for (int k = 0; i < w; i++, k++) {
+            lane[k] += pygpu_cpu_expf_neg(x[i] - m);
+        }
+    }
+    float h[LANES / 2];
+    double d[LANES / 4];
+    for (int k = 0; k < LANES / 2; k++) {
+        h[k] = lane[k] + lane[k + LANES / 2];
+    }
+    for (int k = 0; k < LANES / 4; k++) {
+        d[k] = (double)h[k] + (double)h[k + LANES / 4];
+    }
+    for (int k = 0; k < LANES / 8; k++) {
+        d[k] += d[k + LANES / 8];
+    }
+    return (d[0] + d[2]) + (d[1] + d[3]);
+}
+
+/* sum over j of exp(x[j] - m), chunk by chunk; the exponentials also go
  * to y when y is not NULL (cpu_softmax.h). */
 PYGPU_CLONES(, double, pygpu_cpu_row_sum_exp_f32,
              (float *restrict y, const float *restrict x, int64_t n,
               float m),
              (y, x, n, m))
 {
-    float e[EXP_CHUNK];
-    double lane[LANES] = {0}, s = 0;
+    double s = 0;
     for (int64_t j0 = 0; j0 < n; j0 += EXP_CHUNK) {
-        int64_t w = n - j0 < EXP_CHUNK ? n - j0 : EXP_CHUNK, c = 0;
-        for (int64_t i = 0; i < w; i++) {
-            e[i] = pygpu_exp_f(x[j0 + i] - m);
-        }
-        if (y != NULL) {
-            for (int64_t i = 0; i < w; i++) {
-                y[j0 + i] = e[i];
-            }
-        }
-        for (; c + LANES <= w; c += LANES) {
-            for (int k = 0; k < LANES; k++) {
-                lane[k] += e[c + k];
-            }
-        }
-        for (; c < w; c++) {
-            s += e[c];
-        }
-    }
-    for (int k = 0; k < LANES; k++) {
-        s += lane[k];
+        int64_t w = n - j0 < EXP_CHUNK ? n - j0 : EXP_CHUNK;
+        s += chunk_sum_exp(y != NULL ? y + j0 : NULL, x + j0, w, m);
     }
     return s;
 }
 
-/* One contiguous float32 line (inner == 1), as line_f32 computes it. */
-static void row_f32(int op, float *restrict y, const float *restrict x,
-                    int64_t n)
+/* What a line's outputs need from m and s: 1 / s for softmax, m + log s
+ * for the others; logsumexp's result is m itself when m is infinite. */
+static float line_const(int op, float m, double s)
 {
-    float m = pygpu_cpu_row_max_f32(x, n);
+    if (op == PYGPU_SOFTMAX) {
+        return (float)(1 / s);
+    }
     if (op == PYGPU_LOGSUMEXP && isinf(m)) {
-        m = 0;
+        return m;
     }
-    double s = pygpu_cpu_row_sum_exp_f32(op == PYGPU_SOFTMAX ? y : NULL, x,
-                                         n, m);
-    if (op == PYGPU_LOGSUMEXP) {
-        y[0] = m + logf((float)s);
-    }
-    else if (op == PYGPU_LOG_SOFTMAX) {
-        float ls = m + logf((float)s);
+    return m + logf((float)s);
+}
+
+/* The last pass over one contiguous float32 line: y *= a (softmax, y
+ * holding the exponentials) or y = x - a (log_softmax). */
+PYGPU_CLONES(static, void, finish_row_f32,
+             (int op, float *restrict y, const float *restrict x, int64_t n,
+              float a),
+             (op, y, x, n, a))
+{
+    if (op == PYGPU_SOFTMAX) {
         for (int64_t j = 0; j < n; j++) {
-            y[j] = x[j] - ls;
+            y[j] *= a;
+        }
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        y[j] = x[j] - a;
+    }
+}
+
+/* The same over w columns of a slab (rows `inner` apart), a[c] per
+ * column: the same single rounding per element. */
+PYGPU_CLONES(static, void, finish_cols_f32,
+             (int op, float *y, const float *x, int64_t n, int64_t inner,
+              int64_t w, const float *a),
+             (op, y, x, n, inner, w, a))
+{
+    for (int64_t j = 0; j < n; j++) {
+        float *restrict dst = y + j * inner;
+        const float *restrict row = x + j * inner;
+        if (op == PYGPU_SOFTMAX) {
+            for (int64_t c = 0; c < w; c++) {
+                dst[c] *= a[c];
+            }
+        }
+        else {
+            for (int64_t c = 0; c < w; c++) {
+                dst[c] = row[c] - a[c];
+            }
         }
     }
+}
+
+/* One contiguous float32 line (inner == 1), read in place. */
+static void row_f32(int op, float *y, const float *x, int64_t n)
+{
+    float m = pygpu_cpu_row_max_f32(x, n);
+    int lse_inf = op == PYGPU_LOGSUMEXP && isinf(m);
+    double s = lse_inf ? 0
+                       : pygpu_cpu_row_sum_exp_f32(
+                             op == PYGPU_SOFTMAX ? y : NULL, x, n, m);
+    float a = line_const(op, m, s);
+    if (op == PYGPU_LOGSUMEXP) {
+        y[0] = a;
+        return;
+    }
+    finish_row_f32(op, y, x, n, a);
+}
+
+/* --------------------------------------------- lines read through a tile */
+
+/* Loads and stores of the float path's dtypes. */
+#define AS_IS(x) (x)
+#define BY_DTYPE(dtype, DO)                                                  \
+    switch (dtype) {                                                         \
+    case PYGPU_FLOAT32:                                                      \
+        DO(float, AS_IS, AS_IS);                                             \
+        break;                                                               \
+    case PYGPU_FLOAT16:                                                      \
+        DO(uint16_t, pygpu_half_to_float, pygpu_float_to_half);              \
+        break;                                                               \
+    default:                                                                 \
+        DO(uint16_t, pygpu_bf16_to_float, pygpu_float_to_bf16);              \
+        break;                                                               \
+    }
+
+/* m[c] = the maximum of column c < w, NaN winning. */
+static void cols_max(int dtype, float *m, const void *x, int64_t n,
+                     int64_t inner, int64_t w)
+{
+#define COLS_MAX(T, LD, ST)                                                  \
+    for (int64_t c = 0; c < w; c++) {                                        \
+        m[c] = LD(((const T *)x)[c]);                                        \
+    }                                                                        \
+    for (int64_t j = 1; j < n; j++) {                                        \
+        const T *row = (const T *)x + j * inner;                             \
+        for (int64_t c = 0; c < w; c++) {                                    \
+            float v = LD(row[c]);                                            \
+            m[c] = MAX_TAKES(v, m[c]) ? v : m[c];                            \
+        }                                                                    \
+    }
+    BY_DTYPE(dtype, COLS_MAX)
+#undef COLS_MAX
+}
+
+/* t[c * EXP_CHUNK + i] = row j0 + i of column c, as float, i < h, c < w. */
+static void tile_load(int dtype, float *restrict t, const void *x,
+                      int64_t j0, int64_t h, int64_t inner, int64_t w)
+{
+#define TILE_LOAD(T, LD, ST)                                                 \
+    for (int64_t i = 0; i < h; i++) {                                        \
+        const T *row = (const T *)x + (j0 + i) * inner;                      \
+        for (int64_t c = 0; c < w; c++) {                                    \
+            t[c * EXP_CHUNK + i] = LD(row[c]);                               \
+        }                                                                    \
+    }
+    BY_DTYPE(dtype, TILE_LOAD)
+#undef TILE_LOAD
+}
+
+/* The reverse for float32, into y. */
+static void tile_store_f32(float *y, const float *restrict t, int64_t j0,
+                           int64_t h, int64_t inner, int64_t w)
+{
+    for (int64_t i = 0; i < h; i++) {
+        float *row = y + (j0 + i) * inner;
+        for (int64_t c = 0; c < w; c++) {
+            row[c] = t[c * EXP_CHUNK + i];
+        }
+    }
+}
+
+/* The last pass of a float16 / bfloat16 block: y = x - a[c], or the
+ * exponentials computed again, chunk by chunk as the sums were, times
+ * a[c]; rounded once. */
+static void finish_cols_half(int op, int dtype, void *y, const void *x,
+                             int64_t n, int64_t inner, int64_t w,
+                             const float *m, const float *a, float *t,
+                             float *e)
+{
+#define LOG_ROWS(T, LD, ST)                                                  \
+    for (int64_t j = 0; j < n; j++) {                                        \
+        const T *row = (const T *)x + j * inner;                             \
+        T *dst = (T *)y + j * inner;                                         \
+        for (int64_t c = 0; c < w; c++) {                                    \
+            dst[c] = ST(LD(row[c]) - a[c]);                                  \
+        }                                                                    \
+    }
+#define SCALED_ROWS(T, LD, ST)                                               \
+    for (int64_t i = 0; i < h; i++) {                                        \
+        T *dst = (T *)y + (j0 + i) * inner;                                  \
+        for (int64_t c = 0; c < w; c++) {                                    \
+            dst[c] = ST(e[c * EXP_CHUNK + i] * a[c]);                        \
+        }                                                                    \
+    }
+    if (op == PYGPU_LOG_SOFTMAX) {
+        BY_DTYPE(dtype, LOG_ROWS)
+        return;
+    }
+    for (int64_t j0 = 0; j0 < n; j0 += EXP_CHUNK) {
+        int64_t h = n - j0 < EXP_CHUNK ? n - j0 : EXP_CHUNK;
+        tile_load(dtype, t, x, j0, h, inner, w);
+        for (int64_t c = 0; c < w; c++) {
+            pygpu_cpu_row_sum_exp_f32(e + c * EXP_CHUNK, t + c * EXP_CHUNK,
+                                      h, m[c]);
+        }
+        BY_DTYPE(dtype, SCALED_ROWS)
+    }
+#undef LOG_ROWS
+#undef SCALED_ROWS
+}
+
+/* w <= TILE_COLS lines of a slab in float (any of the three dtypes), line
+ * c's elements at x + c + j * inner, j < n; logsumexp writes y[c]. */
+static void block_float(int op, int dtype, void *y, const void *x,
+                        int64_t n, int64_t inner, int64_t w)
+{
+    float t[TILE_COLS * EXP_CHUNK], e[TILE_COLS * EXP_CHUNK];
+    float m[TILE_COLS], a[TILE_COLS];
+    double s[TILE_COLS] = {0};
+    /* Softmax sums through the variant that keeps the exponentials,
+     * whatever the dtype, so that the sums have float32's bits. */
+    int keep = op == PYGPU_SOFTMAX;
+    int f32 = dtype == PYGPU_FLOAT32;
+    cols_max(dtype, m, x, n, inner, w);
+    for (int64_t j0 = 0; j0 < n; j0 += EXP_CHUNK) {
+        int64_t h = n - j0 < EXP_CHUNK ? n - j0 : EXP_CHUNK;
+        tile_load(dtype, t, x, j0, h, inner, w);
+        for (int64_t c = 0; c < w; c++) {
+            s[c] += pygpu_cpu_row_sum_exp_f32(keep ? e + c * EXP_CHUNK : NULL,
+                                              t + c * EXP_CHUNK, h, m[c]);
+        }
+        if (keep && f32) {
+            tile_store_f32(y, e, j0, h, inner, w);
+        }
+    }
+    for (int64_t c = 0; c < w; c++) {
+        a[c] = line_const(op, m[c], s[c]);
+    }
+#define LSE_OUT(T, LD, ST)                                                   \
+    for (int64_t c = 0; c < w; c++) {                                        \
+        ((T *)y)[c] = ST(a[c]);                                              \
+    }
+    if (op == PYGPU_LOGSUMEXP) {
+        BY_DTYPE(dtype, LSE_OUT)
+        return;
+    }
+#undef LSE_OUT
+    if (f32) {
+        finish_cols_f32(op, y, x, n, inner, w, a);
+    }
     else {
-        float r = (float)(1 / s);
-        for (int64_t j = 0; j < n; j++) {
-            y[j] *= r;
+        finish_cols_half(op, dtype, y, x, n, inner, w, m, a, t, e);
+    }
+}
+
+static void softmax_float(int op, int dtype, void *out, const void *in,
+                          int64_t outer, int64_t n, int64_t inner)
+{
+    size_t es = dtype == PYGPU_FLOAT32 ? sizeof(float) : sizeof(uint16_t);
+    int lse = op == PYGPU_LOGSUMEXP;
+    for (int64_t o = 0; o < outer; o++) {
+        const char *x = (const char *)in + (size_t)(o * n * inner) * es;
+        char *y = (char *)out + (size_t)(o * (lse ? 1 : n) * inner) * es;
+        if (inner == 1 && dtype == PYGPU_FLOAT32) {
+            row_f32(op, (float *)y, (const float *)x, n);
+            continue;
+        }
+        for (int64_t c0 = 0; c0 < inner; c0 += TILE_COLS) {
+            int64_t w = inner - c0 < TILE_COLS ? inner - c0 : TILE_COLS;
+            block_float(op, dtype, y + (size_t)c0 * es,
+                        x + (size_t)c0 * es, n, inner, w);
+        }
+    }
+}
+
+/* ------------------------------------------------------------- float64 */
+
+/* w columns of a slab in double (w == 1, inner == 1: a contiguous line);
+ * softmax keeps exp(x - m) in y, then scales it. */
+static void cols_f64(int op, double *y, const double *x, int64_t n,
+                     int64_t inner, int64_t w)
+{
+    double m[TILE_COLS], s[TILE_COLS];
+    for (int64_t c = 0; c < w; c++) {
+        m[c] = x[c];
+        s[c] = 0;
+    }
+    for (int64_t j = 1; j < n; j++) {
+        const double *row = x + j * inner;
+        for (int64_t c = 0; c < w; c++) {
+            m[c] = MAX_TAKES(row[c], m[c]) ? row[c] : m[c];
+        }
+    }
+    for (int64_t j = 0; j < n; j++) {
+        const double *row = x + j * inner;
+        double *dst = y + j * inner;
+        for (int64_t c = 0; c < w; c++) {
+            double e = exp(row[c] - m[c]);
+            s[c] += e;
+            if (op == PYGPU_SOFTMAX) {
+                dst[c] = e;
+            }
+        }
+    }
+    for (int64_t c = 0; c < w; c++) {
+        s[c] = op == PYGPU_SOFTMAX                 ? 1 / s[c]
+             : op == PYGPU_LOGSUMEXP && isinf(m[c]) ? m[c]
+                                                     : m[c] + log(s[c]);
+    }
+    if (op == PYGPU_LOGSUMEXP) {
+        memcpy(y, s, (size_t)w * sizeof(double));
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        const double *row = x + j * inner;
+        double *dst = y + j * inner;
+        for (int64_t c = 0; c < w; c++) {
+            dst[c] = op == PYGPU_LOG_SOFTMAX ? row[c] - s[c] : dst[c] * s[c];
+        }
+    }
+}
+
+static void softmax_f64(int op, double *out, const double *in,
+                        int64_t outer, int64_t n, int64_t inner)
+{
+    int lse = op == PYGPU_LOGSUMEXP;
+    for (int64_t o = 0; o < outer; o++) {
+        const double *x = in + o * n * inner;
+        double *y = out + o * (lse ? 1 : n) * inner;
+        for (int64_t c0 = 0; c0 < inner; c0 += TILE_COLS) {
+            int64_t w = inner - c0 < TILE_COLS ? inner - c0 : TILE_COLS;
+            cols_f64(op, y + c0, x + c0, n, inner, w);
         }
     }
 }
@@ -248,20 +439,9 @@ void pygpu_cpu_softmax(int op, int dtype, void *out, const void *in,
     }
     switch (dtype) {
     case PYGPU_FLOAT32:
-        if (inner > 1) {
-            softmax_f32(op, out, in, outer, n, inner);
-            break;
-        }
-        for (int64_t o = 0; o < outer; o++) {
-            row_f32(op, (float *)out + o * (op == PYGPU_LOGSUMEXP ? 1 : n),
-                    (const float *)in + o * n, n);
-        }
-        break;
     case PYGPU_FLOAT16:
-        softmax_f16(op, out, in, outer, n, inner);
-        break;
     case PYGPU_BFLOAT16:
-        softmax_bf16(op, out, in, outer, n, inner);
+        softmax_float(op, dtype, out, in, outer, n, inner);
         break;
     case PYGPU_FLOAT64:
         softmax_f64(op, out, in, outer, n, inner);

@@ -9,8 +9,10 @@
 /* The maximum of x[0 .. n), n >= 1, in vector lanes; NaN when x holds
  * one. */
 float pygpu_cpu_row_max_f32(const float *x, int64_t n);
-/* sum over j of exp(x[j] - m) (pygpu_exp_f), summed in double lanes; the
- * exponentials also go to y when y is not NULL. */
+/* sum over j of exp(x[j] - m) for x[j] - m <= 0 (pygpu_cpu_expf_neg):
+ * chunks of 256 elements summed in float lanes, their sums added in
+ * double (cpu_softmax.c); the exponentials also go to y when y is not
+ * NULL.  Cloned for the CPU's vectors (cpu/simd.h). */
 double pygpu_cpu_row_sum_exp_f32(float *restrict y, const float *restrict x,
                                  int64_t n, float m);
 

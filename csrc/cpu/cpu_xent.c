@@ -2,7 +2,9 @@
  * (kernels.h states the formula and the arguments).
  *
  * Forward, per sample: the maximum m of its line of logits, then
- * s = sum exp(x - m) (in double), and with label smoothing
+ * s = sum exp(x - m) (float32 lines: pygpu_cpu_row_sum_exp_f32's chunks
+ * of float lanes added in double; otherwise in double), and with label
+ * smoothing
  * sw = sum w[c] (x_c - m); then ls = log s (as log1p(s - 1) in double,
  * which keeps the digits of a loss near 0) and
  *   loss = (1 - eps) w[t] (ls - (x_t - m)) + eps / n (W ls - sw),
@@ -13,12 +15,14 @@
  * Backward, per element, with p = exp((x_c - m) - ls) and g the sample's
  * incoming gradient over the mean's divisor:
  *   g ((1 - eps) w[t] (p - [c == t]) + eps / n (W p - w[c])),
- * 0 for an ignored sample.  float16, bfloat16 and float32 compute in float,
- * float64 in double.
+ * 0 for an ignored sample.  float16, bfloat16 and float32 compute in float
+ * (exp of x - m <= 0 by pygpu_cpu_expf_neg, kernels/cpu_math.h), float64
+ * in double.
  *
  * inner == 1: each line is a contiguous run (float32: the vector row
- * helpers of the softmax loops forward, grad_row_f32 backward).  inner > 1: XENT_COLS columns of a
- * slab at a time, rows read one after the other, with per-column buffers.
+ * helpers of the softmax loops forward, grad_row_f32 backward).
+ * inner > 1: XENT_COLS columns of a slab at a time, rows read one after
+ * the other, with per-column buffers.
  */
 #include <math.h>
 #include <stdint.h>
@@ -73,12 +77,12 @@ PYGPU_CLONES(static, void, grad_row_f32,
 {
     if (w == NULL) {
         for (int64_t c = 0; c < n; c++) {
-            y[c] = cp * pygpu_exp_f((x[c] - m) - ls) - b;
+            y[c] = cp * pygpu_cpu_expf_neg((x[c] - m) - ls) - b;
         }
         return;
     }
     for (int64_t c = 0; c < n; c++) {
-        y[c] = cp * pygpu_exp_f((x[c] - m) - ls) - b * w[c];
+        y[c] = cp * pygpu_cpu_expf_neg((x[c] - m) - ls) - b * w[c];
     }
 }
 
@@ -323,11 +327,11 @@ PYGPU_CLONES(static, void, grad_row_f32,
         }                                                                    \
     }
 
-XENT(f32, float, float, AS_IS, AS_IS, pygpu_exp_f)
+XENT(f32, float, float, AS_IS, AS_IS, pygpu_cpu_expf_neg)
 XENT(f16, uint16_t, float, pygpu_half_to_float, pygpu_float_to_half,
-     pygpu_exp_f)
+     pygpu_cpu_expf_neg)
 XENT(bf16, uint16_t, float, pygpu_bf16_to_float, pygpu_float_to_bf16,
-     pygpu_exp_f)
+     pygpu_cpu_expf_neg)
 XENT(f64, double, double, AS_IS, AS_IS, exp)
 
 int

@@ -288,13 +288,19 @@ PYGPU_RULE float pygpu_reciprocal_f(float x) { return 1.0f / x; }
 PYGPU_RULE double pygpu_reciprocal_d(double x) { return 1.0 / x; }
 
 /* sigmoid(x) = 1 / (1 + exp(-x)); silu(x) = x * sigmoid(x), written as
- * x / (1 + exp(-x)), so silu(-inf) is NaN, as in torch. */
+ * x / (1 + exp(-x)), so silu(-inf) is NaN, as in torch.  In float the CPU
+ * loops take cpu_math.h's (one exp of -|x|, one division, the same edge
+ * values); the CUDA kernels these. */
 PYGPU_RULE float pygpu_sigmoid_f(float x)
 {
-    return 1.0f / (1.0f + pygpu_exp_f(-x));
+    return PYGPU_CUDA_OR_CPU(1.0f / (1.0f + pygpu_exp_f(-x)),
+                             pygpu_cpu_sigmoidf(x));
 }
 PYGPU_RULE double pygpu_sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
-PYGPU_RULE float pygpu_silu_f(float x) { return x / (1.0f + pygpu_exp_f(-x)); }
+PYGPU_RULE float pygpu_silu_f(float x)
+{
+    return PYGPU_CUDA_OR_CPU(x / (1.0f + pygpu_exp_f(-x)), pygpu_cpu_siluf(x));
+}
 PYGPU_RULE double pygpu_silu_d(double x) { return x / (1.0 + exp(-x)); }
 
 /* The exact gelu, x * Phi(x) = x/2 * (1 + erf(x / sqrt(2))), written with

@@ -148,9 +148,11 @@ def test_nn(device, rng):
 
 @pytest.mark.parametrize("n", [15, 16, 17, 37, 1000])
 def test_float32_rows_match_the_strided_path_bit_for_bit(n):
-    """Contiguous float32 rows take the vectorized path; columns of a
-    transposed input take the generic one.  Both must give the same bits,
-    with NaN, +inf and -inf anywhere in a line."""
+    """Contiguous float32 rows are read in place; columns of a transposed
+    input are read through a tile; both sum through the same cloned
+    function, chunk by chunk, and must give the same bits, with NaN, +inf
+    and -inf anywhere in a line (tests/ops/test_softmax_lines.py: more
+    lengths and layouts, each CPU capability)."""
     rng = np.random.default_rng(n)
     x = (rng.standard_normal((12, n)) * 5).astype(np.float32)
     for row, pos, v in [(1, 0, np.nan), (2, n - 1, np.nan),
