@@ -2,7 +2,7 @@
  * of a contiguous input seen as [outer, n, inner], n >= 1.
  *
  * Each line is read three times: its maximum m, then s = sum exp(x - m),
- * then the outputs (exp(x - m) / s, x - m - log s, or m + log s once).
+ * then the outputs (exp(x - m) / s, (x - m) - log s, or m + log s once).
  * Subtracting m keeps exp from overflowing.  A NaN anywhere in a line
  * makes that line NaN, as in torch; for logsumexp an infinite m is the
  * result (a line of -inf gives -inf, one holding +inf gives +inf), as
@@ -23,9 +23,11 @@
  * each line in a row, and each such run goes through the same function:
  * the same chunks, lanes and roundings, so that a line's result has the
  * same bits whatever its layout and dtype (float16 and bfloat16 get the
- * float32 result rounded once).  Softmax keeps exp(x - m) (in y for
- * float32, then scaled in place) and float16 and bfloat16 compute exp
- * again rather than round it early.
+ * float32 result rounded once).  The second pass also writes what the
+ * third needs, exp(x - m) for softmax and x - m for log_softmax (in y for
+ * float32, finished in place, so that y's lines are fetched while the
+ * exponentials are computed; float16 and bfloat16 compute them again
+ * rather than round them early).
  * float64 computes in double (exp, log of the C library), sums in double.
  */
 #include <math.h>
@@ -73,13 +75,15 @@ float pygpu_cpu_row_max_f32(const float *x, int64_t n)
 }
 
 /* One chunk, w <= EXP_CHUNK: the sum of exp(x[i] - m) as the file's head
- * says, the exponentials also in y when y is not NULL. */
+ * says; y[i] = exp(x[i] - m) (keep PYGPU_KEEP_EXP) or x[i] - m
+ * (PYGPU_KEEP_DIFF). */
 static inline __attribute__((always_inline)) double
-chunk_sum_exp(float *restrict y, const float *restrict x, int64_t w, float m)
+chunk_sum_exp(int keep, float *restrict y, const float *restrict x,
+              int64_t w, float m)
 {
     float lane[LANES] = {0};
     int64_t i = 0;
-    if (y != NULL) {
+    if (keep == PYGPU_KEEP_EXP) {
         for (; i + LANES <= w; i += LANES) {
             for (int k = 0; k < LANES; k++) {
                 float e = pygpu_cpu_expf_neg(x[i + k] - m);
@@ -91,6 +95,20 @@ chunk_sum_exp(float *restrict y, const float *restrict x, int64_t w, float m)
             float e = pygpu_cpu_expf_neg(x[i] - m);
             y[i] = e;
             lane[k] += e;
+        }
+    }
+    else if (keep == PYGPU_KEEP_DIFF) {
+        for (; i + LANES <= w; i += LANES) {
+            for (int k = 0; k < LANES; k++) {
+                float d = x[i + k] - m;
+                y[i + k] = d;
+                lane[k] += pygpu_cpu_expf_neg(d);
+            }
+        }
+        for (int k = 0; i < w; i++, k++) {
+            float d = x[i] - m;
+            y[i] = d;
+            lane[k] += pygpu_cpu_expf_neg(d);
         }
     }
     else {
@@ -117,40 +135,47 @@ chunk_sum_exp(float *restrict y, const float *restrict x, int64_t w, float m)
     return (d[0] + d[2]) + (d[1] + d[3]);
 }
 
-/* sum over j of exp(x[j] - m), chunk by chunk; the exponentials also go
- * to y when y is not NULL (cpu_softmax.h). */
+/* sum over j of exp(x[j] - m), chunk by chunk; y as keep says
+ * (cpu_softmax.h). */
 PYGPU_CLONES(, double, pygpu_cpu_row_sum_exp_f32,
-             (float *restrict y, const float *restrict x, int64_t n,
-              float m),
-             (y, x, n, m))
+             (int keep, float *restrict y, const float *restrict x,
+              int64_t n, float m),
+             (keep, y, x, n, m))
 {
     double s = 0;
     for (int64_t j0 = 0; j0 < n; j0 += EXP_CHUNK) {
         int64_t w = n - j0 < EXP_CHUNK ? n - j0 : EXP_CHUNK;
-        s += chunk_sum_exp(y != NULL ? y + j0 : NULL, x + j0, w, m);
+        s += chunk_sum_exp(keep, keep ? y + j0 : NULL, x + j0, w, m);
     }
     return s;
 }
 
-/* What a line's outputs need from m and s: 1 / s for softmax, m + log s
- * for the others; logsumexp's result is m itself when m is infinite. */
+/* What each op keeps from the second pass. */
+static int op_keeps(int op)
+{
+    return op == PYGPU_SOFTMAX       ? PYGPU_KEEP_EXP
+         : op == PYGPU_LOG_SOFTMAX ? PYGPU_KEEP_DIFF
+                                   : PYGPU_KEEP_NONE;
+}
+
+/* What a line's outputs need from m and s: 1 / s for softmax, log s for
+ * log_softmax, m + log s for logsumexp (m itself when m is infinite). */
 static float line_const(int op, float m, double s)
 {
     if (op == PYGPU_SOFTMAX) {
         return (float)(1 / s);
     }
-    if (op == PYGPU_LOGSUMEXP && isinf(m)) {
-        return m;
+    if (op == PYGPU_LOG_SOFTMAX) {
+        return logf((float)s);
     }
-    return m + logf((float)s);
+    return isinf(m) ? m : m + logf((float)s);
 }
 
-/* The last pass over one contiguous float32 line: y *= a (softmax, y
- * holding the exponentials) or y = x - a (log_softmax). */
+/* The last pass over one contiguous float32 line, in place: y *= a
+ * (softmax: y holds the exponentials) or y -= a (log_softmax: y holds
+ * x - m). */
 PYGPU_CLONES(static, void, finish_row_f32,
-             (int op, float *restrict y, const float *restrict x, int64_t n,
-              float a),
-             (op, y, x, n, a))
+             (int op, float *restrict y, int64_t n, float a), (op, y, n, a))
 {
     if (op == PYGPU_SOFTMAX) {
         for (int64_t j = 0; j < n; j++) {
@@ -159,20 +184,19 @@ PYGPU_CLONES(static, void, finish_row_f32,
         return;
     }
     for (int64_t j = 0; j < n; j++) {
-        y[j] = x[j] - a;
+        y[j] -= a;
     }
 }
 
 /* The same over w columns of a slab (rows `inner` apart), a[c] per
  * column: the same single rounding per element. */
 PYGPU_CLONES(static, void, finish_cols_f32,
-             (int op, float *y, const float *x, int64_t n, int64_t inner,
-              int64_t w, const float *a),
-             (op, y, x, n, inner, w, a))
+             (int op, float *y, int64_t n, int64_t inner, int64_t w,
+              const float *a),
+             (op, y, n, inner, w, a))
 {
     for (int64_t j = 0; j < n; j++) {
         float *restrict dst = y + j * inner;
-        const float *restrict row = x + j * inner;
         if (op == PYGPU_SOFTMAX) {
             for (int64_t c = 0; c < w; c++) {
                 dst[c] *= a[c];
@@ -180,7 +204,7 @@ PYGPU_CLONES(static, void, finish_cols_f32,
         }
         else {
             for (int64_t c = 0; c < w; c++) {
-                dst[c] = row[c] - a[c];
+                dst[c] -= a[c];
             }
         }
     }
@@ -192,14 +216,14 @@ static void row_f32(int op, float *y, const float *x, int64_t n)
     float m = pygpu_cpu_row_max_f32(x, n);
     int lse_inf = op == PYGPU_LOGSUMEXP && isinf(m);
     double s = lse_inf ? 0
-                       : pygpu_cpu_row_sum_exp_f32(
-                             op == PYGPU_SOFTMAX ? y : NULL, x, n, m);
+                       : pygpu_cpu_row_sum_exp_f32(op_keeps(op), y, x, n,
+                                                   m);
     float a = line_const(op, m, s);
     if (op == PYGPU_LOGSUMEXP) {
         y[0] = a;
         return;
     }
-    finish_row_f32(op, y, x, n, a);
+    finish_row_f32(op, y, n, a);
 }
 
 /* --------------------------------------------- lines read through a tile */
@@ -265,8 +289,8 @@ static void tile_store_f32(float *y, const float *restrict t, int64_t j0,
     }
 }
 
-/* The last pass of a float16 / bfloat16 block: y = x - a[c], or the
- * exponentials computed again, chunk by chunk as the sums were, times
+/* The last pass of a float16 / bfloat16 block: (x - m[c]) - a[c], or
+ * the exponentials computed again, chunk by chunk as the sums were, times
  * a[c]; rounded once. */
 static void finish_cols_half(int op, int dtype, void *y, const void *x,
                              int64_t n, int64_t inner, int64_t w,
@@ -278,7 +302,8 @@ static void finish_cols_half(int op, int dtype, void *y, const void *x,
         const T *row = (const T *)x + j * inner;                             \
         T *dst = (T *)y + j * inner;                                         \
         for (int64_t c = 0; c < w; c++) {                                    \
-            dst[c] = ST(LD(row[c]) - a[c]);                                  \
+            float d = LD(row[c]) - m[c];                                     \
+            dst[c] = ST(d - a[c]);                                           \
         }                                                                    \
     }
 #define SCALED_ROWS(T, LD, ST)                                               \
@@ -296,8 +321,8 @@ static void finish_cols_half(int op, int dtype, void *y, const void *x,
         int64_t h = n - j0 < EXP_CHUNK ? n - j0 : EXP_CHUNK;
         tile_load(dtype, t, x, j0, h, inner, w);
         for (int64_t c = 0; c < w; c++) {
-            pygpu_cpu_row_sum_exp_f32(e + c * EXP_CHUNK, t + c * EXP_CHUNK,
-                                      h, m[c]);
+            pygpu_cpu_row_sum_exp_f32(PYGPU_KEEP_EXP, e + c * EXP_CHUNK,
+                                      t + c * EXP_CHUNK, h, m[c]);
         }
         BY_DTYPE(dtype, SCALED_ROWS)
     }
@@ -313,16 +338,16 @@ static void block_float(int op, int dtype, void *y, const void *x,
     float t[TILE_COLS * EXP_CHUNK], e[TILE_COLS * EXP_CHUNK];
     float m[TILE_COLS], a[TILE_COLS];
     double s[TILE_COLS] = {0};
-    /* Softmax sums through the variant that keeps the exponentials,
-     * whatever the dtype, so that the sums have float32's bits. */
-    int keep = op == PYGPU_SOFTMAX;
+    /* Every dtype sums through the variant that its op keeps, so that the
+     * sums have float32's bits; float32 stores what was kept in y. */
+    int keep = op_keeps(op);
     int f32 = dtype == PYGPU_FLOAT32;
     cols_max(dtype, m, x, n, inner, w);
     for (int64_t j0 = 0; j0 < n; j0 += EXP_CHUNK) {
         int64_t h = n - j0 < EXP_CHUNK ? n - j0 : EXP_CHUNK;
         tile_load(dtype, t, x, j0, h, inner, w);
         for (int64_t c = 0; c < w; c++) {
-            s[c] += pygpu_cpu_row_sum_exp_f32(keep ? e + c * EXP_CHUNK : NULL,
+            s[c] += pygpu_cpu_row_sum_exp_f32(keep, e + c * EXP_CHUNK,
                                               t + c * EXP_CHUNK, h, m[c]);
         }
         if (keep && f32) {
@@ -342,7 +367,7 @@ static void block_float(int op, int dtype, void *y, const void *x,
     }
 #undef LSE_OUT
     if (f32) {
-        finish_cols_f32(op, y, x, n, inner, w, a);
+        finish_cols_f32(op, y, n, inner, w, a);
     }
     else {
         finish_cols_half(op, dtype, y, x, n, inner, w, m, a, t, e);

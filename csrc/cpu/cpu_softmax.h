@@ -9,11 +9,17 @@
 /* The maximum of x[0 .. n), n >= 1, in vector lanes; NaN when x holds
  * one. */
 float pygpu_cpu_row_max_f32(const float *x, int64_t n);
+/* What pygpu_cpu_row_sum_exp_f32 writes to y[j]: nothing (y unused),
+ * exp(x[j] - m), or x[j] - m. */
+#define PYGPU_KEEP_NONE 0
+#define PYGPU_KEEP_EXP 1
+#define PYGPU_KEEP_DIFF 2
+
 /* sum over j of exp(x[j] - m) for x[j] - m <= 0 (pygpu_cpu_expf_neg):
  * chunks of 256 elements summed in float lanes, their sums added in
- * double (cpu_softmax.c); the exponentials also go to y when y is not
- * NULL.  Cloned for the CPU's vectors (cpu/simd.h). */
-double pygpu_cpu_row_sum_exp_f32(float *restrict y, const float *restrict x,
-                                 int64_t n, float m);
+ * double (cpu_softmax.c); y as keep says.  Cloned for the CPU's vectors
+ * (cpu/simd.h). */
+double pygpu_cpu_row_sum_exp_f32(int keep, float *restrict y,
+                                 const float *restrict x, int64_t n, float m);
 
 #endif /* PYGPU_CPU_SOFTMAX_H */
