@@ -14,9 +14,10 @@
  * each chunk's exponentials (pygpu_cpu_expf_neg) in LANES float lanes
  * (element i of a chunk into lane i % LANES, in order), adds the lanes up
  * in a fixed tree (the last levels in double) and the chunks' sums in
- * double.  A chunk's sum of positive terms is within about 10 float
- * roundings of exact (8 per lane, the tree's), so a line of any length is
- * too: its relative error is at most its worst chunk's.
+ * double.  A chunk's sum of positive terms is within 16 float roundings
+ * of exact (15 rounded adds per lane, one level of the tree; about 4 as a
+ * random walk), so a line of any length is too: its relative error is at
+ * most its worst chunk's.
  * Contiguous float32 lines (inner == 1) are read in place.  Every other
  * line (inner > 1: up to TILE_COLS columns of a slab at a time; float16
  * and bfloat16) is read a chunk at a time into a float tile, one chunk of
@@ -44,10 +45,11 @@
 /* Replaces m: larger, or NaN (so that NaN propagates). */
 #define MAX_TAKES(v, m) (((v) > (m)) | ((v) != (v)))
 
-/* Elements per chunk of a line's sum, and float lanes per chunk (several
- * vectors: their adds do not wait on one another). */
+/* Elements per chunk of a line's sum, and float lanes per chunk (two
+ * AVX2 vectors, four SSE ones: enough independent adds beside the exp's
+ * work, few enough to stay in registers; 32 lanes ran 10% slower). */
 #define EXP_CHUNK 256
-#define LANES 32
+#define LANES 16
 /* Columns of a slab handled at once when a line is not read in place. */
 #define TILE_COLS 16
 
@@ -128,9 +130,6 @@ chunk_sum_exp(int keep, float *restrict y, const float *restrict x,
     }
     for (int k = 0; k < LANES / 4; k++) {
         d[k] = (double)h[k] + (double)h[k + LANES / 4];
-    }
-    for (int k = 0; k < LANES / 8; k++) {
-        d[k] += d[k + LANES / 8];
     }
     return (d[0] + d[2]) + (d[1] + d[3]);
 }
