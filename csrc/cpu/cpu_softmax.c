@@ -225,6 +225,40 @@ static void row_f32(int op, float *y, const float *x, int64_t n)
     finish_row_f32(op, y, n, a);
 }
 
+/* Short contiguous float32 lines (n <= SHORT_LINE), many per call: each
+ * as row_f32 computes it, with the tile path's element-by-element
+ * maximum (the same value; a line of numbers has one maximum), the chunk
+ * sum and the last pass inlined, so a line costs no calls. */
+#define SHORT_LINE 64
+PYGPU_CLONES(static, void, short_rows_f32,
+             (int op, float *y, const float *x, int64_t lines, int64_t n),
+             (op, y, x, lines, n))
+{
+    int lse = op == PYGPU_LOGSUMEXP, keep = op_keeps(op);
+    for (int64_t o = 0; o < lines; o++) {
+        const float *xo = x + o * n;
+        float *yo = y + o * (lse ? 1 : n);
+        float m = line_max_f32(xo, n);
+        double s = lse && isinf(m) ? 0
+                                   : chunk_sum_exp(keep, yo, xo, n, m);
+        float a = line_const(op, m, s);
+        if (lse) {
+            yo[0] = a;
+            continue;
+        }
+        finish_row_f32_body(op, yo, n, a);
+    }
+}
+
+/* The maximum m of a short float32 line and the sum of exp(x - m), in
+ * one call (cross-entropy's forward rows, cpu_softmax.h). */
+PYGPU_CLONES(, double, pygpu_cpu_short_line_f32,
+             (const float *x, int64_t n, float *m), (x, n, m))
+{
+    *m = line_max_f32(x, n);
+    return chunk_sum_exp(PYGPU_KEEP_NONE, NULL, x, n, *m);
+}
+
 /* --------------------------------------------- lines read through a tile */
 
 /* Loads and stores of the float path's dtypes. */
@@ -378,6 +412,10 @@ static void softmax_float(int op, int dtype, void *out, const void *in,
 {
     size_t es = dtype == PYGPU_FLOAT32 ? sizeof(float) : sizeof(uint16_t);
     int lse = op == PYGPU_LOGSUMEXP;
+    if (inner == 1 && dtype == PYGPU_FLOAT32 && n <= SHORT_LINE) {
+        short_rows_f32(op, out, in, outer, n);
+        return;
+    }
     for (int64_t o = 0; o < outer; o++) {
         const char *x = (const char *)in + (size_t)(o * n * inner) * es;
         char *y = (char *)out + (size_t)(o * (lse ? 1 : n) * inner) * es;

@@ -155,9 +155,16 @@ PYGPU_CLONES(static, void, grad_row_f32,
             ACC m;                                                           \
             double se = 0;                                                   \
             if (sizeof(T) == sizeof(float) && sizeof(ACC) == sizeof(float)) { \
-                m = pygpu_cpu_row_max_f32((const float *)x, n);              \
-                se = pygpu_cpu_row_sum_exp_f32(PYGPU_KEEP_NONE, NULL,        \
-                                               (const float *)x, n, m);      \
+                if (n <= 64) {                                               \
+                    float mf;                                                \
+                    se = pygpu_cpu_short_line_f32((const float *)x, n, &mf); \
+                    m = mf;                                                  \
+                }                                                            \
+                else {                                                       \
+                    m = pygpu_cpu_row_max_f32((const float *)x, n);          \
+                    se = pygpu_cpu_row_sum_exp_f32(PYGPU_KEEP_NONE, NULL,    \
+                                                   (const float *)x, n, m);  \
+                }                                                            \
             }                                                                \
             else {                                                           \
                 m = LD(x[0]);                                                \
