@@ -5,8 +5,9 @@
  * s = sum exp(x - m) (float32 lines: pygpu_cpu_row_sum_exp_f32's chunks
  * of float lanes added in double; otherwise in double), and with label
  * smoothing
- * sw = sum w[c] (x_c - m); then ls = log s (as log1p(s - 1) in double,
- * which keeps the digits of a loss near 0) and
+ * sw = sum w[c] (x_c - m); then ls = log s (as log1p(s - 1) in double
+ * below s = 2, which keeps the digits of a loss near 0; above it, for
+ * float losses, kernels/cpu_math.h's logf) and
  *   loss = (1 - eps) w[t] (ls - (x_t - m)) + eps / n (W ls - sw),
  * which is the formula with m taken out of every difference (no
  * cancellation for large logits, and a small loss keeps its digits).  A
@@ -31,6 +32,7 @@
 #include "cpu/cpu_softmax.h"
 #include "cpu/half.h"
 #include "cpu/simd.h"
+#include "kernels/cpu_math.h"
 #include "kernels/kernels.h"
 #include "kernels/rules.h"
 
@@ -118,7 +120,12 @@ PYGPU_CLONES(static, void, grad_row_f32,
                              double sw, ACC W)                               \
     {                                                                        \
         int64_t S = a->outer * a->inner;                                     \
-        ACC ls = (ACC)log1p(se - 1); /* s >= 1: its digits past 1 kept */    \
+        /* s >= 1: log1p keeps its digits past 1; from s = 2 on, a     \
+         * float loss takes the vector log's polynomial (kernels/        \
+         * cpu_math.h, within 2 ulp), far cheaper than the C library's */  \
+        ACC ls = sizeof(ACC) == sizeof(float) && se >= 2                     \
+                     ? (ACC)pygpu_cpu_logf((float)se)                        \
+                     : (ACC)log1p(se - 1);                                   \
         ACC wt = a->weight ? LD(((const T *)a->weight)[t]) : (ACC)1;         \
         ACC loss = (ACC)(1 - a->smoothing) * wt * (ls - (xt - m));           \
         if (a->smoothing > 0) {                                              \
