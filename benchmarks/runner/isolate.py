@@ -50,6 +50,22 @@ def child_args(argv):
     return out
 
 
+_CHILD = ("import runpy, sys; sys.path.append({root!r}); "
+          "runpy.run_module('benchmarks', run_name='__main__')")
+
+
+def _child_env():
+    """This process's environment, with the source tree on PYTHONPATH
+    when the pygpu imported here is the tree's in-place build."""
+    import pygpu
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(pygpu.__file__)))
+    if here == ROOT:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
 def run_children(bench, argv, settings, libs, say):
     """Runs the children; [(thread setting, child's results.json data)]."""
     s = bench.settings
@@ -62,12 +78,15 @@ def run_children(bench, argv, settings, libs, say):
         for r, order in enumerate(_orders(list(libs), rounds)):
             for lib in order:
                 out = os.path.join(tmp, f"{label}-{r}-{lib}")
-                cmd = [sys.executable, "-m", "benchmarks", *base, "--only",
-                       lib, "--threads", label, "--reps", str(reps),
-                       "--out", out]
+                # the benchmarks package from this tree (last on the path),
+                # the pygpu this process imports (an installed one is not
+                # shadowed by an unbuilt tree: the child starts in tmp)
+                cmd = [sys.executable, "-c", _CHILD.format(root=ROOT),
+                       *base, "--only", lib, "--threads", label, "--reps",
+                       str(reps), "--out", out]
                 say(f"threads {label}, round {r + 1}/{rounds}: {lib} alone")
-                p = subprocess.run(cmd, cwd=ROOT, capture_output=True,
-                                   text=True)
+                p = subprocess.run(cmd, cwd=tmp, capture_output=True,
+                                   text=True, env=_child_env())
                 path = os.path.join(out, "results.json")
                 if p.returncode not in (0, 1) or not os.path.exists(path):
                     raise RuntimeError(

@@ -213,7 +213,7 @@ def capabilities():
            if k != "PYGPU_CPU_CAPABILITY"}
     out = subprocess.run([sys.executable, "-c",
                           "import pygpu; print(pygpu._C._cpu_capability())"],
-                         capture_output=True, text=True, cwd=ROOT,
+                         capture_output=True, text=True,
                          check=True, env=env)
     best = out.stdout.strip()
     order = ["DEFAULT", "AVX2", "AVX512"]
@@ -230,7 +230,7 @@ def test_each_capability(cap):
         pytest.skip(f"this CPU cannot run the {cap} loops")
     env = dict(os.environ, PYGPU_CPU_CAPABILITY=cap.lower())
     out = subprocess.run([sys.executable, "-c", CHILD, cap],
-                         capture_output=True, text=True, cwd=ROOT, env=env,
+                         capture_output=True, text=True, env=env,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == f"ok {cap}"
