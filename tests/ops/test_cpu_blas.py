@@ -365,8 +365,10 @@ def test_plain_32bit_library(tmp_path):
         pytest.skip("no C compiler")
     src, lib = tmp_path / "shim.c", tmp_path / "libopenblas_shim.so"
     src.write_text(SHIM)
+    # the compiler without a sanitizer's preloaded runtime
+    plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)],
-                   check=True)
+                   check=True, env=plain)
     code = """
 import ctypes, numpy as np, pygpu
 from pygpu.nn import functional as F
@@ -388,7 +390,10 @@ assert ctypes.CDLL(info["library"]).shim_calls() > 0
 assert pygpu._C._blas_info()["library_threads"] == 3
 print("ok")
 """
-    env = dict(os.environ, LD_PRELOAD=str(lib))
+    # after what is preloaded already (a sanitizer's runtime must stay
+    # first)
+    pre = [p for p in (os.environ.get("LD_PRELOAD"), str(lib)) if p]
+    env = dict(os.environ, LD_PRELOAD=" ".join(pre))
     r = subprocess.run([sys.executable, "-c", code], env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
