@@ -225,11 +225,10 @@ static void row_f32(int op, float *y, const float *x, int64_t n)
     finish_row_f32(op, y, n, a);
 }
 
-/* Short contiguous float32 lines (n <= SHORT_LINE), many per call: each
- * as row_f32 computes it, with the tile path's element-by-element
+/* Short contiguous float32 lines (n <= PYGPU_SHORT_LINE), many per
+ * call: each as row_f32 computes it, with the tile path's element-by-element
  * maximum (the same value; a line of numbers has one maximum), the chunk
  * sum and the last pass inlined, so a line costs no calls. */
-#define SHORT_LINE 64
 PYGPU_CLONES(static, void, short_rows_f32,
              (int op, float *y, const float *x, int64_t lines, int64_t n),
              (op, y, x, lines, n))
@@ -412,7 +411,7 @@ static void softmax_float(int op, int dtype, void *out, const void *in,
 {
     size_t es = dtype == PYGPU_FLOAT32 ? sizeof(float) : sizeof(uint16_t);
     int lse = op == PYGPU_LOGSUMEXP;
-    if (inner == 1 && dtype == PYGPU_FLOAT32 && n <= SHORT_LINE) {
+    if (inner == 1 && dtype == PYGPU_FLOAT32 && n <= PYGPU_SHORT_LINE) {
         short_rows_f32(op, out, in, outer, n);
         return;
     }

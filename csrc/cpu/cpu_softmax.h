@@ -21,8 +21,11 @@ float pygpu_cpu_row_max_f32(const float *x, int64_t n);
  * (cpu/simd.h). */
 double pygpu_cpu_row_sum_exp_f32(int keep, float *restrict y,
                                  const float *restrict x, int64_t n, float m);
-/* Lines of at most 64 elements: the maximum (*m, element by element) and
- * the sum of exp(x - m), as the two calls above give them, in one. */
+/* Lines this short go many to a call (softmax) or take
+ * pygpu_cpu_short_line_f32 (cross-entropy). */
+#define PYGPU_SHORT_LINE 64
+/* Lines of at most PYGPU_SHORT_LINE elements: the maximum (*m, element
+ * by element) and the sum of exp(x - m), as the two calls above give them, in one. */
 double pygpu_cpu_short_line_f32(const float *x, int64_t n, float *m);
 
 #endif /* PYGPU_CPU_SOFTMAX_H */

@@ -162,7 +162,7 @@ PYGPU_CLONES(static, void, grad_row_f32,
             ACC m;                                                           \
             double se = 0;                                                   \
             if (sizeof(T) == sizeof(float) && sizeof(ACC) == sizeof(float)) { \
-                if (n <= 64) {                                               \
+                if (n <= PYGPU_SHORT_LINE) {                                 \
                     float mf;                                                \
                     se = pygpu_cpu_short_line_f32((const float *)x, n, &mf); \
                     m = mf;                                                  \
