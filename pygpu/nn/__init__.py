@@ -25,3 +25,13 @@ __all__ += ["ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 __getattr__ = _module_getattr(__name__, "torch.nn")
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d  # noqa: E402
 __all__ += ["Dropout", "Dropout1d", "Dropout2d", "AlphaDropout"]
+
+# the layer families, one file each
+from . import (activation as _activation, conv as _conv,  # noqa: E402
+               normalization as _normalization, pooling as _pooling,
+               sparse as _sparse, transformer as _transformer)
+for _family in (_conv, _pooling, _normalization, _activation, _sparse,
+                _transformer):
+    globals().update({_n: getattr(_family, _n) for _n in _family.__all__})
+    __all__ += _family.__all__
+del _family

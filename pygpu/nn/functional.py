@@ -117,3 +117,14 @@ __getattr__ = _module_getattr(__name__, "torch.nn.functional")
 from .dropout import (alpha_dropout, dropout, dropout1d,  # noqa: E402
                       dropout2d)
 __all__ += ["dropout", "dropout1d", "dropout2d", "alpha_dropout"]
+
+# the layer families' functional forms, one file each (pygpu/nn/_functional/)
+from ._functional import (activation as _activation,  # noqa: E402
+                          attention as _attention, conv as _conv,
+                          normalization as _normalization,
+                          pooling as _pooling, sparse as _sparse)
+for _family in (_conv, _pooling, _normalization, _activation, _sparse,
+                _attention):
+    globals().update({_n: getattr(_family, _n) for _n in _family.__all__})
+    __all__ += _family.__all__
+del _family

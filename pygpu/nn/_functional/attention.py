@@ -1,0 +1,3 @@
+"""pygpu.nn.functional: scaled dot-product attention."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""pygpu.nn.functional: convolutions, unfold/fold and padding."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""pygpu.nn.functional: batch, layer, group and RMS normalisation, normalize."""
+
+__all__ = []

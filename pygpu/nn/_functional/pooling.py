@@ -1,0 +1,3 @@
+"""pygpu.nn.functional: pooling, interpolation and pixel shuffling."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""pygpu.nn.functional: embedding."""
+
+__all__ = []

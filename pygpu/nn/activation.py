@@ -1,0 +1,3 @@
+"""pygpu.nn: Activation layers beyond ReLU/Sigmoid/Tanh/SiLU/GELU."""
+
+__all__ = []

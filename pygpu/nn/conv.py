@@ -1,0 +1,3 @@
+"""pygpu.nn: Convolution, unfold/fold and padding layers."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""pygpu.nn: Normalisation layers."""
+
+__all__ = []

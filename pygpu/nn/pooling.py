@@ -1,0 +1,3 @@
+"""pygpu.nn: Pooling, upsampling and pixel-shuffle layers."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""pygpu.nn: Embedding."""
+
+__all__ = []

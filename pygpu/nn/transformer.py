@@ -1,0 +1,3 @@
+"""pygpu.nn: MultiheadAttention and the transformer encoder."""
+
+__all__ = []
