@@ -62,9 +62,11 @@ def _dead_rows(mask):
     return (mask == float("-inf")).all(-1, keepdim=True)
 
 
-def _attend(query, key, value, mask, dropout_p, scale, training=True):
+def _attend(query, key, value, mask, dropout_p, scale, training=True,
+            causal=False):
     """The math form: (output, weights).  mask: None, bool (True takes
-    part) or float (added)."""
+    part) or float (added); causal: mask is the causal one, under which
+    every query sees at least key 0."""
     from ..dropout import dropout
     scores = _C.matmul(query * scale, key.transpose(-2, -1))
     dead = None
@@ -73,7 +75,7 @@ def _attend(query, key, value, mask, dropout_p, scale, training=True):
             scores = _C.where(mask, scores, float("-inf"))
         else:
             scores = scores + mask
-        dead = _dead_rows(mask)
+        dead = None if causal else _dead_rows(mask)
         if dead is not None:
             scores = _C.where(dead, 0.0, scores)
     weights = _C.softmax(scores, -1, None)
@@ -155,7 +157,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None,
     mask = attn_mask
     if is_causal:
         mask = _causal_mask(query.shape[-2], key.shape[-2], query.device)
-    out, _ = _attend(query, key, value, mask, dropout_p, scale)
+    out, _ = _attend(query, key, value, mask, dropout_p, scale,
+                     causal=is_causal)
     return out
 
 
@@ -385,7 +388,7 @@ def multi_head_attention_forward(
     if not training:
         dropout_p = 0.0
     out, weights = _attend(q, k, v, mask, dropout_p, 1.0 / math.sqrt(D),
-                           training)
+                           training, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(L, N, E)
     out = _C._linear(out, out_proj_weight, out_proj_bias)
     if not need_weights:
