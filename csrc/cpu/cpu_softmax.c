@@ -49,7 +49,7 @@
  * AVX2 vectors, four SSE ones: enough independent adds beside the exp's
  * work, few enough to stay in registers; 32 lanes ran 10% slower). */
 #define EXP_CHUNK 256
-#define LANES 16
+#define LANES PYGPU_SUM_LANES
 /* Columns of a slab handled at once when a line is not read in place. */
 #define TILE_COLS 16
 
@@ -149,27 +149,6 @@ PYGPU_CLONES(, double, pygpu_cpu_row_sum_exp_f32,
     return s;
 }
 
-/* What each op keeps from the second pass. */
-static int op_keeps(int op)
-{
-    return op == PYGPU_SOFTMAX       ? PYGPU_KEEP_EXP
-         : op == PYGPU_LOG_SOFTMAX ? PYGPU_KEEP_DIFF
-                                   : PYGPU_KEEP_NONE;
-}
-
-/* What a line's outputs need from m and s: 1 / s for softmax, log s for
- * log_softmax, m + log s for logsumexp (m itself when m is infinite). */
-static float line_const(int op, float m, double s)
-{
-    if (op == PYGPU_SOFTMAX) {
-        return (float)(1 / s);
-    }
-    if (op == PYGPU_LOG_SOFTMAX) {
-        return logf((float)s);
-    }
-    return isinf(m) ? m : m + logf((float)s);
-}
-
 /* The last pass over one contiguous float32 line, in place: y *= a
  * (softmax: y holds the exponentials) or y -= a (log_softmax: y holds
  * x - m). */
@@ -215,47 +194,14 @@ static void row_f32(int op, float *y, const float *x, int64_t n)
     float m = pygpu_cpu_row_max_f32(x, n);
     int lse_inf = op == PYGPU_LOGSUMEXP && isinf(m);
     double s = lse_inf ? 0
-                       : pygpu_cpu_row_sum_exp_f32(op_keeps(op), y, x, n,
+                       : pygpu_cpu_row_sum_exp_f32(pygpu_cpu_softmax_keeps(op), y, x, n,
                                                    m);
-    float a = line_const(op, m, s);
+    float a = pygpu_cpu_line_const(op, m, s);
     if (op == PYGPU_LOGSUMEXP) {
         y[0] = a;
         return;
     }
     finish_row_f32(op, y, n, a);
-}
-
-/* Short contiguous float32 lines (n <= PYGPU_SHORT_LINE), many per
- * call: each as row_f32 computes it, with the tile path's element-by-element
- * maximum (the same value; a line of numbers has one maximum), the chunk
- * sum and the last pass inlined, so a line costs no calls. */
-PYGPU_CLONES(static, void, short_rows_f32,
-             (int op, float *y, const float *x, int64_t lines, int64_t n),
-             (op, y, x, lines, n))
-{
-    int lse = op == PYGPU_LOGSUMEXP, keep = op_keeps(op);
-    for (int64_t o = 0; o < lines; o++) {
-        const float *xo = x + o * n;
-        float *yo = y + o * (lse ? 1 : n);
-        float m = line_max_f32(xo, n);
-        double s = lse && isinf(m) ? 0
-                                   : chunk_sum_exp(keep, yo, xo, n, m);
-        float a = line_const(op, m, s);
-        if (lse) {
-            yo[0] = a;
-            continue;
-        }
-        finish_row_f32_body(op, yo, n, a);
-    }
-}
-
-/* The maximum m of a short float32 line and the sum of exp(x - m), in
- * one call (cross-entropy's forward rows, cpu_softmax.h). */
-PYGPU_CLONES(, double, pygpu_cpu_short_line_f32,
-             (const float *x, int64_t n, float *m), (x, n, m))
-{
-    *m = line_max_f32(x, n);
-    return chunk_sum_exp(PYGPU_KEEP_NONE, NULL, x, n, *m);
 }
 
 /* --------------------------------------------- lines read through a tile */
@@ -372,7 +318,7 @@ static void block_float(int op, int dtype, void *y, const void *x,
     double s[TILE_COLS] = {0};
     /* Every dtype sums through the variant that its op keeps, so that the
      * sums have float32's bits; float32 stores what was kept in y. */
-    int keep = op_keeps(op);
+    int keep = pygpu_cpu_softmax_keeps(op);
     int f32 = dtype == PYGPU_FLOAT32;
     cols_max(dtype, m, x, n, inner, w);
     for (int64_t j0 = 0; j0 < n; j0 += EXP_CHUNK) {
@@ -387,7 +333,7 @@ static void block_float(int op, int dtype, void *y, const void *x,
         }
     }
     for (int64_t c = 0; c < w; c++) {
-        a[c] = line_const(op, m[c], s[c]);
+        a[c] = pygpu_cpu_line_const(op, m[c], s[c]);
     }
 #define LSE_OUT(T, LD, ST)                                                   \
     for (int64_t c = 0; c < w; c++) {                                        \
@@ -412,7 +358,7 @@ static void softmax_float(int op, int dtype, void *out, const void *in,
     size_t es = dtype == PYGPU_FLOAT32 ? sizeof(float) : sizeof(uint16_t);
     int lse = op == PYGPU_LOGSUMEXP;
     if (inner == 1 && dtype == PYGPU_FLOAT32 && n <= PYGPU_SHORT_LINE) {
-        short_rows_f32(op, out, in, outer, n);
+        pygpu_cpu_short_rows_f32(op, out, in, outer, n);
         return;
     }
     for (int64_t o = 0; o < outer; o++) {

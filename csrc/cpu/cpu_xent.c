@@ -5,9 +5,10 @@
  * s = sum exp(x - m) (float32 lines: pygpu_cpu_row_sum_exp_f32's chunks
  * of float lanes added in double; otherwise in double), and with label
  * smoothing
- * sw = sum w[c] (x_c - m); then ls = log s (as log1p(s - 1) in double
- * below s = 2, which keeps the digits of a loss near 0; above it, for
- * float losses, kernels/cpu_math.h's logf) and
+ * sw = sum w[c] (x_c - m); then ls = log s (float losses:
+ * pygpu_cpu_log_sum, the vector log with its rounding of s taken back
+ * below 2; double losses: log1p(s - 1); either keeps the digits of a loss
+ * near 0) and
  *   loss = (1 - eps) w[t] (ls - (x_t - m)) + eps / n (W ls - sw),
  * which is the formula with m taken out of every difference (no
  * cancellation for large logits, and a small loss keeps its digits).  A
@@ -21,7 +22,9 @@
  * in double.
  *
  * inner == 1: each line is a contiguous run (float32: the vector row
- * helpers of the softmax loops forward, grad_row_f32 backward).
+ * helpers of the softmax loops forward, lines of at most
+ * PYGPU_SHORT_LINE a group at a time across the lanes; grad_row_f32
+ * backward).
  * inner > 1: XENT_COLS columns of a slab at a time, rows read one after
  * the other, with per-column buffers.
  */
@@ -114,18 +117,19 @@ PYGPU_CLONES(static, void, grad_row_f32,
         }                                                                    \
         return sw;                                                           \
     }                                                                        \
-    /* Sample s's row of stats from its line's m, s and sw. */               \
+    /* log se, se >= 1: pygpu_cpu_log_sum in float, log1p in double (both \
+     * keep the digits of a small loss past 1) */                           \
+    static inline ACC log_sum_##SFX(double se)                               \
+    {                                                                        \
+        return sizeof(ACC) == sizeof(float) ? (ACC)pygpu_cpu_log_sum(se)     \
+                                            : (ACC)log1p(se - 1);            \
+    }                                                                        \
+    /* Sample s's row of stats from its line's m, ls = log s and sw. */      \
     static void finish_##SFX(const pygpu_xent_args *a, ACC *st, int64_t s,   \
-                             int64_t t, ACC xt, ACC m, double se,            \
-                             double sw, ACC W)                               \
+                             int64_t t, ACC xt, ACC m, ACC ls, double sw,    \
+                             ACC W)                                          \
     {                                                                        \
         int64_t S = a->outer * a->inner;                                     \
-        /* s >= 1: log1p keeps its digits past 1; from s = 2 on, a     \
-         * float loss takes the vector log's polynomial (kernels/        \
-         * cpu_math.h, within 2 ulp), far cheaper than the C library's */  \
-        ACC ls = sizeof(ACC) == sizeof(float) && se >= 2                     \
-                     ? (ACC)pygpu_cpu_logf((float)se)                        \
-                     : (ACC)log1p(se - 1);                                   \
         ACC wt = a->weight ? LD(((const T *)a->weight)[t]) : (ACC)1;         \
         ACC loss = (ACC)(1 - a->smoothing) * wt * (ls - (xt - m));           \
         if (a->smoothing > 0) {                                              \
@@ -147,8 +151,18 @@ PYGPU_CLONES(static, void, grad_row_f32,
     {                                                                        \
         ACC *st = a->stats;                                                  \
         int64_t n = a->n;                                                    \
+        /* short float32 lines: their m and s a group at a time */          \
+        int grouped = sizeof(T) == sizeof(float) &&                          \
+                      sizeof(ACC) == sizeof(float) && n <= PYGPU_SHORT_LINE; \
+        float gm[PYGPU_SHORT_GROUP], gl[PYGPU_SHORT_GROUP];                  \
         for (int64_t o = lo; o < hi; o++) {                                  \
             const T *x = (const T *)a->x + o * n;                            \
+            int64_t gi = (o - lo) % PYGPU_SHORT_GROUP;                       \
+            if (grouped && gi == 0) {                                        \
+                int64_t g = hi - o < PYGPU_SHORT_GROUP ? hi - o              \
+                                                       : PYGPU_SHORT_GROUP;  \
+                pygpu_cpu_short_stats_f32((const float *)x, n, g, gm, gl);   \
+            }                                                                \
             int64_t t = a->target[o];                                        \
             int kind = target_kind(a, t);                                    \
             if (kind <= 0) {                                                 \
@@ -159,13 +173,12 @@ PYGPU_CLONES(static, void, grad_row_f32,
                 ignored_##SFX(a, st, o);                                     \
                 continue;                                                    \
             }                                                                \
-            ACC m;                                                           \
+            ACC m, ls;                                                       \
             double se = 0;                                                   \
             if (sizeof(T) == sizeof(float) && sizeof(ACC) == sizeof(float)) { \
-                if (n <= PYGPU_SHORT_LINE) {                                 \
-                    float mf;                                                \
-                    se = pygpu_cpu_short_line_f32((const float *)x, n, &mf); \
-                    m = mf;                                                  \
+                if (grouped) {                                               \
+                    m = gm[gi];                                              \
+                    se = 1; /* unused: ls is the group's */                  \
                 }                                                            \
                 else {                                                       \
                     m = pygpu_cpu_row_max_f32((const float *)x, n);          \
@@ -183,8 +196,9 @@ PYGPU_CLONES(static, void, grad_row_f32,
                     se += EXP(LD(x[j]) - m);                                 \
                 }                                                            \
             }                                                                \
+            ls = grouped ? (ACC)gl[gi] : log_sum_##SFX(se);                  \
             double sw = a->smoothing > 0 ? smooth_sum_##SFX(a, x, m) : 0;    \
-            finish_##SFX(a, st, o, t, LD(x[t]), m, se, sw, W);               \
+            finish_##SFX(a, st, o, t, LD(x[t]), m, ls, sw, W);               \
         }                                                                    \
         return 0;                                                            \
     }                                                                        \
@@ -229,7 +243,7 @@ PYGPU_CLONES(static, void, grad_row_f32,
                 continue;                                                    \
             }                                                                \
             finish_##SFX(a, a->stats, s, t, LD(x[t * inner + c]), m[c],      \
-                         se[c], sw[c], W);                                   \
+                         log_sum_##SFX(se[c]), sw[c], W);                    \
         }                                                                    \
         return 0;                                                            \
     }                                                                        \
