@@ -1,13 +1,21 @@
 """pygpu.nn: MultiheadAttention and the transformer encoder, with torch's
 parameter and submodule names, so that state_dicts load across."""
+import copy
+import warnings
+
 from .. import _C
+from . import functional as F
 from . import init
-from ._functional.attention import multi_head_attention_forward
-from .layers import Linear
+from ._functional.attention import _float_mask, multi_head_attention_forward
+from .container import ModuleList
+from .dropout import Dropout
+from .layers import GELU, Linear, ReLU
 from .module import Module
+from .normalization import LayerNorm
 from .parameter import Parameter
 
-__all__ = ["MultiheadAttention"]
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer",
+           "TransformerEncoder"]
 
 
 class NonDynamicallyQuantizableLinear(Linear):
@@ -124,3 +132,126 @@ class MultiheadAttention(Module):
         if self.batch_first and batched:
             out = out.transpose(1, 0)
         return out, weights
+
+
+# ------------------------------------------------------------ the encoder
+
+def _activation_fn(activation):
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+def _is_causal_mask(mask, size):
+    """Whether a float mask is exactly the square causal one of size
+    (-inf above the diagonal, 0 elsewhere)."""
+    if tuple(mask.shape) != (size, size):
+        return False
+    rows = _C.arange(size, device=mask.device).unsqueeze(1)
+    above = _C.arange(size, device=mask.device).unsqueeze(0) > rows
+    causal = _C.zeros((size, size), dtype=mask.dtype, device=mask.device)
+    return bool((mask == causal.masked_fill_(above, float("-inf"))).all())
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention then a feed-forward block, each with a residual
+    connection and a LayerNorm (after the sum, or before the block with
+    norm_first=True), as torch's: submodules self_attn, linear1, dropout,
+    linear2, norm1, norm2, dropout1, dropout2.  activation is "relu",
+    "gelu" or a callable.  forward(src, src_mask=None,
+    src_key_padding_mask=None, is_causal=False)."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1,
+                 activation=F.relu, layer_norm_eps=1e-5, batch_first=False,
+                 norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
+                                            bias=bias,
+                                            batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        if isinstance(activation, str):
+            activation = _activation_fn(activation)
+        if activation is F.relu or isinstance(activation, ReLU):
+            self.activation_relu_or_gelu = 1
+        elif activation is F.gelu or isinstance(activation, GELU):
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
+        self.activation = activation
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None,
+                is_causal=False):
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask,
+                                   src_key_padding_mask, is_causal)
+            return x + self._ff_block(self.norm2(x))
+        x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask,
+                                          is_causal))
+        return self.norm2(x + self._ff_block(x))
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask,
+                           key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout2(x)
+
+
+class TransformerEncoder(Module):
+    """num_layers copies of encoder_layer (submodules layers.0, layers.1,
+    ...), then norm when given.  forward(src, mask=None,
+    src_key_padding_mask=None, is_causal=None): is_causal None finds out
+    whether mask is the square causal mask.  enable_nested_tensor and
+    mask_check are kept for torch's signature; pygpu has no nested
+    tensors, so they change nothing."""
+
+    def __init__(self, encoder_layer, num_layers, norm=None,
+                 enable_nested_tensor=True, mask_check=True):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer)
+                                  for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = False
+        self.mask_check = mask_check
+
+    def forward(self, src, mask=None, src_key_padding_mask=None,
+                is_causal=None):
+        if mask is not None and src_key_padding_mask is not None and \
+                mask.dtype != src_key_padding_mask.dtype:
+            warnings.warn("Support for mismatched src_key_padding_mask and "
+                          "mask is deprecated. Use same type for both "
+                          "instead.", stacklevel=2)
+        src_key_padding_mask = _float_mask(
+            src_key_padding_mask, "src_key_padding_mask", src.dtype)
+        mask = _float_mask(mask, "mask", src.dtype)
+        if is_causal is None:
+            is_causal = False
+            if mask is not None:
+                batch_first = self.layers[0].self_attn.batch_first \
+                    if len(self.layers) else False
+                seq = src.shape[0] if src.dim() == 2 else \
+                    src.shape[1 if batch_first else 0]
+                is_causal = _is_causal_mask(mask, seq)
+        output = src
+        for mod in self.layers:
+            output = mod(output, src_mask=mask, is_causal=is_causal,
+                         src_key_padding_mask=src_key_padding_mask)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output

@@ -276,7 +276,8 @@ def test_inplace(device, rng, name, dtype):
 
 def test_inplace_modules(device, rng):
     a = rng.standard_normal((2, 7)) * 4
-    for m, fn in [(nn.LeakyReLU(0.1, inplace=True), OUT_OF_PLACE["leaky_relu"]),
+    for m, fn in [(nn.LeakyReLU(0.1, inplace=True),
+                   OUT_OF_PLACE["leaky_relu"]),
                   (nn.ELU(0.7, inplace=True), OUT_OF_PLACE["elu"]),
                   (nn.SELU(inplace=True), F.selu),
                   (nn.CELU(0.7, inplace=True), OUT_OF_PLACE["celu"]),

@@ -212,8 +212,8 @@ def test_sdpa_errors(device):
     v = pygpu.randn(2, 3, 5, 6, device=device)
     sdpa = F.scaled_dot_product_attention
     with pytest.raises(RuntimeError, match=r"Expected query, key, and value "
-                       r"to all be  at least 2 dimensional, but got query.dim: "
-                       r"1 key.dim: 4 and value.dim: 4 instead."):
+                       r"to all be  at least 2 dimensional, but got "
+                       r"query.dim: 1 key.dim: 4 and value.dim: 4 instead."):
         sdpa(pygpu.randn(8, device=device), k, v)
     with pytest.raises(RuntimeError, match="Expected query, key, and value to "
                        "have the same dtype, but got query.dtype: double "
@@ -568,3 +568,202 @@ def test_mha_against_torch(rng, kw):
                                        rtol=1e-9, atol=1e-12)
             p.grad = None
         tm.zero_grad()
+
+
+# ------------------------------------------------------ the encoder
+
+def layer_norm_ref(x, w, b, eps=1e-5):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    y = (x - m) / np.sqrt(v + eps) * w
+    return y if b is None else y + b
+
+
+def encoder_layer_ref(layer, x, mask=None, norm_first=False):
+    """One TransformerEncoderLayer in NumPy float64 ((S, N, E) input,
+    relu, no dropout), from the layer's own parameters."""
+    a = layer.self_attn
+    p = {n: npy(t) for n, t in layer.named_parameters()}
+
+    def sa(h):
+        return mha_ref(h, h, h, p["self_attn.in_proj_weight"],
+                       p["self_attn.in_proj_bias"],
+                       p["self_attn.out_proj.weight"],
+                       p["self_attn.out_proj.bias"], a.num_heads, mask)[0]
+
+    def ff(h):
+        h = np.maximum(h @ p["linear1.weight"].T + p["linear1.bias"], 0)
+        return h @ p["linear2.weight"].T + p["linear2.bias"]
+
+    def n1(h):
+        return layer_norm_ref(h, p["norm1.weight"], p["norm1.bias"])
+
+    def n2(h):
+        return layer_norm_ref(h, p["norm2.weight"], p["norm2.bias"])
+    if norm_first:
+        x = x + sa(n1(x))
+        return x + ff(n2(x))
+    x = n1(x + sa(x))
+    return n2(x + ff(x))
+
+
+def causal_mask(n):
+    return np.triu(np.full((n, n), -np.inf), 1)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_encoder_layer_values(device, rng, norm_first, dtype):
+    pygpu.manual_seed(4)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                       norm_first=norm_first, device=device,
+                                       dtype=getattr(pygpu, dtype))
+    with pygpu.no_grad():  # non-trivial norms and biases
+        for n, t in layer.named_parameters():
+            if "norm" in n or "bias" in n:
+                t.copy_(tensor(rng.standard_normal(tuple(t.shape)) * 0.3 +
+                               (1.0 if n.endswith("norm1.weight") or
+                                n.endswith("norm2.weight") else 0.0),
+                               dtype, device))
+    x = tensor(rng.standard_normal((5, 3, 8)), dtype, device)
+    M = tensor(causal_mask(5), dtype, device)
+    got = layer(x, src_mask=M)
+    assert got.dtype == x.dtype and tuple(got.shape) == (5, 3, 8)
+    ref = encoder_layer_ref(layer, npy(x), npy(M), norm_first)
+    r = {"float32": 1e-5, "float64": 1e-12, "float16": 2e-2,
+         "bfloat16": 5e-2}[dtype]
+    np.testing.assert_allclose(npy(got), ref, rtol=r * 4, atol=r * 4)
+
+
+def test_encoder_layer_structure():
+    layer = nn.TransformerEncoderLayer(8, 2)
+    assert [n for n, _ in layer.named_children()] == [
+        "self_attn", "linear1", "dropout", "linear2", "norm1", "norm2",
+        "dropout1", "dropout2"]
+    assert list(layer.state_dict()) == [
+        "self_attn.in_proj_weight", "self_attn.in_proj_bias",
+        "self_attn.out_proj.weight", "self_attn.out_proj.bias",
+        "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias",
+        "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"]
+    assert layer.linear1.out_features == 2048 and layer.dropout.p == 0.1
+    assert layer.norm1.eps == 1e-5 and not layer.norm_first
+    assert layer.activation is F.relu and layer.activation_relu_or_gelu == 1
+    g = nn.TransformerEncoderLayer(8, 2, activation="gelu", bias=False,
+                                   layer_norm_eps=1e-6, batch_first=True)
+    assert g.activation is F.gelu and g.activation_relu_or_gelu == 2
+    assert g.linear1.bias is None and g.self_attn.in_proj_bias is None
+    assert g.norm2.eps == 1e-6 and g.self_attn.batch_first
+    c = nn.TransformerEncoderLayer(8, 2, activation=F.silu)
+    assert c.activation is F.silu and c.activation_relu_or_gelu == 0
+    with pytest.raises(RuntimeError,
+                       match="activation should be relu/gelu, not tanh"):
+        nn.TransformerEncoderLayer(8, 2, activation="tanh")
+
+
+def test_encoder_layer_callable_activation_and_dropout(device, rng):
+    layer = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.5,
+                                       activation=nn.Tanh(), device=device)
+    x = pygpu.randn(3, 2, 4, device=device)
+    a, b = layer(x), layer(x)
+    assert not np.allclose(npy(a), npy(b))
+    layer.eval()
+    np.testing.assert_array_equal(npy(layer(x)), npy(layer(x)))
+
+
+def test_encoder_layer_gradcheck(device, rng):
+    pygpu.manual_seed(6)
+    for norm_first in (False, True):
+        layer = nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0,
+                                           norm_first=norm_first,
+                                           device=device,
+                                           dtype=pygpu.float64)
+        x = tensor(rng.standard_normal((3, 2, 4)), device=device,
+                   requires_grad=True)
+        kpm = tensor(np.array([[False, False, True], [False] * 3]),
+                     device=device)
+        assert gradcheck(lambda v: layer(v, src_key_padding_mask=kpm), (x,))
+
+
+def test_encoder_stack(device, rng):
+    pygpu.manual_seed(7)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                       batch_first=True, device=device,
+                                       dtype=pygpu.float64)
+    norm = nn.LayerNorm(8, device=device, dtype=pygpu.float64)
+    enc = nn.TransformerEncoder(layer, 3, norm=norm)
+    assert len(enc.layers) == 3 and enc.num_layers == 3
+    assert enc.layers[0] is not layer and enc.layers[0] is not enc.layers[1]
+    assert enc.layers[0].linear1.weight is not enc.layers[1].linear1.weight
+    np.testing.assert_array_equal(npy(enc.layers[2].linear1.weight),
+                                  npy(layer.linear1.weight))
+    keys = list(enc.state_dict())
+    assert keys[0] == "layers.0.self_attn.in_proj_weight"
+    assert keys[-2:] == ["norm.weight", "norm.bias"]
+    with pygpu.no_grad():
+        enc.layers[1].linear2.weight.mul_(2.0)
+    x = tensor(rng.standard_normal((2, 5, 8)), device=device)
+    M = tensor(causal_mask(5), device=device)
+    got = enc(x, mask=M)
+    h = x
+    for mod in enc.layers:
+        h = mod(h, src_mask=M)
+    np.testing.assert_allclose(npy(got), npy(norm(h)), rtol=1e-12)
+    # the causal mask is found, and the hint and a bool mask agree
+    np.testing.assert_allclose(npy(enc(x, mask=M, is_causal=True)),
+                               npy(got), rtol=1e-12)
+    np.testing.assert_allclose(
+        npy(enc(x, mask=tensor(causal_mask(5) != 0, device=device))),
+        npy(got), rtol=1e-12)
+    # unbatched (S, E)
+    np.testing.assert_allclose(npy(enc(x[1], mask=M)), npy(got)[1],
+                               rtol=1e-10)
+    with pytest.raises(AssertionError, match="only bool and floating types "
+                       "of mask are supported"):
+        enc(x, mask=pygpu.zeros(5, 5, dtype=pygpu.int64, device=device))
+
+
+def test_is_causal_detection(device):
+    from pygpu.nn.transformer import _is_causal_mask
+    M = tensor(causal_mask(4), device=device)
+    assert _is_causal_mask(M, 4)
+    assert not _is_causal_mask(M, 5)
+    assert not _is_causal_mask(M * 0, 4)
+    assert not _is_causal_mask(tensor(causal_mask(4).T, device=device), 4)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(norm_first=True),
+                                dict(activation="gelu", batch_first=True),
+                                dict(bias=False)])
+def test_encoder_against_torch(rng, kw):
+    torch = pytest.importorskip("torch")
+    tl = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                          dtype=torch.float64, **kw)
+    te = torch.nn.TransformerEncoder(
+        tl, 2, norm=torch.nn.LayerNorm(8, dtype=torch.float64),
+        enable_nested_tensor=False)
+    pl = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                    dtype=pygpu.float64, **kw)
+    pe = nn.TransformerEncoder(pl, 2, norm=nn.LayerNorm(8,
+                                                        dtype=pygpu.float64))
+    assert list(te.state_dict()) == list(pe.state_dict())
+    pe.load_state_dict({a: pygpu.tensor(b.numpy())
+                        for a, b in te.state_dict().items()})
+    x = rng.standard_normal((3, 5, 8) if kw.get("batch_first") else
+                            (5, 3, 8))
+    kpm = np.zeros((3, 5), dtype=bool)
+    kpm[0, 4] = True
+    for extra in [dict(), dict(mask=causal_mask(5)),
+                  dict(mask=causal_mask(5) != 0, src_key_padding_mask=kpm),
+                  dict(mask=causal_mask(5), is_causal=True)]:
+        tx = torch.tensor(x, requires_grad=True)
+        px = pygpu.tensor(x, requires_grad=True)
+        to = te(tx, **{a: torch.tensor(b) if isinstance(b, np.ndarray)
+                       else b for a, b in extra.items()})
+        po = pe(px, **{a: pygpu.tensor(b) if isinstance(b, np.ndarray)
+                       else b for a, b in extra.items()})
+        np.testing.assert_allclose(npy(po), to.detach().numpy(), rtol=1e-9,
+                                   atol=1e-12)
+        to.sum().backward()
+        po.sum().backward()
+        np.testing.assert_allclose(npy(px.grad), tx.grad.numpy(),
+                                   rtol=1e-8, atol=1e-12)
