@@ -206,6 +206,30 @@ def test_sdpa_gradcheck(device, rng, kind):
         a, b, c, **kw), args)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("masked", [False, True])
+def test_sdpa_gradient_dtypes(device, rng, dtype, masked):
+    shapes = [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)]
+    low = [tensor(rng.standard_normal(s), dtype, device, True)
+           for s in shapes]
+    ref = [tensor(npy(t), "float64", device, True) for t in low]
+    g = rng.standard_normal((2, 3, 4, 6))
+    kw = {}
+    if masked:
+        m = rng.random((4, 5)) > 0.4
+        m[:, 0] = True
+        kw["attn_mask"] = tensor(m, device=device)
+    F.scaled_dot_product_attention(*low, **kw).backward(
+        tensor(g, dtype, device))
+    F.scaled_dot_product_attention(*ref, **kw).backward(
+        tensor(npy(tensor(g, dtype, device)), "float64", device))
+    r = RTOL[dtype] * (3 if dtype == "bfloat16" else 1)
+    for a, b in zip(low, ref):
+        assert a.grad.dtype == a.dtype
+        np.testing.assert_allclose(npy(a.grad), npy(b.grad), rtol=r * 4,
+                                   atol=r * 4)
+
+
 def test_sdpa_errors(device):
     q = pygpu.randn(2, 3, 4, 8, device=device)
     k = pygpu.randn(2, 3, 5, 8, device=device)
@@ -294,6 +318,29 @@ def test_mha_values(device, rng, dtype, self_attention):
     r = RTOL[dtype] * (2 if dtype == "bfloat16" else 1)
     np.testing.assert_allclose(npy(out), ref_o, rtol=r * 4, atol=r * 4)
     np.testing.assert_allclose(npy(w), ref_w, rtol=r * 4, atol=r * 2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_mha_gradient_dtypes(device, rng, dtype):
+    pygpu.manual_seed(8)
+    low = nn.MultiheadAttention(8, 2, device=device,
+                                dtype=getattr(pygpu, dtype))
+    ref = nn.MultiheadAttention(8, 2, device=device, dtype=pygpu.float64)
+    ref.load_state_dict({n: tensor(npy(t), "float64", device)
+                         for n, t in low.state_dict().items()})
+    x = tensor(rng.standard_normal((4, 3, 8)), dtype, device, True)
+    x64 = tensor(npy(x), "float64", device, True)
+    g = tensor(rng.standard_normal((4, 3, 8)), dtype, device)
+    low(x, x, x)[0].backward(g)
+    ref(x64, x64, x64)[0].backward(tensor(npy(g), "float64", device))
+    r = RTOL[dtype] * (3 if dtype == "bfloat16" else 1)
+    np.testing.assert_allclose(npy(x.grad), npy(x64.grad), rtol=r * 4,
+                               atol=r * 4)
+    grads = dict(ref.named_parameters())
+    for n, p in low.named_parameters():
+        assert p.grad.dtype == p.dtype
+        np.testing.assert_allclose(npy(p.grad), npy(grads[n].grad),
+                                   rtol=r * 4, atol=r * 4, err_msg=n)
 
 
 def test_mha_parameters_and_init(device):
@@ -633,6 +680,33 @@ def test_encoder_layer_values(device, rng, norm_first, dtype):
     r = {"float32": 1e-5, "float64": 1e-12, "float16": 2e-2,
          "bfloat16": 5e-2}[dtype]
     np.testing.assert_allclose(npy(got), ref, rtol=r * 4, atol=r * 4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_encoder_layer_gradient_dtypes(device, rng, dtype):
+    pygpu.manual_seed(9)
+    low = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, device=device,
+                                     dtype=getattr(pygpu, dtype))
+    ref = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, device=device,
+                                     dtype=pygpu.float64)
+    ref.load_state_dict({n: tensor(npy(t), "float64", device)
+                         for n, t in low.state_dict().items()})
+    x = tensor(rng.standard_normal((5, 2, 8)), dtype, device, True)
+    x64 = tensor(npy(x), "float64", device, True)
+    M = causal_mask(5)
+    g = tensor(rng.standard_normal((5, 2, 8)), dtype, device)
+    low(x, src_mask=tensor(M, dtype, device)).backward(g)
+    ref(x64, src_mask=tensor(M, "float64", device)).backward(
+        tensor(npy(g), "float64", device))
+    r = {"float32": 1e-5, "float16": 2e-2, "bfloat16": 6e-2}[dtype]
+    np.testing.assert_allclose(npy(x.grad), npy(x64.grad), rtol=r * 4,
+                               atol=r * 4)
+    grads = dict(ref.named_parameters())
+    for n, p in low.named_parameters():
+        assert p.grad.dtype == p.dtype
+        scale = np.abs(npy(grads[n].grad)).max() + 1
+        np.testing.assert_allclose(npy(p.grad), npy(grads[n].grad),
+                                   rtol=r * 4, atol=r * 4 * scale, err_msg=n)
 
 
 def test_encoder_layer_structure():
