@@ -451,13 +451,18 @@ def test_mha_dropout_training_and_eval(device, rng):
     pygpu.manual_seed(5)
     m = nn.MultiheadAttention(4, 2, dropout=0.5, device=device)
     x = pygpu.randn(6, 3, 4, device=device)
-    a, _ = m(x, x, x)
+    a, wa = m(x, x, x, average_attn_weights=False)
     b, _ = m(x, x, x)
     assert not np.allclose(npy(a), npy(b))
+    # the weights returned are the dropped ones (zeros, the rest doubled),
+    # as torch returns them
+    w = npy(wa)
+    assert (w == 0).mean() > 0.3 and not np.allclose(w.sum(-1), 1)
     m.eval()
-    c, _ = m(x, x, x)
+    c, wc = m(x, x, x)
     d, _ = m(x, x, x)
     np.testing.assert_array_equal(npy(c), npy(d))
+    np.testing.assert_allclose(npy(wc).sum(-1), 1, rtol=1e-5)
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(kdim=3, vdim=5),

@@ -34,6 +34,7 @@ import math
 import warnings
 
 from ... import _C
+from ..dropout import dropout
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -64,10 +65,10 @@ def _dead_rows(mask):
 
 def _attend(query, key, value, mask, dropout_p, scale, training=True,
             causal=False):
-    """The math form: (output, weights).  mask: None, bool (True takes
-    part) or float (added); causal: mask is the causal one, under which
-    every query sees at least key 0."""
-    from ..dropout import dropout
+    """The math form: (output, weights after dropout, as torch returns
+    them).  mask: None, bool (True takes part) or float (added); causal:
+    mask is the causal one, under which every query sees at least key
+    0."""
     scores = _C.matmul(query * scale, key.transpose(-2, -1))
     dead = None
     if mask is not None:
@@ -81,10 +82,9 @@ def _attend(query, key, value, mask, dropout_p, scale, training=True,
     weights = _C.softmax(scores, -1, None)
     if dead is not None:
         weights = _C.where(dead, 0.0, weights)
-    dropped = weights
     if dropout_p > 0.0:
-        dropped = dropout(weights, dropout_p, training)
-    return _C.matmul(dropped, value), weights
+        weights = dropout(weights, dropout_p, training)
+    return _C.matmul(weights, value), weights
 
 
 def _check_sdpa(query, key, value, attn_mask, is_causal):
