@@ -6,8 +6,9 @@ needs no backward of its own.  Pooling gathers each window into a last
 dimension and reduces it: per spatial axis, the positions a window reads
 form an (out, k) table of input indices; the input is padded with the
 reduction's neutral value (-inf for max, 0 for sums) by concatenation, and
-the table is read either as a narrow + reshape (when the windows tile the
-axis: stride == kernel, no dilation) or with index_select.  The sizes,
+each kernel position's elements over all windows are a strided slice of
+the padded input (adaptive windows: an index_select), and the kh * kw
+slices are stacked on a new first dim, which max or sum reduces.  The sizes,
 defaults, checks and messages follow torch's."""
 import numpy as np
 
@@ -151,32 +152,42 @@ def _pad(x, dim, low, high, fill):
                   dim)
 
 
-def _take(x, dim, table, fill):
-    """x with axis dim replaced by the two axes (out, k) of table: element
-    [.., o, j, ..] is x[.., table[o, j], ..], `fill` outside x."""
+def _axis_views(x, dim, table, fill):
+    """k views of x (k = table's columns), view j holding along dim the
+    elements table[:, j] (`fill` outside x).  Evenly spaced positions
+    (every pooling window) are strided slices of the padded x; others
+    (adaptive windows) one index_select."""
     out, k = table.shape
-    if table.size == 0:
-        shape = list(x.shape)
-        shape[dim:dim + 1] = [out, k]
-        return x.new_full(tuple(shape), fill)
     low = max(0, -int(table.min()))
     high = max(0, int(table.max()) - (x.shape[dim] - 1))
     x = _pad(x, dim, low, high, fill)
     table = table + low
-    shape = list(x.shape)
-    shape[dim:dim + 1] = [out, k]
-    if np.array_equal(table.reshape(-1), np.arange(out * k)):
-        if x.shape[dim] != out * k:
-            x = x.narrow(dim, 0, out * k)
-        return x.reshape(tuple(shape))
-    index = _C.tensor(table.reshape(-1), device=x.device)
-    return x.index_select(dim, index).reshape(tuple(shape))
+    steps = np.diff(table, axis=0)
+    if out == 1 or np.all(steps == steps.flat[0]) and steps.flat[0] > 0:
+        step = int(steps.flat[0]) if out > 1 else 1
+        where = [slice(None)] * x.dim()
+        views = []
+        for j in range(k):
+            start = int(table[0, j])
+            where[dim] = slice(start, start + (out - 1) * step + 1, step)
+            views.append(x[tuple(where)])
+        return views
+    index = _C.tensor(table.T.reshape(-1), device=x.device)
+    taken = x.index_select(dim, index)
+    return [taken.narrow(dim, j * out, out) for j in range(k)]
 
 
 def _windows(x, rows, cols, fill):
-    """(N, C, OH, kh, OW, kw) windows of a 4-D x read through the row and
-    column tables."""
-    return _take(_take(x, 2, rows, fill), 4, cols, fill)
+    """(kh * kw, N, C, OH, OW): the windows of a 4-D x read through the
+    (OH, kh) row and (OW, kw) column tables, one plane per kernel
+    position in torch's scan order (rows, then columns)."""
+    n, c = x.shape[0], x.shape[1]
+    (oh, kh), (ow, kw) = rows.shape, cols.shape
+    if rows.size == 0 or cols.size == 0:
+        return x.new_full((kh * kw, n, c, oh, ow), fill)
+    views = [v for r in _axis_views(x, 2, rows, fill)
+             for v in _axis_views(r, 3, cols, fill)]
+    return _C.stack(views, 0)
 
 
 def _first_inside(table):
@@ -192,14 +203,13 @@ def _max_windows(x, rows, cols, width):
     """Values and flat input indices of the maxima of the windows (the
     first of equal maxima, as torch scans a window)."""
     win = _windows(x, rows, cols, _LOWEST.get(x.dtype, float("-inf")))
-    n, c, oh, kh, ow, kw = win.shape
-    win = win.permute(0, 1, 2, 4, 3, 5).reshape(n, c, oh, ow, kh * kw)
-    values, arg = win.max(dim=-1)
+    values, arg = win.max(dim=0)
     rows, cols = _first_inside(rows), _first_inside(cols)
-    flat = (rows[:, None, :, None] * width
-            + cols[None, :, None, :]).reshape(oh, ow, kh * kw)
-    table = _C.tensor(flat, device=x.device).expand(n, c, oh, ow, kh * kw)
-    indices = table.gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+    flat = (rows.T[:, None, :, None] * width
+            + cols.T[None, :, None, :]).reshape(
+                (win.shape[0], 1, 1) + tuple(values.shape[-2:]))
+    table = _C.tensor(flat, device=x.device).expand(tuple(win.shape))
+    indices = table.gather(0, arg.unsqueeze(0)).squeeze(0)
     return values, indices
 
 
@@ -377,7 +387,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     x, added = _batched(input, 4)
     rows = _axis_table(h, out[0], kernel[0], stride[0], padding[0], 1)
     cols = _axis_table(w, out[1], kernel[1], stride[1], padding[1], 1)
-    sums = _windows(x, rows, cols, 0.0).sum(dim=(3, 5))
+    sums = _windows(x, rows, cols, 0.0).sum(dim=0)
     if divisor_override is not None:
         return _unbatch(sums / float(divisor_override), added)
     (ph, rh), (pw, rw) = (_avg_divisor(n, o, k, s, p) for n, o, k, s, p in
