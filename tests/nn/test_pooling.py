@@ -616,6 +616,21 @@ def test_backward_dtypes(device, rng, dtype, name, fn, shape):
     assert err <= TOL[dtype] * 2, err
 
 
+def test_empty_batch_backward(device):
+    x = tensor(np.zeros((0, 2, 6, 5)), device, requires_grad=True)
+    for fn in (lambda t: F.max_pool2d(t, 3, 2, 1),
+               lambda t: F.avg_pool2d(t, 2),
+               lambda t: F.adaptive_max_pool2d(t, (4, 3)),
+               lambda t: F.adaptive_avg_pool2d(t, (4, 3)),
+               lambda t: F.interpolate(t, size=(3, 7), mode="bilinear"),
+               lambda t: F.max_pool1d(t[:, :, 0], 2)):
+        x.grad = None
+        y = fn(x)
+        assert y.shape[0] == 0
+        y.sum().backward()
+        assert tuple(x.grad.shape) == (0, 2, 6, 5)
+
+
 def test_max_pool2d_gradient_goes_to_the_indices(device, rng):
     a = distinct(rng, (2, 3, 7, 6))
     x = tensor(a, device, requires_grad=True)

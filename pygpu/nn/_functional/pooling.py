@@ -10,9 +10,12 @@ each kernel position's elements over all windows are a strided slice of
 the padded input (adaptive windows: an index_select), and the kh * kw
 slices are stacked on a new first dim, which max or sum reduces.  The sizes,
 defaults, checks and messages follow torch's."""
+import contextlib
+
 import numpy as np
 
 from ... import _C
+from ...autograd.grad_mode import no_grad
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool1d_with_indices",
            "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d",
@@ -199,17 +202,37 @@ def _first_inside(table):
     return np.where(table >= 0, table, inside)
 
 
-def _max_windows(x, rows, cols, width):
+def _covered(table, size):
+    """Whether every window of the table reads an input element."""
+    inside = (table >= 0) & (table < size)
+    return bool(inside.any(axis=1).all())
+
+
+def _max_windows(x, rows, cols, width, need_indices=True):
     """Values and flat input indices of the maxima of the windows (the
-    first of equal maxima, as torch scans a window)."""
-    win = _windows(x, rows, cols, _LOWEST.get(x.dtype, float("-inf")))
-    values, arg = win.max(dim=0)
-    rows, cols = _first_inside(rows), _first_inside(cols)
-    flat = (rows.T[:, None, :, None] * width
-            + cols.T[None, :, None, :]).reshape(
-                (win.shape[0], 1, 1) + tuple(values.shape[-2:]))
-    table = _C.tensor(flat, device=x.device).expand(tuple(win.shape))
-    indices = table.gather(0, arg.unsqueeze(0)).squeeze(0)
+    first of equal maxima, as torch scans a window).  When a gradient is
+    to be recorded, the maxima are found without one and the values read
+    again with a gather at their indices, whose backward is one
+    scatter-add (far cheaper than the window stack's); a window of
+    padding alone (no input element to gather) keeps the stack's.
+    Without need_indices (and no gradient) the indices are None."""
+    gather = _records_grad(x) and _covered(rows, x.shape[2]) \
+        and _covered(cols, width)
+    with no_grad() if gather else contextlib.nullcontext():
+        win = _windows(x, rows, cols, _LOWEST.get(x.dtype, float("-inf")))
+        if not (need_indices or gather):
+            return win.amax(dim=0), None
+        values, arg = win.max(dim=0)
+        rows, cols = _first_inside(rows), _first_inside(cols)
+        flat = (rows.T[:, None, :, None] * width
+                + cols.T[None, :, None, :]).reshape(
+                    (win.shape[0], 1, 1) + tuple(values.shape[-2:]))
+        table = _C.tensor(flat, device=x.device).expand(tuple(win.shape))
+        indices = table.gather(0, arg.unsqueeze(0)).squeeze(0)
+    if gather:
+        n, c, oh, ow = values.shape
+        values = x.reshape(n, c, x.shape[2] * width).gather(
+            2, indices.reshape(n, c, oh * ow)).reshape(n, c, oh, ow)
     return values, indices
 
 
@@ -234,7 +257,8 @@ def _unbatch(result, added):
 def _max_pool2d(input, kernel, stride, padding, dilation, ceil_mode,
                 strict):
     """(values, indices) of a 3-D or 4-D input, arguments as pairs;
-    strict adds the check torch makes on its index-computing path."""
+    strict adds the check torch makes on its index-computing path, and
+    without it the indices may be None."""
     if input.dim() not in (3, 4):
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor "
                            "expected for input")
@@ -250,7 +274,11 @@ def _max_pool2d(input, kernel, stride, padding, dilation, ceil_mode,
                        dilation[0])
     cols = _axis_table(w, out[1], kernel[1], stride[1], padding[1],
                        dilation[1])
-    return _unbatch(_max_windows(x, rows, cols, w), added)
+    values, indices = _max_windows(x, rows, cols, w, need_indices=strict)
+    if added:
+        values = values.squeeze(0)
+        indices = None if indices is None else indices.squeeze(0)
+    return values, indices
 
 
 def _records_grad(input):
