@@ -155,29 +155,23 @@ def _pad(x, dim, low, high, fill):
                   dim)
 
 
-def _axis_views(x, dim, table, fill):
-    """k views of x (k = table's columns), view j holding along dim the
-    elements table[:, j] (`fill` outside x).  Evenly spaced positions
-    (every pooling window) are strided slices of the padded x; others
-    (adaptive windows) one index_select."""
+def _axis_take(x, dim, table, fill):
+    """(y, slices): y holds along dim the elements x[table] (`fill` outside
+    x) so that slices[j] (a slice along dim) picks table[:, j].  Evenly
+    spaced positions (every pooling window) make y the padded x and the
+    slices strided; others (adaptive windows) one index_select."""
     out, k = table.shape
     low = max(0, -int(table.min()))
     high = max(0, int(table.max()) - (x.shape[dim] - 1))
-    x = _pad(x, dim, low, high, fill)
-    table = table + low
     steps = np.diff(table, axis=0)
-    if out == 1 or np.all(steps == steps.flat[0]) and steps.flat[0] > 0:
+    if out == 1 or (np.all(steps == steps.flat[0]) and steps.flat[0] > 0):
         step = int(steps.flat[0]) if out > 1 else 1
-        where = [slice(None)] * x.dim()
-        views = []
-        for j in range(k):
-            start = int(table[0, j])
-            where[dim] = slice(start, start + (out - 1) * step + 1, step)
-            views.append(x[tuple(where)])
-        return views
-    index = _C.tensor(table.T.reshape(-1), device=x.device)
-    taken = x.index_select(dim, index)
-    return [taken.narrow(dim, j * out, out) for j in range(k)]
+        starts = [int(table[0, j]) + low for j in range(k)]
+        return _pad(x, dim, low, high, fill), [
+            slice(b, b + (out - 1) * step + 1, step) for b in starts]
+    index = _C.tensor(table.T.reshape(-1) + low, device=x.device)
+    return _pad(x, dim, low, high, fill).index_select(dim, index), [
+        slice(j * out, (j + 1) * out) for j in range(k)]
 
 
 def _windows(x, rows, cols, fill):
@@ -188,9 +182,10 @@ def _windows(x, rows, cols, fill):
     (oh, kh), (ow, kw) = rows.shape, cols.shape
     if rows.size == 0 or cols.size == 0:
         return x.new_full((kh * kw, n, c, oh, ow), fill)
-    views = [v for r in _axis_views(x, 2, rows, fill)
-             for v in _axis_views(r, 3, cols, fill)]
-    return _C.stack(views, 0)
+    x, row_slices = _axis_take(x, 2, rows, fill)
+    x, col_slices = _axis_take(x, 3, cols, fill)
+    return _C.stack([x[:, :, r, q] for r in row_slices
+                     for q in col_slices], 0)
 
 
 def _first_inside(table):
