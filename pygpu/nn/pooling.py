@@ -176,9 +176,10 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input):
-        return F.interpolate(input, self.size, self.scale_factor, self.mode,
-                             self.align_corners,
-                             recompute_scale_factor=self.recompute_scale_factor)
+        return F.interpolate(
+            input, self.size, self.scale_factor, self.mode,
+            self.align_corners,
+            recompute_scale_factor=self.recompute_scale_factor)
 
     def extra_repr(self):
         if self.scale_factor is not None:

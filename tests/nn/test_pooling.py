@@ -312,6 +312,13 @@ def test_pools_non_contiguous_input(device, rng):
           ref_avg_pool2d(a, (3, 3), (2, 2), (1, 1), False, False, None))
     close(F.adaptive_avg_pool2d(x, (3, 4)),
           ref_adaptive2d(a, 3, 4, "avg")[0])
+    close(F.interpolate(x, size=(5, 11), mode="bilinear"),
+          ref_interpolate(a, (5, 11), (None, None), "bilinear", False,
+                          np.float64))
+    close(F.interpolate(x, scale_factor=1.5),
+          ref_interpolate(a, (12, 13), (1.5, 1.5), "nearest", None))
+    close(F.pixel_shuffle(x[:, :2].transpose(1, 3)[:, :8], 2),
+          ref_pixel_shuffle(a[:, :2].transpose(0, 3, 2, 1)[:, :8], 2))
     sliced = tensor(a, device)[:, :, ::2, 1:]
     close(F.max_pool2d(sliced, 2),
           ref_max_pool2d(a[:, :, ::2, 1:], (2, 2), (2, 2), (0, 0), (1, 1),
