@@ -289,6 +289,21 @@ def test_max_pool2d_all_minus_inf_windows(device):
     assert ri.min() >= 0
 
 
+def test_max_pools_propagate_nan(device):
+    a = np.arange(16.0).reshape(1, 1, 4, 4)
+    a[0, 0, 1, 1] = a[0, 0, 2, 3] = np.nan
+    want = np.array([[[[np.nan, 7.0], [13.0, np.nan]]]])
+    for grad in (False, True):
+        x = tensor(a, device, requires_grad=grad)
+        vals, idx = F.max_pool2d(x, 2, return_indices=True)
+        np.testing.assert_array_equal(host(vals), want)
+        np.testing.assert_array_equal(idx.cpu().numpy(), [[[[5, 7],
+                                                            [13, 11]]]])
+        np.testing.assert_array_equal(host(F.max_pool2d(x, 2)), want)
+        np.testing.assert_array_equal(host(F.adaptive_max_pool2d(x, 2)),
+                                      want)
+
+
 def test_max_pool2d_integer_input(device):
     a = np.arange(1, 26).reshape(1, 5, 5) * 3 % 17
     x = pygpu.tensor(a, device=device)

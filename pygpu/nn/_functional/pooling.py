@@ -2,13 +2,13 @@
 
 Everything here is composed of tensor ops that carry their own gradients,
 so each function runs on every device and float dtype those ops do and
-needs no backward of its own.  Pooling gathers each window into a last
-dimension and reduces it: per spatial axis, the positions a window reads
-form an (out, k) table of input indices; the input is padded with the
-reduction's neutral value (-inf for max, 0 for sums) by concatenation, and
-each kernel position's elements over all windows are a strided slice of
-the padded input (adaptive windows: an index_select), and the kh * kw
-slices are stacked on a new first dim, which max or sum reduces.  The sizes,
+needs no backward of its own.  Pooling reads the windows through one
+(out, k) table of input positions per spatial axis: the input is padded
+with the reduction's neutral value (-inf for max, 0 for sums) by
+concatenation, each kernel position's elements over all windows are one
+strided slice of the padded input (adaptive windows: one index_select per
+axis), and the kh * kw slices, stacked on a new first dim, are reduced
+over it.  Resizing works one axis at a time with index_select.  The sizes,
 defaults, checks and messages follow torch's."""
 import contextlib
 
