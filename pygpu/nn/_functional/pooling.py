@@ -1,3 +1,867 @@
-"""pygpu.nn.functional: pooling, interpolation and pixel shuffling."""
+"""pygpu.nn.functional: pooling, interpolation and pixel shuffling.
 
-__all__ = []
+Everything here is composed of tensor ops that carry their own gradients,
+so each function runs on every device and float dtype those ops do and
+needs no backward of its own.  Pooling reads the windows through one
+(out, k) table of input positions per spatial axis: the input is padded
+with the reduction's neutral value (-inf for max, 0 for sums) by
+concatenation, each kernel position's elements over all windows are one
+strided slice of the padded input (adaptive windows: one index_select per
+axis), and the kh * kw slices, stacked on a new first dim, are reduced
+over it.  Resizing works one axis at a time with index_select.  The sizes,
+defaults, checks and messages follow torch's."""
+import contextlib
+
+import numpy as np
+
+from ... import _C
+from ...autograd.grad_mode import no_grad
+
+__all__ = ["max_pool1d", "max_pool2d", "max_pool1d_with_indices",
+           "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d",
+           "adaptive_max_pool1d", "adaptive_max_pool2d",
+           "adaptive_max_pool1d_with_indices",
+           "adaptive_max_pool2d_with_indices", "adaptive_avg_pool1d",
+           "adaptive_avg_pool2d", "interpolate", "upsample",
+           "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
+           "pixel_unshuffle"]
+
+_FLOATS = (_C.float16, _C.bfloat16, _C.float32, _C.float64)
+_SCALAR_NAME = {_C.int64: "Long", _C.int32: "Int", _C.uint8: "Byte",
+                _C.bool: "Bool"}
+# What max pooling pads with: below every value of the dtype.
+_LOWEST = {_C.int64: -(1 << 63), _C.int32: -(1 << 31), _C.uint8: 0}
+
+
+def _float_only(input, what):
+    if input.dtype not in _FLOATS:
+        name = _SCALAR_NAME.get(input.dtype, str(input.dtype))
+        raise NotImplementedError(f'"{what}" not implemented for '
+                                  f"'{name}'")
+
+
+def _ints(value, n, message, where):
+    """value as a tuple of n ints (an int repeats); message on another
+    length; where ("fn(): argument 'name' (position k)") names it in the
+    TypeError for a non-int."""
+    if isinstance(value, (list, tuple)):
+        value = tuple(value)
+        if len(value) == 1:
+            value = value * n
+        if len(value) != n:
+            raise RuntimeError(message)
+    else:
+        value = (value,) * n
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{where} must be tuple of ints, not "
+                            f"{type(v).__name__}")
+    return tuple(int(v) for v in value)
+
+
+def _pool_args(fn, kernel_size, stride, padding, dilation):
+    """torch's 2-D argument parsing: (kernel, stride, padding, dilation)
+    as pairs, stride None or empty meaning the kernel."""
+    def where(name, position):
+        return f"{fn}(): argument '{name}' (position {position})"
+
+    kernel = _ints(kernel_size, 2, f"{fn}: kernel_size must either be a "
+                   "single int, or a tuple of two ints",
+                   where("kernel_size", 2))
+    if stride is None or (isinstance(stride, (list, tuple))
+                          and len(stride) == 0):
+        stride = kernel
+    else:
+        stride = _ints(stride, 2, f"{fn}: stride must either be omitted, "
+                       "a single int, or a tuple of two ints",
+                       where("stride", 3))
+    padding = _ints(padding, 2, f"{fn}: padding must either be a single "
+                    "int, or a tuple of two ints", where("padding", 4))
+    dilation = _ints(dilation, 2, f"{fn}: dilation must be either a single "
+                     "int, or a tuple of two ints", where("dilation", 5))
+    return kernel, stride, padding, dilation
+
+
+def _out_len(size, k, s, p, d, ceil_mode):
+    """torch's pooled length of one axis (with its per-axis checks)."""
+    if s == 0:
+        raise RuntimeError("stride should not be zero")
+    if p < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+    if p > ((k - 1) * d + 1) // 2:
+        raise RuntimeError(f"pad should be at most half of effective kernel "
+                           f"size, but got pad={p}, kernel_size={k} and "
+                           f"dilation={d}")
+    num = size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    out = num // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _check_pool2d(input, kernel, stride, padding, dilation, out):
+    """torch's pool2d shape check, after the output size is known;
+    padding None skips the check of padding against the plain kernel,
+    which torch makes where it computes indices (max pooling with
+    return_indices or a gradient to record, and avg pooling)."""
+    if min(kernel) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but "
+                           f"got kH: {kernel[0]} kW: {kernel[1]}")
+    if min(stride) <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got "
+                           f"dH: {stride[0]} dW: {stride[1]}")
+    if min(dilation) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got "
+                           f"dilationH: {dilation[0]} "
+                           f"dilationW: {dilation[1]}")
+    if padding is not None and (padding[0] > kernel[0] // 2
+                                or padding[1] > kernel[1] // 2):
+        raise RuntimeError(f"pad should be smaller than or equal to half of "
+                           f"kernel size, but got padW = {padding[1]}, "
+                           f"padH = {padding[0]}, kW = {kernel[1]}, "
+                           f"kH = {kernel[0]}")
+    shape = tuple(input.shape)
+    if input.dim() not in (3, 4) or 0 in shape[-3:]:
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with "
+                           "optional 0 dim batch size for input, but got:"
+                           f"{list(shape)}")
+    c, h, w = shape[-3:]
+    if out[0] < 1 or out[1] < 1:
+        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated "
+                           f"output size: ({c}x{out[0]}x{out[1]}). Output "
+                           "size is too small")
+
+
+# ------------------------------------------------------ window gathering
+
+
+def _axis_table(size, out, k, s, p, d):
+    """(out, k) input positions of the windows along one axis; those < 0
+    or >= size lie in the padding."""
+    return (np.arange(out)[:, None] * s - p
+            + np.arange(k)[None, :] * d).astype(np.int64)
+
+
+def _pad(x, dim, low, high, fill):
+    """x with `low` and `high` elements of `fill` added along dim."""
+    parts = []
+    for n in (low, high):
+        shape = list(x.shape)
+        shape[dim] = n
+        parts.append(x.new_full(tuple(shape), fill) if n > 0 else None)
+    if parts[0] is None and parts[1] is None:
+        return x
+    return _C.cat([t for t in (parts[0], x, parts[1]) if t is not None],
+                  dim)
+
+
+def _axis_take(x, dim, table, fill):
+    """(y, slices): y holds along dim the elements x[table] (`fill` outside
+    x) so that slices[j] (a slice along dim) picks table[:, j].  Evenly
+    spaced positions (every pooling window) make y the padded x and the
+    slices strided; others (adaptive windows) one index_select."""
+    out, k = table.shape
+    low = max(0, -int(table.min()))
+    high = max(0, int(table.max()) - (x.shape[dim] - 1))
+    steps = np.diff(table, axis=0)
+    if out == 1 or (np.all(steps == steps.flat[0]) and steps.flat[0] > 0):
+        step = int(steps.flat[0]) if out > 1 else 1
+        starts = [int(table[0, j]) + low for j in range(k)]
+        return _pad(x, dim, low, high, fill), [
+            slice(b, b + (out - 1) * step + 1, step) for b in starts]
+    index = _C.tensor(table.T.reshape(-1) + low, device=x.device)
+    return _pad(x, dim, low, high, fill).index_select(dim, index), [
+        slice(j * out, (j + 1) * out) for j in range(k)]
+
+
+def _windows(x, rows, cols, fill):
+    """(kh * kw, N, C, OH, OW): the windows of a 4-D x read through the
+    (OH, kh) row and (OW, kw) column tables, one plane per kernel
+    position in torch's scan order (rows, then columns)."""
+    n, c = x.shape[0], x.shape[1]
+    (oh, kh), (ow, kw) = rows.shape, cols.shape
+    if rows.size == 0 or cols.size == 0:
+        return x.new_full((kh * kw, n, c, oh, ow), fill)
+    x, row_slices = _axis_take(x, 2, rows, fill)
+    x, col_slices = _axis_take(x, 3, cols, fill)
+    return _C.stack([x[:, :, r, q] for r in row_slices
+                     for q in col_slices], 0)
+
+
+def _first_inside(table):
+    """table with each position before the input (< 0) replaced by its
+    window's first position >= 0: the index torch reports for a maximum
+    that no input element beats."""
+    inside = np.where(table >= 0, table, np.iinfo(np.int64).max).min(
+        axis=1, keepdims=True)
+    return np.where(table >= 0, table, inside)
+
+
+def _covered(table, size):
+    """Whether every window of the table reads an input element."""
+    inside = (table >= 0) & (table < size)
+    return bool(inside.any(axis=1).all())
+
+
+def _max_windows(x, rows, cols, width, need_indices=True):
+    """Values and flat input indices of the maxima of the windows (the
+    first of equal maxima, as torch scans a window).  When a gradient is
+    to be recorded, the maxima are found without one and the values read
+    again with a gather at their indices, whose backward is one
+    scatter-add (far cheaper than the window stack's); a window of
+    padding alone (no input element to gather) keeps the stack's.
+    Without need_indices (and no gradient) the indices are None."""
+    gather = _records_grad(x) and _covered(rows, x.shape[2]) \
+        and _covered(cols, width)
+    with no_grad() if gather else contextlib.nullcontext():
+        win = _windows(x, rows, cols, _LOWEST.get(x.dtype, float("-inf")))
+        if not (need_indices or gather):
+            return win.amax(dim=0), None
+        values, arg = win.max(dim=0)
+        rows, cols = _first_inside(rows), _first_inside(cols)
+        flat = (rows.T[:, None, :, None] * width
+                + cols.T[None, :, None, :]).reshape(
+                    (win.shape[0], 1, 1) + tuple(values.shape[-2:]))
+        table = _C.tensor(flat, device=x.device).expand(tuple(win.shape))
+        indices = table.gather(0, arg.unsqueeze(0)).squeeze(0)
+    if gather:
+        n, c, oh, ow = values.shape
+        values = x.reshape(n, c, x.shape[2] * width).gather(
+            2, indices.reshape(n, c, oh * ow)).reshape(n, c, oh, ow)
+    return values, indices
+
+
+def _batched(input, ndim):
+    """(input with a batch dim, whether one was added)."""
+    if input.dim() == ndim - 1:
+        return input.unsqueeze(0), True
+    return input, False
+
+
+def _unbatch(result, added):
+    if not added:
+        return result
+    if isinstance(result, tuple):
+        return tuple(r.squeeze(0) for r in result)
+    return result.squeeze(0)
+
+
+# --------------------------------------------------------------- max pool
+
+
+def _max_pool2d(input, kernel, stride, padding, dilation, ceil_mode,
+                strict):
+    """(values, indices) of a 3-D or 4-D input, arguments as pairs;
+    strict adds the check torch makes on its index-computing path, and
+    without it the indices may be None."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor "
+                           "expected for input")
+    h, w = input.shape[-2], input.shape[-1]
+    out = tuple(_out_len(n, k, s, p, d, ceil_mode) for n, k, s, p, d in
+                zip((h, w), kernel, stride, padding, dilation))
+    _check_pool2d(input, kernel, stride, padding if strict else None,
+                  dilation, out)
+    if input.dtype is _C.bool:
+        _float_only(input, "max_pool2d")
+    x, added = _batched(input, 4)
+    rows = _axis_table(h, out[0], kernel[0], stride[0], padding[0],
+                       dilation[0])
+    cols = _axis_table(w, out[1], kernel[1], stride[1], padding[1],
+                       dilation[1])
+    values, indices = _max_windows(x, rows, cols, w, need_indices=strict)
+    if added:
+        values = values.squeeze(0)
+        indices = None if indices is None else indices.squeeze(0)
+    return values, indices
+
+
+def _records_grad(input):
+    return input.requires_grad and _C._is_grad_enabled()
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0,
+                            dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """(values, indices) of the 2-D max pooling; indices are flat
+    offsets into each input plane (row * W + column)."""
+    args = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
+    return _max_pool2d(input, *args, ceil_mode, True)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode=False, return_indices=False):
+    """The maximum of each kernel_size window of the last two dims of an
+    (N, C, H, W) or (C, H, W) input, windows `stride` apart (default:
+    kernel_size) over the input padded with -inf, elements `dilation`
+    apart; ceil_mode keeps a last partial window.  With return_indices,
+    also each maximum's flat offset in its input plane."""
+    args = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
+    strict = return_indices or _records_grad(input)
+    values, indices = _max_pool2d(input, *args, ceil_mode, strict)
+    return (values, indices) if return_indices else values
+
+
+def _pool1d_arg(value, name):
+    if isinstance(value, (list, tuple)):
+        if len(value) != 1:
+            raise RuntimeError(f"max_pool1d() {name} must be an int, list "
+                               "of ints or tuple of ints of size 1 but got "
+                               f"size {len(value)}")
+        value = value[0]
+    return int(value)
+
+
+def _max_pool1d_args(input, kernel_size, stride, padding, dilation,
+                     ceil_mode):
+    """torch's max_pool1d checks; (kernel, stride, padding, dilation)."""
+    shape = tuple(input.shape)
+    if input.dim() not in (2, 3) or 0 in shape[-2:]:
+        raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) "
+                           "tensor with optional 0 dim batch size for "
+                           f"input, but got:{list(shape)}")
+    k = _pool1d_arg(kernel_size, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (list, tuple))
+                                and len(stride) == 0) \
+        else _pool1d_arg(stride, "stride")
+    p = _pool1d_arg(padding, "padding")
+    d = _pool1d_arg(dilation, "dilation")
+    return k, s, p, d
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0,
+                            dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """(values, indices) of the 1-D max pooling of an (N, C, L) or (C, L)
+    input; indices are offsets along L."""
+    k, s, p, d = _max_pool1d_args(input, kernel_size, stride, padding,
+                                  dilation, ceil_mode)
+    values, indices = _max_pool2d(input.unsqueeze(-2), (1, k), (1, s),
+                                  (0, p), (1, d), ceil_mode, True)
+    return values.squeeze(-2), indices.squeeze(-2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode=False, return_indices=False):
+    """max_pool2d's rule along the last dim of an (N, C, L) or (C, L)
+    input; indices are offsets along L."""
+    if return_indices:
+        return max_pool1d_with_indices(input, kernel_size, stride, padding,
+                                       dilation, ceil_mode)
+    k, s, p, d = _max_pool1d_args(input, kernel_size, stride, padding,
+                                  dilation, ceil_mode)
+    for name, v in (("kernel_size", k), ("stride", s), ("dilation", d)):
+        if v <= 0:
+            raise RuntimeError(f"max_pool1d() {name} must be greater than "
+                               f"zero, but got {v}")
+    if p < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, "
+                           f"but got {p}")
+    if p > k // 2:
+        raise RuntimeError(f"max_pool1d() padding should be at most half "
+                           f"of kernel size, but got padding={p} and "
+                           f"kernel_size={k}")
+    n = input.shape[-1]
+    out = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) \
+        // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    if out <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: "
+                           f"{out}")
+    return _max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d),
+                       ceil_mode, False)[0].squeeze(-2)
+
+
+# --------------------------------------------------------------- avg pool
+
+
+def _avg_divisor(size, out, k, s, p):
+    """Per output position along one axis: the window's length within the
+    padded input, and within the input itself (torch's rule)."""
+    start = np.arange(out) * s - p
+    end = np.minimum(start + k, size + p)
+    padded = end - start
+    real = np.minimum(end, size) - np.maximum(start, 0)
+    return padded, real
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """The mean of each kernel_size window of the last two dims of an
+    (N, C, H, W) or (C, H, W) input, windows `stride` apart (default:
+    kernel_size) over the input zero-padded by `padding`.  The divisor is
+    the window's size within the padded input (count_include_pad, clipped
+    at the padded edge by ceil_mode's last window), or its count of input
+    elements, or divisor_override."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with "
+                           "optional 0 dim batch size for input, but got:"
+                           f"{list(input.shape)}")
+    kernel, stride, padding, _ = _pool_args("avg_pool2d", kernel_size,
+                                            stride, padding, 1)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    h, w = input.shape[-2], input.shape[-1]
+    out = tuple(_out_len(n, k, s, p, 1, ceil_mode) for n, k, s, p in
+                zip((h, w), kernel, stride, padding))
+    _check_pool2d(input, kernel, stride, padding, (1, 1), out)
+    _float_only(input, "avg_pool2d")
+    x, added = _batched(input, 4)
+    rows = _axis_table(h, out[0], kernel[0], stride[0], padding[0], 1)
+    cols = _axis_table(w, out[1], kernel[1], stride[1], padding[1], 1)
+    sums = _windows(x, rows, cols, 0.0).sum(dim=0)
+    if divisor_override is not None:
+        return _unbatch(sums / float(divisor_override), added)
+    (ph, rh), (pw, rw) = (_avg_divisor(n, o, k, s, p) for n, o, k, s, p in
+                          zip((h, w), out, kernel, stride, padding))
+    divisor = np.outer(ph, pw) if count_include_pad else np.outer(rh, rw)
+    if np.all(divisor == divisor.flat[0]):
+        return _unbatch(sums / float(divisor.flat[0]), added)
+    divisor = _C.tensor(divisor.astype(np.float64), dtype=x.dtype,
+                        device=x.device)
+    return _unbatch(sums / divisor, added)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """avg_pool2d's rule along the last dim of an (N, C, L) or (C, L)
+    input."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got "
+                           f"{input.dim()}-dimensional tensor for argument "
+                           "#1 'self' (while checking arguments for "
+                           "avg_pool1d)")
+
+    def one(value, name):
+        if isinstance(value, (list, tuple)):
+            if len(value) != 1:
+                raise RuntimeError(f"avg_pool1d() argument '{name}' should "
+                                   f"contain one int (got {len(value)})")
+            value = value[0]
+        return value
+
+    kernel = one(kernel_size, "kernel_size")
+    stride = kernel if stride is None or (isinstance(stride, (list, tuple))
+                                          and len(stride) == 0) \
+        else one(stride, "stride")
+    padding = one(padding, "padding")
+    return avg_pool2d(input.unsqueeze(-2), (1, kernel), (1, stride),
+                      (0, padding), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+# ------------------------------------------------------- adaptive pools
+
+
+def _adaptive_table(size, out):
+    """(out, kmax) positions of torch's adaptive windows along one axis,
+    [floor(i * size / out), ceil((i + 1) * size / out)), a shorter window
+    repeating its last position; and each window's length."""
+    i = np.arange(out)
+    start = (i * size) // out
+    end = -((-(i + 1) * size) // out)
+    kmax = int((end - start).max()) if out > 0 else 0
+    table = np.minimum(start[:, None] + np.arange(kmax)[None, :],
+                       end[:, None] - 1)
+    return table.astype(np.int64), end - start
+
+
+def _adaptive_sizes(output_size, input, n, wrong_length):
+    """The n output sizes (an int repeats), None taking the input's;
+    wrong_length is the message for another count."""
+    if isinstance(output_size, (list, tuple)):
+        sizes = tuple(output_size)
+    else:
+        sizes = (output_size,) * n
+    if len(sizes) != n:
+        raise RuntimeError(wrong_length)
+    return tuple(int(input.shape[-n + i]) if v is None else int(v)
+                 for i, v in enumerate(sizes))
+
+
+def _adaptive_checks(fn, input, dims, shape_msg):
+    """torch's checks of an adaptive pool's input: its number of dims,
+    and no empty dim but the batch."""
+    if input.dim() not in dims:
+        raise RuntimeError(shape_msg)
+    for i in range(1, input.dim()):
+        if input.shape[i] == 0:
+            raise RuntimeError(
+                f"{fn}(): Expected input to have non-zero size for "
+                f"non-batch dimensions, but input has sizes "
+                f"{list(input.shape)} with dimension {i} being empty")
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """The mean over torch's adaptive windows: output row i covers input
+    rows [floor(i * H / OH), ceil((i + 1) * H / OH)), likewise columns.
+    output_size is an int or a pair whose None entries keep the input's
+    size."""
+    sizes = _adaptive_sizes(output_size, input, 2,
+                            "adaptive_avg_pool2d: output_size must be 2")
+    if min(sizes) < 0:
+        raise RuntimeError(
+            "adaptive_avg_pool2d: elements of output_size must be greater "
+            f"than or equal to 0 but received {{{sizes[0]}, {sizes[1]}}}")
+    _adaptive_checks("adaptive_avg_pool2d", input, (3, 4),
+                     "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but "
+                     f"got {list(input.shape)}")
+    _float_only(input, "adaptive_avg_pool2d")
+    h, w = input.shape[-2], input.shape[-1]
+    oh, ow = sizes
+    if oh == 1 and ow == 1:
+        return input.mean(dim=(-2, -1), keepdim=True)
+    if oh > 0 and ow > 0 and h % oh == 0 and w % ow == 0:
+        return avg_pool2d(input, (h // oh, w // ow))
+    # Unequal windows: the mean of each axis's windows as a product with
+    # a (out, in) averaging matrix, rows then columns.
+    result = input
+    for dim, (n, o) in ((-1, (w, ow)), (-2, (h, oh))):
+        table, length = _adaptive_table(n, o)
+        weights = np.zeros((o, n))
+        for i in range(o):
+            weights[i, table[i, 0]:table[i, 0] + length[i]] = 1.0 / length[i]
+        mat = _C.tensor(weights, dtype=input.dtype, device=input.device)
+        if dim == -1:
+            result = _C.matmul(result, mat.t())
+        else:
+            result = _C.matmul(mat, result)
+    return result
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """adaptive_avg_pool2d's rule along the last dim of an (N, C, L) or
+    (C, L) input."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got "
+                           f"{input.dim()}-dimensional tensor for argument "
+                           "#1 'self' (while checking arguments for "
+                           "adaptive_avg_pool1d)")
+    if isinstance(output_size, (list, tuple)):
+        if len(output_size) != 1:
+            raise RuntimeError("adaptive_avg_pool1d() argument "
+                               "'output_size' should contain one int (got "
+                               f"{len(output_size)})")
+        output_size = output_size[0]
+    return adaptive_avg_pool2d(input.unsqueeze(-2),
+                               (1, output_size)).squeeze(-2)
+
+
+def _adaptive_max(x, sizes):
+    """(values, indices) of a 4-D x over adaptive windows."""
+    h, w = x.shape[-2], x.shape[-1]
+    rows, _ = _adaptive_table(h, sizes[0])
+    cols, _ = _adaptive_table(w, sizes[1])
+    if rows.size == 0 or cols.size == 0:
+        shape = tuple(x.shape[:2]) + sizes
+        return (x.new_full(shape, 0.0),
+                _C.zeros(shape, dtype=_C.int64, device=x.device))
+    return _max_windows(x, rows, cols, w)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size,
+                                     return_indices=False):
+    """(values, indices) of adaptive_max_pool2d."""
+    sizes = _adaptive_sizes(output_size, input, 2,
+                            "adaptive_max_pool2d(): internal error: "
+                            "output_size.size() must be 2")
+    _adaptive_checks("adaptive_max_pool2d", input, (3, 4),
+                     "adaptive_max_pool2d(): Expected 3D or 4D tensor, but "
+                     f"got: {list(input.shape)}")
+    if min(sizes) < 0:
+        shape = list(input.shape[:-2]) + list(sizes)
+        raise RuntimeError(f"Trying to create tensor with negative "
+                           f"dimension {min(sizes)}: {shape}")
+    _float_only(input, "adaptive_max_pool2d")
+    x, added = _batched(input, 4)
+    return _unbatch(_adaptive_max(x, sizes), added)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """The maximum over torch's adaptive windows (see
+    adaptive_avg_pool2d); with return_indices, also each maximum's flat
+    offset in its input plane."""
+    values, indices = adaptive_max_pool2d_with_indices(input, output_size)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool1d_with_indices(input, output_size,
+                                     return_indices=False):
+    """(values, indices) of adaptive_max_pool1d."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got "
+                           f"{input.dim()}-dimensional tensor for argument "
+                           "#1 'self' (while checking arguments for "
+                           "adaptive_max_pool1d)")
+    if isinstance(output_size, (list, tuple)):
+        if len(output_size) != 1:
+            raise RuntimeError("adaptive_max_pool1d() argument "
+                               "'output_size' should contain one int (got "
+                               f"{len(output_size)})")
+        output_size = output_size[0]
+    _adaptive_checks("adaptive_max_pool1d", input, (2, 3), "")
+    if output_size < 0:
+        shape = list(input.shape[:-1]) + [output_size]
+        raise RuntimeError(f"Trying to create tensor with negative "
+                           f"dimension {output_size}: {shape}")
+    _float_only(input, "adaptive_max_pool1d")
+    x, added = _batched(input, 3)
+    values, indices = _adaptive_max(x.unsqueeze(2), (1, int(output_size)))
+    return _unbatch((values.squeeze(2), indices.squeeze(2)), added)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """adaptive_max_pool2d's rule along the last dim of an (N, C, L) or
+    (C, L) input."""
+    values, indices = adaptive_max_pool1d_with_indices(input, output_size)
+    return (values, indices) if return_indices else values
+
+
+# ------------------------------------------------------------ interpolate
+
+_MODES = ("nearest | linear | bilinear | bicubic | trilinear | lanczos | "
+          "area | nearest-exact")
+
+
+def _nearest_index(size, out, scale, exact, shortcuts):
+    """torch's nearest source index per output position, in float32:
+    floor(o * s) ('nearest') or floor((o + 0.5) * s) ('nearest-exact'),
+    s = 1 / scale_factor when one was given, else size / out.  With
+    shortcuts (torch's CPU rule for 2-D 'nearest'), out == size copies and
+    out == 2 * size repeats each element twice, whatever the scale."""
+    s = np.float32(1.0 / scale) if scale is not None and scale > 0 \
+        else np.float32(size) / np.float32(out)
+    o = np.arange(out, dtype=np.float32)
+    if exact:
+        src = np.floor((o + np.float32(0.5)) * s)
+    elif shortcuts and out == size:
+        return np.arange(out)
+    elif shortcuts and out == 2 * size:
+        return np.arange(out) >> 1
+    else:
+        src = np.floor(o * s)
+    return np.minimum(src.astype(np.int64), size - 1)
+
+
+def _linear_weights(size, out, scale, align_corners, dtype):
+    """(i0, i1, l0, l1): the two source positions of each output position
+    and their weights, as torch computes them (in float32, or float64 for
+    float64 input)."""
+    ft = np.float64 if dtype is _C.float64 else np.float32
+    if align_corners:
+        ratio = ft(size - 1) / ft(out - 1) if out > 1 else ft(0)
+    elif scale is not None and scale > 0:
+        ratio = ft(1.0 / scale)
+    else:
+        ratio = ft(size) / ft(out)
+    o = np.arange(out, dtype=ft)
+    if align_corners:
+        src = ratio * o
+    else:
+        src = np.maximum(ratio * (o + ft(0.5)) - ft(0.5), ft(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), size - 1)
+    l1 = np.clip(src - i0.astype(ft), 0, 1).astype(ft)
+    i1 = i0 + (i0 < size - 1)
+    return i0, i1, (1 - l1).astype(ft), l1
+
+
+def _resize_axis(x, dim, size, out, scale, mode, align_corners):
+    """x resized along dim from size to out elements."""
+    dev = x.device
+    if mode in ("nearest", "nearest-exact"):
+        index = _nearest_index(size, out, scale, mode == "nearest-exact",
+                               x.dim() == 4)
+        if np.array_equal(index, np.arange(size)):
+            return x
+        return x.index_select(dim, _C.tensor(index, device=dev))
+    if out == size:
+        return x
+    i0, i1, l0, l1 = _linear_weights(size, out, scale, align_corners,
+                                     x.dtype)
+    shape = [1] * x.dim()
+    shape[dim] = out
+    w0 = _C.tensor(l0, device=dev).to(x.dtype).reshape(tuple(shape))
+    w1 = _C.tensor(l1, device=dev).to(x.dtype).reshape(tuple(shape))
+    return (x.index_select(dim, _C.tensor(i0, device=dev)) * w0
+            + x.index_select(dim, _C.tensor(i1, device=dev)) * w1)
+
+
+def _is_int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest",
+                align_corners=None, recompute_scale_factor=None,
+                antialias=False):
+    """Resize the spatial dims of an (N, C, L), (N, C, H, W) or (N, C, D,
+    H, W) input to `size`, or to floor(in * scale_factor).  Modes:
+    'nearest' (torch's floor rule), 'nearest-exact', 'linear' (3-D),
+    'bilinear' (4-D), 'trilinear' (5-D), one axis after another; 'area'
+    (adaptive average pooling, 3-D and 4-D).  Without recompute_scale_factor a
+    given scale_factor is the one the source positions use, as in
+    torch."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the "
+                             "interpolating modes: linear | bilinear | "
+                             "bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be "
+                         "defined")
+    scales = [None] * max(dim, 0)
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial "
+                    "dimensions, but got input with spatial dimensions of "
+                    f"{list(input.shape[2:])} and output size of {size}. "
+                    "Please provide input tensor in (N, C, d1, d2, ...,dK) "
+                    "format and output size in (o1, o2, ...,oK) format.")
+            if not all(_is_int(v) for v in size):
+                raise TypeError(
+                    "expected size to be one of int or Tuple[int] or "
+                    "Tuple[int, int] or Tuple[int, int, int], but got size "
+                    f"with types {[type(v) for v in size]}")
+            out = [int(v) for v in size]
+        else:
+            out = [int(size)] * dim
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of "
+                    "spatial dimensions, but got input with spatial "
+                    f"dimensions of {list(input.shape[2:])} and "
+                    f"scale_factor of shape {scale_factor}. Please provide "
+                    "input tensor in (N, C, d1, d2, ...,dK) format and "
+                    "scale_factor in (s1, s2, ...,sK) format.")
+            scales = [float(s) for s in scale_factor]
+        else:
+            scales = [float(scale_factor)] * dim
+        out = [int(input.shape[2 + i] * scales[i]) for i in range(dim)]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an "
+                         "explicit size.")
+    if recompute_scale_factor or mode == "area":
+        scales = [None] * max(dim, 0)
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos")
+                          and input.dim() == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, "
+                         "bicubic, and lanczos modes and requires a 4-D "
+                         "tensor as input")
+    if antialias:
+        raise NotImplementedError("pygpu's interpolate has no antialias "
+                                  "mode")
+    linear = {"linear": 3, "bilinear": 4, "trilinear": 5}
+    if mode in linear and input.dim() in (3, 4, 5) \
+            and input.dim() != linear[mode]:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} "
+                                  f"mode needs {linear[mode]}D input")
+    if input.dim() not in (3, 4, 5) or mode not in (
+            "nearest", "nearest-exact", "area", "bicubic", "lanczos",
+            *linear):
+        raise NotImplementedError(
+            "Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+            f"{input.dim()}D) for the modes: {_MODES} (got {mode})")
+    if mode in ("bicubic", "lanczos") or (mode == "area" and dim == 3):
+        raise NotImplementedError(f"pygpu's interpolate does not implement "
+                                  f"mode '{mode}' for {input.dim()}D input")
+    if mode == "area":
+        pool = adaptive_avg_pool1d if dim == 1 else adaptive_avg_pool2d
+        return pool(input, out if dim == 2 else out[0])
+    sizes = [int(n) for n in input.shape[2:]]
+    if min(sizes) <= 0 or min(out) <= 0:
+        names = ("D", "H", "W")[3 - dim:]
+        got_in = ", ".join(f"{n}: {v}" for n, v in zip(names, sizes))
+        got_out = ", ".join(f"{n}: {v}" for n, v in zip(names, out))
+        joint = " and output" if dim == 1 else " output"
+        raise RuntimeError("Input and output sizes should be greater than "
+                           f"0, but got input ({got_in}){joint} "
+                           f"({got_out})")
+    _float_only(input, f"upsample_{mode.replace('-', '_')}{dim}d")
+    result = input
+    for i in range(dim):
+        result = _resize_axis(result, 2 + i, sizes[i], out[i], scales[i],
+                              mode, align_corners)
+    if result is input:
+        result = input.clone()
+    return result
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest",
+             align_corners=None):
+    """interpolate under its old name."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """interpolate(..., mode='nearest') under its old name."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """interpolate(..., mode='bilinear', align_corners=True) under its old
+    name."""
+    return interpolate(input, size, scale_factor, mode="bilinear",
+                       align_corners=True)
+
+
+# ---------------------------------------------------------- pixel shuffle
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C * r * r, H, W) -> (*, C, H * r, W * r): channel c * r * r +
+    i * r + j goes to pixel (h * r + i, w * r + j) of channel c."""
+    r = int(upscale_factor)
+    if input.dim() < 3:
+        raise RuntimeError("pixel_shuffle expects input to have at least 3 "
+                           f"dimensions, but got input with {input.dim()} "
+                           "dimension(s)")
+    if r <= 0:
+        raise RuntimeError("pixel_shuffle expects a positive upscale_factor,"
+                           f" but got {r}")
+    *lead, c, h, w = (int(n) for n in input.shape)
+    if c % (r * r) != 0:
+        raise RuntimeError(
+            "pixel_shuffle expects its input's 'channel' dimension to be "
+            "divisible by the square of upscale_factor, but "
+            f"input.size(-3)={c} is not divisible by {r * r}")
+    k = len(lead)
+    x = input.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
+    order = list(range(k)) + [k, k + 3, k + 1, k + 4, k + 2]
+    return x.permute(order).reshape(tuple(lead) + (c // (r * r), h * r,
+                                                   w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """pixel_shuffle's inverse: (*, C, H * r, W * r) -> (*, C * r * r, H,
+    W)."""
+    r = int(downscale_factor)
+    if input.dim() < 3:
+        raise RuntimeError("pixel_unshuffle expects input to have at least "
+                           f"3 dimensions, but got input with {input.dim()}"
+                           " dimension(s)")
+    if r <= 0:
+        raise RuntimeError("pixel_unshuffle expects a positive "
+                           f"downscale_factor, but got {r}")
+    *lead, c, h, w = (int(n) for n in input.shape)
+    if h % r != 0:
+        raise RuntimeError("pixel_unshuffle expects height to be divisible "
+                           f"by downscale_factor, but input.size(-2)={h} is "
+                           f"not divisible by {r}")
+    if w % r != 0:
+        raise RuntimeError("pixel_unshuffle expects width to be divisible "
+                           f"by downscale_factor, but input.size(-1)={w} is "
+                           f"not divisible by {r}")
+    k = len(lead)
+    x = input.reshape(tuple(lead) + (c, h // r, r, w // r, r))
+    order = list(range(k)) + [k, k + 2, k + 4, k + 1, k + 3]
+    return x.permute(order).reshape(tuple(lead) + (c * r * r, h // r,
+                                                   w // r))
