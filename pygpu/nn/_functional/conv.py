@@ -259,9 +259,20 @@ def _same_padding(weight, nd, dilation):
     return sym, extra
 
 
+def _autocast(input, weight, bias):
+    """Under autocast on input's device, the floating operands in its
+    dtype: convolutions are among torch's lower-precision ops."""
+    on, dtype = _C._get_autocast_state(input.device.type)
+    if not on:
+        return input, weight, bias
+    return tuple(t.to(dtype) if t is not None and t.dtype.is_floating_point
+                 else t for t in (input, weight, bias))
+
+
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
     """The convolution of nd (1 or 2) spatial dims, through conv2d's
     columns."""
+    input, weight, bias = _autocast(input, weight, bias)
     stride = _tuple_arg("stride", stride, nd)
     extra = [0] * nd
     if isinstance(padding, str):
@@ -352,6 +363,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding,
                     groups, dilation, nd, name):
     """The transposed convolution of nd (1 or 2) spatial dims: the
     weight's transpose times the input, folded."""
+    input, weight, bias = _autocast(input, weight, bias)
     if isinstance(padding, str):
         raise TypeError(f"{name}(): argument 'padding' must be tuple of "
                         f"ints, not str")
