@@ -136,13 +136,13 @@ def _allowed():
 
 
 def unsupported_global(module, name):
-    return pickle.UnpicklingError(
+    return not_the_file(pickle.UnpicklingError(
         f"Weights only load failed. Re-running `pygpu.load` with "
         f"`weights_only` set to `False` will likely succeed, but it can "
         f"result in arbitrary code execution. Do it only if you got the "
         f"file from a trusted source.\n\tWeightsUnpickler error: "
         f"Unsupported global: GLOBAL {module}.{name} was not an allowed "
-        f"global by default.")
+        f"global by default."))
 
 
 class _Unpickler(pickle.Unpickler):

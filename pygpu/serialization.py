@@ -53,7 +53,7 @@ from typing import IO, Any, Union
 
 from . import _C
 from . import _serial_pygpu
-from ._serial_common import malformed
+from ._serial_common import BadFile, malformed
 from ._serial_pygpu import (_rebuild_storage, _rebuild_tensor,  # noqa: F401
                             _rebuild_view)
 from ._torch_load import is_legacy, load_legacy, load_zip
@@ -141,9 +141,11 @@ def load(f: Union[str, "os.PathLike[str]", IO[bytes]],
         try:
             return _load(src, map_location, weights_only, mmap_path)
         except Exception as e:
-            if isinstance(e, (pickle.UnpicklingError, OSError)) or \
+            if isinstance(e, (BadFile, OSError)) or \
                     getattr(e, "_pygpu_not_the_file", False):
                 raise
+            if isinstance(e, pickle.UnpicklingError):  # the pickle module's
+                raise malformed(str(e)) from e
             raise malformed(f"{type(e).__name__}: {e}") from e
     finally:
         if own is not None:
