@@ -28,7 +28,7 @@ from . import _C
 from .autograd.grad_mode import no_grad
 from ._serial_common import (RAW, BadFile, check_view, host_tensor,
                              malformed, not_the_file, place)
-from ._serial_pygpu import unsupported_global
+from ._serial_pygpu import _Bounded, unsupported_global
 from ._torch_save import STORAGE_CLASS
 from ._torch_zip import Reader, bad_archive
 
@@ -285,7 +285,7 @@ def load_zip(f, map_location, weights_only, mmap_path):
     if not reader.has("data.pkl"):
         raise bad_archive("no data.pkl record")
     pkl = reader.read("data.pkl")
-    return _Unpickler(io.BytesIO(pkl), storage_of, map_location,
+    return _Unpickler(_Bounded(io.BytesIO(pkl)), storage_of, map_location,
                       weights_only).load()
 
 
@@ -306,11 +306,10 @@ def load_legacy(f, size, map_location, weights_only):
     then the object (storages as persistent ids), then the sorted storage
     keys, then each storage as a little-endian int64 count and its raw
     little-endian bytes."""
-    safe = _Unpickler(f, None, None, True)
     try:
-        magic = safe.load()
-        proto = _Unpickler(f, None, None, True).load()
-        info = _Unpickler(f, None, None, True).load()
+        magic = _Unpickler(_Bounded(f), None, None, True).load()
+        proto = _Unpickler(_Bounded(f), None, None, True).load()
+        info = _Unpickler(_Bounded(f), None, None, True).load()
     except pickle.UnpicklingError:
         raise
     except Exception as e:
@@ -332,8 +331,9 @@ def load_legacy(f, size, map_location, weights_only):
         wanted[key] = (st, nbytes)
         return st
 
-    obj = _Unpickler(f, storage_of, map_location, weights_only).load()
-    keys = _Unpickler(f, None, None, True).load()
+    obj = _Unpickler(_Bounded(f), storage_of, map_location,
+                     weights_only).load()
+    keys = _Unpickler(_Bounded(f), None, None, True).load()
     if not isinstance(keys, list) or \
             any(type(k) is not str for k in keys):
         raise malformed("the storage key list is not a list of str")
