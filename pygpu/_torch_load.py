@@ -30,7 +30,7 @@ from ._serial_common import (RAW, BadFile, check_view, host_tensor,
                              malformed, not_the_file, place)
 from ._serial_pygpu import _Bounded, unsupported_global
 from ._torch_save import STORAGE_CLASS
-from ._torch_zip import Reader, bad_archive
+from ._torch_zip import Reader, bad_archive, new_buffer
 
 MAX_VERSION = 10  # the newest `version` record torch reads
 _DTYPE_OF_CLASS = {v: k for k, v in STORAGE_CLASS.items()}
@@ -325,8 +325,7 @@ def load_legacy(f, size, map_location, weights_only):
                             f"file of {size}")
         # its bytes come after the object: the tensors view a buffer that
         # is filled once they are read
-        st = _Storage(np.empty(nbytes, np.uint8), location, False,
-                      copied=True)
+        st = _Storage(new_buffer(nbytes), location, False, copied=True)
         st.pending = True
         wanted[key] = (st, nbytes)
         return st

@@ -223,7 +223,7 @@ class _Pickler(pickle._Pickler):
                  bool(obj.requires_grad), collections.OrderedDict()))
 
 
-def save(obj, f, protocol, name):
+def save(obj, f, protocol, name, crc32=True):
     """Writes obj as a torch zip checkpoint to the binary file f; name is
     the archive's top folder."""
     rec = _Recorder(protocol)
@@ -231,7 +231,7 @@ def save(obj, f, protocol, name):
     pkl = io.BytesIO()
     p = _Pickler(pkl, protocol, _groups(rec.tensors))
     p.dump(obj)
-    w = Writer(f)
+    w = Writer(f, crc32)
     try:
         w.add(f"{name}/data.pkl", pkl.getvalue())
         w.add(f"{name}/.format_version", b"1")

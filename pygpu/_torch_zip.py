@@ -11,6 +11,7 @@ maps them): it accepts only stored records, whose declared sizes must lie
 inside the file, so no record can ask for more memory than the file
 holds."""
 import concurrent.futures
+import mmap
 import os
 import struct
 import zipfile
@@ -30,10 +31,14 @@ _CHUNK = 64 << 20  # bytes a write hands the kernel at once
 
 
 class Writer:
-    """Writes records to the binary file f, which need not be seekable."""
+    """Writes records to the binary file f, which need not be seekable;
+    crc32=False writes 0 for every record's CRC-32, as torch does after
+    torch.serialization.set_crc32_options(False) (torch.load does not
+    check it; zip tools will)."""
 
-    def __init__(self, f):
+    def __init__(self, f, crc32=True):
         self.f = f
+        self.crc32 = crc32
         self.pos = 0
         self.entries = []
         self.pool = concurrent.futures.ThreadPoolExecutor(1)
@@ -61,7 +66,11 @@ class Writer:
             len(extra)))
         self._write(raw_name)
         self._write(extra)
-        if size > _CHUNK:  # the CRC on the second thread, the write here
+        if not self.crc32:
+            crc = 0
+            for i in range(0, size, _CHUNK):
+                self._write(view[i:i + _CHUNK])
+        elif size > _CHUNK:  # the CRC on the second thread, the write here
             crc = self.pool.submit(zlib.crc32, view)
             for i in range(0, size, _CHUNK):
                 self._write(view[i:i + _CHUNK])
@@ -98,6 +107,26 @@ class Writer:
         self._write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0,
                                 min(n, 0xFFFF), min(n, 0xFFFF),
                                 min(cd_size, _BIG), min(start, _BIG), 0))
+
+
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+_BIG_BUFFER = 1 << 20
+
+
+def new_buffer(size):
+    """A new uint8 array of size bytes to read into.  A large one is an
+    anonymous map populated when made: the kernel supplies its pages in
+    one pass instead of one fault per page as the read touches them (and
+    without the huge-page compaction that NumPy's large arrays can stall
+    on), which makes reading a big checkpoint several times faster."""
+    if size < _BIG_BUFFER or not _POPULATE:
+        return np.empty(size, np.uint8)
+    try:
+        m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE |
+                      mmap.MAP_ANONYMOUS | _POPULATE)
+    except OSError:
+        raise MemoryError(f"cannot map {size} bytes") from None
+    return np.frombuffer(m, np.uint8)
 
 
 def bad_archive(msg):
@@ -184,7 +213,7 @@ class Reader:
         """A record's bytes read straight into a new uint8 array."""
         start, size = self._locate(name)
         try:
-            out = np.empty(size, np.uint8)
+            out = new_buffer(size)
         except MemoryError as e:  # not the file's fault: it has the bytes
             raise not_the_file(e)
         self.f.seek(start)

@@ -59,9 +59,23 @@ from ._serial_pygpu import (_rebuild_storage, _rebuild_tensor,  # noqa: F401
 from ._torch_load import is_legacy, load_legacy, load_zip
 from ._torch_save import save as _save_zip
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "set_crc32_options", "get_crc32_options"]
 
 DEFAULT_PROTOCOL = 2
+_options = {"crc32": True}
+
+
+def set_crc32_options(compute_crc32: bool) -> None:
+    """Whether save computes each record's CRC-32 (True, the default, as
+    in torch).  Without it save writes 0 instead and is faster on large
+    checkpoints: pygpu.load and torch.load do not check the CRC, but zip
+    tools report the records as corrupted."""
+    _options["crc32"] = bool(compute_crc32)
+
+
+def get_crc32_options() -> bool:
+    """Whether save computes each record's CRC-32."""
+    return _options["crc32"]
 
 
 def _rebuild_parameter(data, requires_grad):
@@ -86,11 +100,12 @@ def save(obj: Any, f: Union[str, "os.PathLike[str]", IO[bytes]],
     picklable object) to a path or a binary file object in torch's zip
     checkpoint format; tensors that share memory are written as views of
     one storage."""
+    crc32 = _options["crc32"]
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as out:
-            _save_zip(obj, out, pickle_protocol, _archive_name(f))
+            _save_zip(obj, out, pickle_protocol, _archive_name(f), crc32)
     else:
-        _save_zip(obj, f, pickle_protocol, _archive_name(f))
+        _save_zip(obj, f, pickle_protocol, _archive_name(f), crc32)
 
 
 def _seekable(f):

@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import _C
 from .._serial_common import RAW, host_bytes, host_tensor
+from .._torch_zip import new_buffer
 
 __all__ = ["save", "save_file", "load", "load_file", "safe_open",
            "SafetensorError"]
@@ -206,7 +207,7 @@ def load_file(filename, device="cpu"):
     with open(filename, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         entries, _, start = _header(f.read(8), f.read, size)
-        buf = np.empty(size - start, np.uint8)
+        buf = new_buffer(size - start)
         if f.readinto(memoryview(buf)) != buf.size:
             raise _bad("the file ends inside its data")
     return {k: _tensor(buf[b:e], d, s, device)

@@ -590,3 +590,19 @@ def test_torch_file_loads_in_pygpu(torch, tmp_path):
             isz = back["x"].element_size()
             assert back["s"].data_ptr() == back["x"].data_ptr() + 8 * isz
             assert back["t"].data_ptr() == back["x"].data_ptr()
+
+
+def test_crc32_options(tmp_path):
+    assert pygpu.serialization.get_crc32_options() is True
+    x = pygpu.arange(100.0)
+    try:
+        pygpu.serialization.set_crc32_options(False)
+        assert pygpu.serialization.get_crc32_options() is False
+        pygpu.save({"x": x}, tmp_path / "n.pt")
+    finally:
+        pygpu.serialization.set_crc32_options(True)
+    z = zipfile.ZipFile(tmp_path / "n.pt")
+    assert z.getinfo("n/data/0").CRC == 0
+    assert pygpu.load(tmp_path / "n.pt")["x"].tolist() == x.tolist()
+    pygpu.save({"x": x}, tmp_path / "c.pt")
+    assert zipfile.ZipFile(tmp_path / "c.pt").testzip() is None
