@@ -12,9 +12,9 @@ torch.load(weights_only=True), and both with mmap=True (the time to map;
 then the tensors are summed to touch every page, timed apart).  The files
 go to /dev/shm when it has room (else --dir or a temporary folder) and are
 never synced, so these are memory and kernel copy speeds, the same for
-every contender.  Figures are
-medians over the rounds, in GB/s of checkpoint bytes; ratios are pygpu's
-throughput over cp's (saves and loads), cat's (loads) and torch's.  The anonymous memory a load adds
+every contender.  Figures are medians over the rounds, in GB/s of
+checkpoint bytes; ratios are pygpu's throughput over cp's (saves and
+loads), cat's (loads) and torch's.  The anonymous memory a load adds
 (RssAnon) is reported too: a copying load adds the whole checkpoint,
 a mapped one should add nothing.
 
