@@ -70,9 +70,9 @@ class _Storage:
     """A storage read from the file: its host bytes, its location, and
     the flat tensor of each dtype it has been viewed as, placed."""
 
-    def __init__(self, raw, location, big_endian, copied):
+    def __init__(self, raw, location, big_endian):
         self.raw, self.location = raw, location
-        self.big_endian, self.copied = big_endian, copied
+        self.big_endian = big_endian
         self.flat = {}
         self.dtype = None  # the typed storage's dtype, if typed
         self.pending = False  # raw's bytes are not read yet
@@ -92,8 +92,8 @@ class _Storage:
             raise malformed(f"a storage of {self.raw.nbytes} bytes viewed "
                             f"as {dtype}")
         host = self.raw.view(RAW[dtype])
-        if self.big_endian and itemsize > 1:
-            host = host.byteswap(inplace=self.copied)
+        if self.big_endian and itemsize > 1:  # a copy: raw stays as read
+            host = host.byteswap()
         if dtype == "bool" and not self.pending:
             self._check_bool(host)
         flat = place(host_tensor(host, dtype), self.location, map_location)
@@ -136,7 +136,7 @@ def _size(dims=()):
 class _Unpickler(pickle.Unpickler):
     def __init__(self, file, storage_of, map_location, weights_only):
         super().__init__(file)
-        self.storage_of = storage_of  # (key, numel, dtype, loc) -> bytes
+        self.storage_of = storage_of  # (key, nbytes, location) -> _Storage
         self.map_location = map_location
         self.weights_only = weights_only
         self.storages = {}
@@ -278,9 +278,8 @@ def load_zip(f, map_location, weights_only, mmap_path):
                             f"{reader.size_of(name)} bytes, not the "
                             f"{nbytes} of its storage")
         if mmap_path is not None:
-            return _Storage(reader.map_array(name, mmap_path), location, big,
-                            copied=False)
-        return _Storage(reader.read_array(name), location, big, copied=True)
+            return _Storage(reader.map_array(name, mmap_path), location, big)
+        return _Storage(reader.read_array(name), location, big)
 
     if not reader.has("data.pkl"):
         raise bad_archive("no data.pkl record")
@@ -325,7 +324,7 @@ def load_legacy(f, size, map_location, weights_only):
                             f"file of {size}")
         # its bytes come after the object: the tensors view a buffer that
         # is filled once they are read
-        st = _Storage(new_buffer(nbytes), location, False, copied=True)
+        st = _Storage(new_buffer(nbytes), location, False)
         st.pending = True
         wanted[key] = (st, nbytes)
         return st

@@ -9,7 +9,8 @@ The reader takes the central directory from Python's zipfile module and
 reads each record's bytes itself, straight into their final buffer (or
 maps them): it accepts only stored records, whose declared sizes must lie
 inside the file, so no record can ask for more memory than the file
-holds."""
+holds; each record's local header must name it, and the storage records
+read together cannot hold more bytes than the file."""
 import concurrent.futures
 import mmap
 import os
@@ -156,6 +157,7 @@ class Reader:
                 from e
         if not infos:
             raise bad_archive("the archive has no records")
+        self.handed = 0  # bytes of storage records read or mapped so far
         self.prefix = infos[0].filename.split("/", 1)[0] + "/"
         self.records = {}
         for info in infos:
@@ -188,7 +190,9 @@ class Reader:
         if len(head) != _LOCAL.size:
             raise bad_archive(f"record {info.filename} is truncated")
         sig, *_, name_len, extra_len = _LOCAL.unpack(head)
-        if sig != 0x04034B50:
+        if sig != 0x04034B50 or \
+                self.f.read(name_len) != info.orig_filename.encode(
+                    "utf-8" if info.flag_bits & 0x800 else "cp437"):
             raise bad_archive(f"bad local header for {info.filename}")
         start = at + _LOCAL.size + name_len + extra_len
         if size > self.size or start + size > self.size:
@@ -209,9 +213,21 @@ class Reader:
     def size_of(self, name):
         return self._locate(name)[1]
 
+    def _take(self, name):
+        """_locate, counting the bytes handed out: records whose entries
+        point at the same bytes cannot make the reader hold more than the
+        file."""
+        start, size = self._locate(name)
+        self.handed += size
+        if self.handed > self.size:
+            raise bad_archive(f"the storage records hold {self.handed} "
+                              f"bytes, more than the {self.size}-byte file: "
+                              f"records overlap")
+        return start, size
+
     def read_array(self, name):
         """A record's bytes read straight into a new uint8 array."""
-        start, size = self._locate(name)
+        start, size = self._take(name)
         try:
             out = new_buffer(size)
         except MemoryError as e:  # not the file's fault: it has the bytes
@@ -229,7 +245,7 @@ class Reader:
 
     def map_array(self, name, path):
         """A record's bytes as a copy-on-write map of the file at path."""
-        start, size = self._locate(name)
+        start, size = self._take(name)
         if size == 0:
             return np.empty(0, np.uint8)
         return np.memmap(path, np.uint8, mode="c", offset=start,

@@ -411,6 +411,22 @@ def bomb():
     return bytes(good)
 
 
+def pointing_at_another_record():
+    """data/1's central entry points at data/0's local header."""
+    good = bytearray(archive(
+        {"a": tensor_record(pid("0", "FloatStorage", 4), 0, (4,), (1,)),
+         "b": tensor_record(pid("1", "FloatStorage", 4), 0, (4,), (1,))},
+        {"data/0": b"\x01" * 16, "data/1": b"\x02" * 16}))
+    z = zipfile.ZipFile(io.BytesIO(bytes(good)))
+    first = z.getinfo("archive/data/0").header_offset
+    name = b"archive/data/1"
+    at = good.find(b"PK\x01\x02")
+    while good[at + 46:at + 46 + len(name)] != name:
+        at = good.find(b"PK\x01\x02", at + 1)
+    good[at + 42:at + 46] = struct.pack("<I", first)
+    return bytes(good)
+
+
 MALFORMED = {
     "storage record short": (lambda: one((4,), (1,), nbytes=12),
                              "holds 12 bytes, not the 16"),
@@ -464,6 +480,9 @@ MALFORMED = {
         {}, {"data/0": b"\0" * (10 << 20)},
         compression=zipfile.ZIP_DEFLATED), "compressed"),
     "declared size past the file": (bomb, "past the end"),
+    "entry pointing at another record": (pointing_at_another_record,
+                                         "bad local header for "
+                                         "archive/data/1"),
     "no data.pkl": (lambda: b"".join(_no_pkl()), "no data.pkl"),
     "empty zip": (lambda: b"PK\x05\x06" + b"\0" * 18, "no records"),
     "bad pickle": (lambda: _with_pkl(b"\x80\x02}q\x00(X"), "malformed"),
