@@ -29,6 +29,7 @@ _FLAGS = 0x0808  # bit 3: a data descriptor follows; bit 11: UTF-8 names
 _DOS_DATE = (0 << 9) | (1 << 5) | 1  # 1980-01-01, zip's earliest
 _BIG = 0xFFFFFFFF
 _CHUNK = 64 << 20  # bytes a write hands the kernel at once
+_CRC_THREAD = 4 << 20  # records from this size have their CRC threaded
 
 
 class Writer:
@@ -71,7 +72,8 @@ class Writer:
             crc = 0
             for i in range(0, size, _CHUNK):
                 self._write(view[i:i + _CHUNK])
-        elif size > _CHUNK:  # the CRC on the second thread, the write here
+        elif size >= _CRC_THREAD:  # the CRC on a second thread, the write
+            # here (both release the GIL)
             crc = self.pool.submit(zlib.crc32, view)
             for i in range(0, size, _CHUNK):
                 self._write(view[i:i + _CHUNK])
