@@ -25,6 +25,9 @@ tests/data/checkpoints/, with torch and safetensors:
                                 storage offset, requires_grad, type, and
                                 which tensors share a storage
 
+pygpu_pickle_format.pt, beside them, is not written here: pygpu.save made
+it when it still wrote a plain pickle, to check that load reads those.
+
     PYTHONPATH=... python scripts/make_checkpoint_fixtures.py [DIR]
 """
 import collections

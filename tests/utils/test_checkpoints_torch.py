@@ -72,6 +72,23 @@ def test_torch_files_load_without_torch(fname, values):
     check_against_expected(fname, back, values)
 
 
+def test_pygpu_pickle_format_still_loads():
+    """A file of the plain pickle format pygpu.save wrote before it wrote
+    torch's (made by that version)."""
+    back = pygpu.load(os.path.join(DATA, "pygpu_pickle_format.pt"))
+    assert isinstance(back, collections.OrderedDict)
+    assert back._metadata == {"": {"version": 1}}
+    w = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(host(back["w"]), w)
+    np.testing.assert_array_equal(host(back["t"]), w.T)
+    assert back["v"].data_ptr() == back["w"].data_ptr() + 4 * 4
+    assert isinstance(back["p"], nn.Parameter) and back["p"].requires_grad
+    assert back["bf"].dtype == pygpu.bfloat16
+    assert back["bf"].tolist() == [1.5, -2.25]
+    assert back["i"].tolist() == list(range(5))
+    assert back["b"].tolist() == [True, False]
+
+
 def test_state_dict_metadata_and_other_values():
     back = pygpu.load(os.path.join(DATA, "shared_views.pt"))
     assert isinstance(back["sd"], collections.OrderedDict)
