@@ -40,12 +40,11 @@ another size than its storage, a view reaching past its storage, negative
 sizes, a bool storage with a byte other than 0 or 1) raises
 pickle.UnpicklingError (of a class that is also a RuntimeError, which
 torch raises for a bad archive) whose message says what was wrong; never
-another exception
-type, and the storages read never hold more bytes than the file.  Errors
-that are not the file's fault keep their types: OSError reading the file,
-the RuntimeError for a CUDA location on a machine without that device or a
-dtype pygpu does not have (complex64, int8, uint16, ...), whatever a
-map_location callable raises.
+another exception type, and the storages read never hold more bytes than
+the file.  Errors that are not the file's fault keep their types: OSError
+reading the file, the RuntimeError for a CUDA location on a machine
+without that device or a dtype pygpu does not have (complex64, int8,
+uint16, ...), whatever a map_location callable raises.
 """
 import io
 import os
