@@ -230,7 +230,7 @@ class _Slice:
 
     def __getitem__(self, index):
         whole = self.owner._array(self.name)
-        part = np.ascontiguousarray(whole[index])
+        part = np.array(whole[index])  # a copy: the tensor outlives the map
         return _tensor(part.reshape(-1).view(np.uint8), self.dtype,
                        part.shape, self.owner._dev)
 
