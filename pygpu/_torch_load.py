@@ -231,6 +231,7 @@ _GLOBALS = {
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
     ("torch.storage", "UntypedStorage"): _StorageClass(None),
+    ("torch", "UntypedStorage"): _StorageClass(None),
     ("torch", "Size"): _size,
     ("torch", "device"): _device,
     ("collections", "OrderedDict"): collections.OrderedDict,
