@@ -642,3 +642,24 @@ def test_crc32_options(tmp_path):
     assert pygpu.load(tmp_path / "n.pt")["x"].tolist() == x.tolist()
     pygpu.save({"x": x}, tmp_path / "c.pt")
     assert zipfile.ZipFile(tmp_path / "c.pt").testzip() is None
+
+
+def test_rebuild_tensor_v3_over_untyped_storage():
+    # torch writes _rebuild_tensor_v3 over an UntypedStorage (numel in
+    # bytes) for the dtypes without a storage class of their own
+    def v3(dtype, numel=8):
+        storage = Pid(("storage", TorchGlobal.get("torch.storage",
+                                                  "UntypedStorage"),
+                       "0", "cpu", numel))
+        return archive({"w": Call("torch._utils", "_rebuild_tensor_v3",
+                                  (storage, 1, (1,), (1,), False,
+                                   collections.OrderedDict(),
+                                   TorchGlobal.get("torch", dtype)))},
+                       {"data/0": np.array([1.5, -2.0], "<f4").tobytes()})
+    back = pygpu.load(io.BytesIO(v3("float32")))
+    assert back["w"].dtype == pygpu.float32 and back["w"].tolist() == [-2.0]
+    with pytest.raises(RuntimeError, match="dtype torch.uint16"):
+        pygpu.load(io.BytesIO(v3("uint16")))
+    with pytest.raises(pickle.UnpicklingError, match="holds 8 bytes, not "
+                                                     "the 9"):
+        pygpu.load(io.BytesIO(v3("float32", numel=9)))
