@@ -2,6 +2,7 @@
 raises, the dtype tables, and placing a host array where map_location
 sends it."""
 import pickle
+import threading
 
 import numpy as np
 
@@ -169,3 +170,48 @@ def host_bytes(t):
         wide = np.ascontiguousarray(t.float().cpu().numpy()).reshape(-1)
         return (wide.view(np.uint32) >> 16).astype(np.uint16)
     return np.ascontiguousarray(t.cpu().numpy()).reshape(-1)
+
+
+# The globals that load(weights_only=True) allows besides its own:
+# {(module, name): object}, changed under the lock.
+_safe = {}
+_safe_lock = threading.Lock()
+
+
+def _safe_key(entry):
+    if isinstance(entry, tuple) and len(entry) == 2 and \
+            isinstance(entry[1], str):
+        obj, full = entry
+        module, _, name = full.rpartition(".")
+    else:
+        obj = entry
+        module = getattr(obj, "__module__", None)
+        name = getattr(obj, "__qualname__", None)
+    if not module or not name:
+        raise TypeError(f"{entry!r} is not a class or function (or an "
+                        f"(object, 'module.name') pair) to allow")
+    return (module, name), obj
+
+
+def add_safe_globals(entries):
+    with _safe_lock:
+        for entry in entries:
+            key, obj = _safe_key(entry)
+            _safe[key] = obj
+
+
+def safe_globals_now():
+    with _safe_lock:
+        return dict(_safe)
+
+
+def set_safe_globals(found):
+    with _safe_lock:
+        _safe.clear()
+        _safe.update(found)
+
+
+def safe_global(module, name):
+    """The object allowed under module.name, or None."""
+    with _safe_lock:
+        return _safe.get((module, name))

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _C
 from ._serial_common import (check_int, check_ints, dtype_name, malformed,
-                             not_the_file, place)
+                             not_the_file, place, safe_global)
 
 MODULE = "pygpu.serialization"  # where the records name the rebuilders
 _NP = {"float32": np.float32, "float16": np.float16, "float64": np.float64,
@@ -142,7 +142,10 @@ def unsupported_global(module, name):
         f"result in arbitrary code execution. Do it only if you got the "
         f"file from a trusted source.\n\tWeightsUnpickler error: "
         f"Unsupported global: GLOBAL {module}.{name} was not an allowed "
-        f"global by default."))
+        f"global by default. Please use `pygpu.serialization."
+        f"add_safe_globals([{name}])` or the `pygpu.serialization."
+        f"safe_globals([{name}])` context manager to allowlist this global "
+        f"if you trust this class/function."))
 
 
 class _Unpickler(pickle.Unpickler):
@@ -160,6 +163,8 @@ class _Unpickler(pickle.Unpickler):
         if not self.weights_only:
             return super().find_class(module, name)
         found = self.allowed.get((module, name))
+        if found is None:
+            found = safe_global(module, name)
         if found is None:
             raise unsupported_global(module, name)
         return found

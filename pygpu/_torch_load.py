@@ -27,7 +27,7 @@ import numpy as np
 from . import _C
 from .autograd.grad_mode import no_grad
 from ._serial_common import (RAW, BadFile, check_view, host_tensor,
-                             malformed, not_the_file, place)
+                             malformed, not_the_file, place, safe_global)
 from ._serial_pygpu import _Bounded, unsupported_global
 from ._torch_save import STORAGE_CLASS
 from ._torch_zip import Reader, bad_archive, new_buffer
@@ -159,7 +159,10 @@ class _Unpickler(pickle.Unpickler):
                 return getattr(_C, name)
             raise missing_dtype(name)
         if self.weights_only:
-            raise unsupported_global(module, name)
+            found = safe_global(module, name)
+            if found is None:
+                raise unsupported_global(module, name)
+            return found
         return super().find_class(module, name)
 
     def persistent_load(self, pid):

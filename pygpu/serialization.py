@@ -22,8 +22,8 @@ location}, or a callable(cpu_tensor, saved_location) returning a tensor (or
 None for the default), called once per storage.  weights_only=True, the
 default as in torch >= 2.6, unpickles with an allowlist (containers,
 numbers, strings, tensors, Parameters, devices, dtypes, Size and
-OrderedDict); any other global raises pickle.UnpicklingError naming it, so
-a crafted file cannot run code.  weights_only=False loads any object (and,
+OrderedDict, and what add_safe_globals allows); any other global raises
+pickle.UnpicklingError naming it, so a crafted file cannot run code.  weights_only=False loads any object (and,
 as torch >= 2.6, does not warn).
 
 mmap=True (zip checkpoints given by path or by a file object with a name)
@@ -52,14 +52,16 @@ import pickle
 from typing import IO, Any, Union
 
 from . import _C
-from . import _serial_pygpu
+from . import _serial_common, _serial_pygpu
 from ._serial_common import BadFile, malformed
 from ._serial_pygpu import (_rebuild_storage, _rebuild_tensor,  # noqa: F401
                             _rebuild_view)
 from ._torch_load import is_legacy, load_legacy, load_zip
 from ._torch_save import save as _save_zip
 
-__all__ = ["save", "load", "set_crc32_options", "get_crc32_options"]
+__all__ = ["save", "load", "set_crc32_options", "get_crc32_options",
+           "add_safe_globals", "clear_safe_globals", "get_safe_globals",
+           "safe_globals"]
 
 DEFAULT_PROTOCOL = 2
 _options = {"crc32": True}
@@ -76,6 +78,39 @@ def set_crc32_options(compute_crc32: bool) -> None:
 def get_crc32_options() -> bool:
     """Whether save computes each record's CRC-32."""
     return _options["crc32"]
+
+
+def add_safe_globals(safe_globals) -> None:
+    """Allows load(weights_only=True) to load these globals too: classes
+    or functions, or (object, "module.name") pairs for an object to give
+    under another name.  Only for globals you trust: unpickling calls
+    them."""
+    _serial_common.add_safe_globals(safe_globals)
+
+
+def clear_safe_globals() -> None:
+    """Forgets the globals add_safe_globals allowed."""
+    _serial_common.set_safe_globals({})
+
+
+def get_safe_globals() -> list:
+    """The objects add_safe_globals allowed."""
+    return list(_serial_common.safe_globals_now().values())
+
+
+class safe_globals:
+    """with safe_globals([...]): add_safe_globals for the block only."""
+
+    def __init__(self, safe_globals):
+        self.entries = list(safe_globals)
+
+    def __enter__(self):
+        self.before = _serial_common.safe_globals_now()
+        _serial_common.add_safe_globals(self.entries)
+        return self
+
+    def __exit__(self, *exc):
+        _serial_common.set_safe_globals(self.before)
 
 
 def _rebuild_parameter(data, requires_grad):

@@ -663,3 +663,25 @@ def test_rebuild_tensor_v3_over_untyped_storage():
     with pytest.raises(pickle.UnpicklingError, match="holds 8 bytes, not "
                                                      "the 9"):
         pygpu.load(io.BytesIO(v3("float32", numel=9)))
+
+
+def test_safe_globals(tmp_path):
+    ser = pygpu.serialization
+    pygpu.save({"f": fractions.Fraction(2, 3)}, tmp_path / "f.pt")
+    with pytest.raises(pickle.UnpicklingError,
+                       match=r"add_safe_globals\(\[Fraction\]\)"):
+        pygpu.load(tmp_path / "f.pt")
+    with ser.safe_globals([fractions.Fraction]):
+        assert fractions.Fraction in ser.get_safe_globals()
+        assert pygpu.load(tmp_path / "f.pt")["f"] == fractions.Fraction(2, 3)
+    assert fractions.Fraction not in ser.get_safe_globals()
+    with pytest.raises(pickle.UnpicklingError):
+        pygpu.load(tmp_path / "f.pt")
+    try:
+        ser.add_safe_globals([(fractions.Fraction, "fractions.Fraction")])
+        assert pygpu.load(tmp_path / "f.pt")["f"] == fractions.Fraction(2, 3)
+    finally:
+        ser.clear_safe_globals()
+    assert ser.get_safe_globals() == []
+    with pytest.raises(TypeError, match="not a class or function"):
+        ser.add_safe_globals([3])
