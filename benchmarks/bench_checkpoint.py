@@ -4,10 +4,11 @@ file and torch.save / torch.load (when torch imports), on the CPU.
 
 Before timing, the file pygpu writes is loaded back (by pygpu and, when
 present, by torch) and checked against the NumPy arrays it was made from.
-Each round times, in turn: cp of the checkpoint to a new file, pygpu.save,
-torch.save, both again without CRC-32s (set_crc32_options(False)), each
-to a file removed first, then reading the checkpoint
-torch wrote: `cat` to /dev/null (the reader's floor), pygpu.load,
+Each round times, in turn (the contenders' order reversed every other
+round): cp of the checkpoint to a new file, pygpu.save, torch.save, both
+again without CRC-32s (set_crc32_options(False)), each to a file removed
+first, then reading the checkpoint torch wrote: `cat` to /dev/null (the
+reader's floor), pygpu.load,
 torch.load(weights_only=True), and both with mmap=True (the time to map;
 then the tensors are summed to touch every page, timed apart).  The files
 go to /dev/shm when it has room (else --dir or a temporary folder) and are
@@ -125,28 +126,36 @@ def measure(mib=64, rounds=5, where=None, say=print):
                 os.remove(out)
             return timed(fn)[0]
 
+        def without_crc(lib):
+            def save(sd):
+                lib.serialization.set_crc32_options(False)
+                try:
+                    lib.save(sd, out)
+                finally:
+                    lib.serialization.set_crc32_options(True)
+            return save
+
+        saves = [("save", "cp", lambda: subprocess.run(
+            ["cp", src, out], check=True)),
+            ("save", "pygpu", lambda: pygpu.save(sd_p, out)),
+            ("save, no crc32", "pygpu", lambda: without_crc(pygpu)(sd_p))]
+        if torch is not None:
+            saves += [("save", "torch", lambda: torch.save(sd_t, out)),
+                      ("save, no crc32", "torch",
+                       lambda: without_crc(torch)(sd_t))]
+        loaders = [("pygpu", lambda m: pygpu.load(src, mmap=m))]
+        if torch is not None:
+            loaders.append(("torch", lambda m: torch.load(
+                src, weights_only=True, mmap=m)))
         for r in range(rounds):
-            note("save", "cp", writer(lambda: subprocess.run(
-                ["cp", src, out], check=True)))
-            note("save", "pygpu", writer(lambda: pygpu.save(sd_p, out)))
-            if torch is not None:
-                note("save", "torch", writer(lambda: torch.save(sd_t, out)))
-            pygpu.serialization.set_crc32_options(False)
-            note("save, no crc32", "pygpu",
-                 writer(lambda: pygpu.save(sd_p, out)))
-            pygpu.serialization.set_crc32_options(True)
-            if torch is not None:
-                torch.serialization.set_crc32_options(False)
-                note("save, no crc32", "torch",
-                     writer(lambda: torch.save(sd_t, out)))
-                torch.serialization.set_crc32_options(True)
+            # the contenders' order reversed every other round, so that
+            # none always runs right after the same other
+            step = -1 if r % 2 else 1
+            for case, impl, fn in saves[::step]:
+                note(case, impl, writer(fn))
             note("load", "cat", timed(lambda: subprocess.run(
                 f"cat {src} > /dev/null", shell=True, check=True))[0])
-            loaders = [("pygpu", lambda m: pygpu.load(src, mmap=m))]
-            if torch is not None:
-                loaders.append(("torch", lambda m: torch.load(
-                    src, weights_only=True, mmap=m)))
-            for impl, fn in loaders:
+            for impl, fn in loaders[::step]:
                 before = rss_anon()
                 s, sd = timed(lambda: fn(False))
                 note("load", impl, s)
