@@ -10,9 +10,11 @@ negative sizes and out-of-range dims and indices, which must raise
 TypeError, ValueError, RuntimeError or IndexError with a message: never
 SystemError, never another class, never a message-less error.  The
 families of scripts/fuzz_ops.py cover the wider API (comparisons, math,
-more reductions, joining, selecting, casts and promotion), and the
+more reductions, joining, selecting, casts and promotion), the
 "bad_sizes" family of scripts/fuzz_sizes.py counts at the corners of int64
-and size lists emptied while they are read.  A crash ends
+and size lists emptied while they are read, and the "checkpoint" family
+of scripts/fuzz_checkpoint.py saves random state dicts, loads them back
+and loads damaged copies of the archive.  A crash ends
 the process, so the figures printed then are the crash's report.
 
     python scripts/fuzz.py [-n CALLS] [--seed S] [--device cpu|cuda]
@@ -30,6 +32,7 @@ import traceback
 import numpy as np
 
 import pygpu
+import fuzz_checkpoint
 import fuzz_ops
 import fuzz_sizes
 
@@ -47,7 +50,7 @@ KNOWN = ()
 KNOWN_SEEN = []
 FAMILIES = ["unary", "binary", "in_place", "reduce", "matmul", "shape",
             "index", "bad", "bad_more"] + fuzz_ops.FAMILIES + \
-    fuzz_sizes.FAMILIES
+    fuzz_sizes.FAMILIES + fuzz_checkpoint.FAMILIES
 DEVICE = "cpu"
 
 
@@ -660,7 +663,7 @@ def fam_bad_more(rng):
 
 
 def check_one(rng, family):
-    for mod in (fuzz_ops, fuzz_sizes):
+    for mod in (fuzz_ops, fuzz_sizes, fuzz_checkpoint):
         if family in mod.FAMILIES:
             getattr(mod, "fam_" + family)(rng, sys.modules[__name__])
             return

@@ -36,7 +36,8 @@ FUZZ = settings(max_examples=60 if SANITIZED else 300, derandomize=True,
 # and (scripts/fuzz_ops.py) comparisons and NaN/inf classification, unary
 # and binary math, amax/argmax/prod/any/var/cumsum/softmax/norm, joining
 # and splitting, index_select/gather/masks/where, casts and promotion
-# across all eight dtypes.
+# across all eight dtypes; and (scripts/fuzz_checkpoint.py) random state
+# dicts saved and loaded back, then damaged archives loaded.
 @pytest.mark.parametrize("family", fuzz.FAMILIES)
 @FUZZ
 @given(seed=st.integers(0, 2**63 - 1))
