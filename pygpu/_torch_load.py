@@ -150,10 +150,10 @@ class _Unpickler(pickle.Unpickler):
         found = _GLOBALS.get((module, name))
         if found is not None:
             return getattr(self, found) if type(found) is str else found
-        if module == "torch" and name.endswith("Storage"):
-            if name in _DTYPE_OF_CLASS:
-                return _StorageClass(_DTYPE_OF_CLASS[name])
-            raise missing_dtype(_MISSING_CLASS.get(name, name))
+        if module == "torch" and name in _DTYPE_OF_CLASS:
+            return _StorageClass(_DTYPE_OF_CLASS[name])
+        if module == "torch" and name in _MISSING_CLASS:
+            raise missing_dtype(_MISSING_CLASS[name])
         if module == "torch" and (name in RAW or name in _TORCH_DTYPES):
             if name in RAW:
                 return getattr(_C, name)

@@ -24,12 +24,12 @@ import time
 from . import (allocator, bandwidth, latency, linear, matmul, model,
                transfer)
 from . import dataloader
-from . import layers, ops
+from . import checkpoint, layers, ops
 from . import threads as threads_
 
 SUITES = {m.NAME: m for m in (latency, matmul, bandwidth, linear, model,
                               transfer, allocator, dataloader, ops,
-                              layers)}
+                              layers, checkpoint)}
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "results")
 

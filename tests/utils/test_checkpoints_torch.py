@@ -685,3 +685,13 @@ def test_safe_globals(tmp_path):
     assert ser.get_safe_globals() == []
     with pytest.raises(TypeError, match="not a class or function"):
         ser.add_safe_globals([3])
+
+
+def test_unknown_storage_class_is_a_bad_file():
+    """A storage class torch does not have (a damaged name) is a global
+    the restricted unpickler refuses, not a dtype pygpu lacks."""
+    buf = io.BytesIO()
+    pygpu.save({"a": pygpu.rand(3)}, buf)
+    data = buf.getvalue().replace(b"FloatStorage", b"FlOatStorage")
+    with pytest.raises(pickle.UnpicklingError, match="FlOatStorage"):
+        pygpu.load(io.BytesIO(data))
