@@ -350,4 +350,11 @@ PyObject *pygpu_t_detach_(PyObject *op, PyObject *noargs);
 PyObject *pygpu_t_backward(PyObject *op, PyObject *const *args,
                            Py_ssize_t nargs, PyObject *kwnames);
 
+/* ---------------------------------- im2col, col2im (autograd_im2col.c) */
+/* pygpu_op_im2col / pygpu_op_col2im, recorded when t takes part: each
+ * one's gradient is the other of the gradient. */
+PyObject *pygpu_ag_im2col(TensorObject *t, const int64_t p[8]);
+PyObject *pygpu_ag_col2im(TensorObject *t, const int64_t out_hw[2],
+                          const int64_t p[8]);
+
 #endif /* PYGPU_AUTOGRAD_H */

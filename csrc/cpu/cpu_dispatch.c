@@ -196,6 +196,20 @@ sort_rows(pygpu_kargs *k)
     return 0;
 }
 
+/* The columns of an image batch, or the image summed from them
+ * (cpu_im2col.c, which splits over the pool itself). */
+static int
+im2col(pygpu_kargs *k)
+{
+    if (k->flag) {
+        pygpu_cpu_col2im(k->dtype, k->out, k->in[0], k->im2col);
+    }
+    else {
+        pygpu_cpu_im2col(k->dtype, k->out, k->in[0], k->im2col);
+    }
+    return 0;
+}
+
 /* A float32 copy of t (NumPy has no BLAS for float16). */
 static TensorObject *
 to_float32(TensorObject *t)

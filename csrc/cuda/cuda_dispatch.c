@@ -145,6 +145,17 @@ xent(pygpu_kargs *k)
                            k->stream);
 }
 
+static int
+im2col(pygpu_kargs *k)
+{
+    if (k->flag) {
+        return pygpu_cuda_col2im(k->dtype, k->out, k->in[0], k->im2col,
+                                 k->stream);
+    }
+    return pygpu_cuda_im2col(k->dtype, k->out, k->in[0], k->im2col,
+                             k->stream);
+}
+
 /* The two int64 a kernel leaves in its workspace (a flag and an index out
  * of range), read back: a small copy on the stream and a wait for it. */
 static int

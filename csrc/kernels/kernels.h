@@ -404,6 +404,27 @@ void pygpu_cpu_bias_act(int dtype, void *out, const void *bias,
 void pygpu_cpu_sort(int dtype, int64_t *out, const void *in, int64_t outer,
                     int64_t n, int64_t inner, int descending);
 
+/* ------------------------------------------------- im2col and col2im
+ * An image batch [batch, channels, height, width] and its columns
+ * [batch, channels * kh * kw, out_h * out_w] (torch's unfold / fold):
+ * column row (c * kh + i) * kw + j, column l = oh * out_w + ow holds
+ * image (c, oh * sh - ph + i * dh, ow * sw - pw + j * dw), 0 outside it.
+ * Both contiguous; out_h, out_w >= 1. */
+typedef struct pygpu_im2col_args {
+    int64_t batch, channels, height, width;
+    int64_t kh, kw, dh, dw, ph, pw, sh, sw;
+    int64_t out_h, out_w;
+} pygpu_im2col_args;
+/* cols = the columns of img (elements moved as they are: every dtype of
+ * that size); split over the thread pool when large (cpu_im2col.c). */
+void pygpu_cpu_im2col(int dtype, void *cols, const void *img,
+                      const pygpu_im2col_args *a);
+/* img = the sum, at each image element, of the columns' elements that
+ * hold it (float dtypes; float16 and bfloat16 summed in float, rounded
+ * once); each image plane is summed by one thread in a fixed order. */
+void pygpu_cpu_col2im(int dtype, void *img, const void *cols,
+                      const pygpu_im2col_args *a);
+
 /* ----------------------------------------------------------------- CUDA */
 #ifdef PYGPU_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -506,6 +527,16 @@ cudaError_t pygpu_cuda_relu_contig(int dtype, void *out, const void *in,
 cudaError_t pygpu_cuda_bias_act(int dtype, void *out, const void *bias,
                                 int64_t rows, int64_t cols, int mode,
                                 cudaStream_t stream);
+/* pygpu_cpu_im2col and pygpu_cpu_col2im on the GPU (kernels/im2col.cu):
+ * one thread per output element; col2im gathers the columns' elements of
+ * its image element in a fixed order (no atomics: the same bits on every
+ * call). */
+cudaError_t pygpu_cuda_im2col(int dtype, void *cols, const void *img,
+                              const pygpu_im2col_args *a,
+                              cudaStream_t stream);
+cudaError_t pygpu_cuda_col2im(int dtype, void *img, const void *cols,
+                              const pygpu_im2col_args *a,
+                              cudaStream_t stream);
 #endif
 
 #ifdef __cplusplus

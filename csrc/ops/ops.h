@@ -375,4 +375,13 @@ int pygpu_check_writable(const TensorObject *t);
 int pygpu_check_write(const TensorObject *out, const TensorObject *in1,
                       const TensorObject *in2);
 
+/* ------------------------------------------------------ im2col, col2im */
+/* ops_im2col.c: torch's unfold (im2col) of a (N, C, H, W) or (C, H, W)
+ * tensor and fold (col2im) of a (N, C * kh * kw, L) or (C * kh * kw, L)
+ * one into out_hw = (H, W); p = (kh, kw, dh, dw, ph, pw, sh, sw).  Never
+ * record.  New reference or NULL with torch's error. */
+PyObject *pygpu_op_im2col(TensorObject *t, const int64_t p[8]);
+PyObject *pygpu_op_col2im(TensorObject *t, const int64_t out_hw[2],
+                          const int64_t p[8]);
+
 #endif /* PYGPU_OPS_H */

@@ -116,4 +116,7 @@ PyObject *pygpu_t_masked_fill(PyObject *op, PyObject *const *args,
 PyObject *pygpu_t_masked_fill_(PyObject *op, PyObject *const *args,
                                Py_ssize_t nargs, PyObject *kwnames);
 
+/* _im2col and _col2im, unfold and fold's entries (tensor_im2col.c). */
+extern PyMethodDef pygpu_im2col_functions[];
+
 #endif /* PYGPU_TENSOR_H */

@@ -1,0 +1,275 @@
+/* cpu_im2col.c - the IM2COL kind on the CPU: an image batch to its
+ * columns (torch's unfold) and the columns summed back into an image
+ * (fold); shapes and layout in kernels.h (pygpu_im2col_args).
+ *
+ * im2col moves elements as they are (a 2-, 4- or 8-byte copy serves every
+ * dtype), one column row (one (n, c, i, j)) at a time: each block row is
+ * a zeroed head, the image row's elements (one memcpy at stride 1) and a
+ * zeroed tail.  col2im sums each image plane (n, c) on one thread, adding
+ * the column rows in (i, j, oh, ow) order, so every element's sum has
+ * the same order on any number of threads (and CUDA's gather,
+ * kernels/im2col.cu); float16 and bfloat16 sum in float, gathering each
+ * element's terms, and round once.  Rows and planes are grouped into
+ * tasks of about PYGPU_TASK_MIN elements over the thread pool.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/cpu_parallel.h"
+#include "cpu/cpu_split.h"
+#include "cpu/half.h"
+#include "kernels/kernels.h"
+
+/* Tasks of a job at most. */
+#define IM2COL_MAX_TASKS 256
+
+/* floor(a / b) and ceil(a / b) for b > 0. */
+static inline int64_t
+floor_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+static inline int64_t
+ceil_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? (a + b - 1) / b : -(-a / b);
+}
+
+/* The blocks ow in [*lo, *hi) whose element ow * s + off lies in [0, n). */
+static inline void
+valid_range(int64_t off, int64_t s, int64_t n, int64_t count, int64_t *lo,
+            int64_t *hi)
+{
+    int64_t a = ceil_div(-off, s), b = floor_div(n - 1 - off, s) + 1;
+    *lo = a < 0 ? 0 : a > count ? count : a;
+    *hi = b < *lo ? *lo : b > count ? count : b;
+}
+
+/* Tasks for `units` units of `per` elements each: about PYGPU_TASK_MIN
+ * elements a task, at most IM2COL_MAX_TASKS, at least 1. */
+static int64_t
+task_count(int64_t units, int64_t per)
+{
+    int64_t total = units * per;
+    int64_t t = total / PYGPU_TASK_MIN;
+    if (t > IM2COL_MAX_TASKS) {
+        t = IM2COL_MAX_TASKS;
+    }
+    if (t > units) {
+        t = units;
+    }
+    return t < 1 ? 1 : t;
+}
+
+/* --------------------------------------------------------------- im2col */
+
+typedef struct {
+    char *cols;
+    const char *img;
+    const pygpu_im2col_args *a;
+    int64_t esize, rows, ntasks;
+} im2col_job;
+
+/* dst[k] = src[k * s] for k < n, elements of esize bytes. */
+static void
+strided_copy(char *dst, const char *src, int64_t s, int64_t n, int64_t es)
+{
+    if (s == 1) {
+        memcpy(dst, src, (size_t)(n * es));
+        return;
+    }
+    switch (es) {
+    case 2:
+        for (int64_t k = 0; k < n; k++) {
+            ((uint16_t *)dst)[k] = ((const uint16_t *)src)[k * s];
+        }
+        break;
+    case 4:
+        for (int64_t k = 0; k < n; k++) {
+            ((uint32_t *)dst)[k] = ((const uint32_t *)src)[k * s];
+        }
+        break;
+    default:
+        for (int64_t k = 0; k < n; k++) {
+            ((uint64_t *)dst)[k] = ((const uint64_t *)src)[k * s];
+        }
+        break;
+    }
+}
+
+/* Column row r = ((n * C + c) * kh + i) * kw + j. */
+static void
+im2col_row(const im2col_job *j, int64_t r)
+{
+    const pygpu_im2col_args *a = j->a;
+    const int64_t es = j->esize, L = a->out_h * a->out_w;
+    int64_t jj = r % a->kw, i = r / a->kw % a->kh, plane = r / (a->kw * a->kh);
+    const char *src = j->img + plane * a->height * a->width * es;
+    char *dst = j->cols + r * L * es;
+    int64_t off_w = jj * a->dw - a->pw, lo, hi;
+    valid_range(off_w, a->sw, a->width, a->out_w, &lo, &hi);
+    for (int64_t oh = 0; oh < a->out_h; oh++, dst += a->out_w * es) {
+        int64_t ih = oh * a->sh - a->ph + i * a->dh;
+        if (ih < 0 || ih >= a->height || lo == hi) {
+            memset(dst, 0, (size_t)(a->out_w * es));
+            continue;
+        }
+        memset(dst, 0, (size_t)(lo * es));
+        strided_copy(dst + lo * es,
+                     src + (ih * a->width + lo * a->sw + off_w) * es, a->sw,
+                     hi - lo, es);
+        memset(dst + hi * es, 0, (size_t)((a->out_w - hi) * es));
+    }
+}
+
+static void
+im2col_task(void *ctx, int64_t task)
+{
+    const im2col_job *j = ctx;
+    int64_t r0 = j->rows * task / j->ntasks;
+    int64_t r1 = j->rows * (task + 1) / j->ntasks;
+    for (int64_t r = r0; r < r1; r++) {
+        im2col_row(j, r);
+    }
+}
+
+void
+pygpu_cpu_im2col(int dtype, void *cols, const void *img,
+                 const pygpu_im2col_args *a)
+{
+    im2col_job j = {.cols = cols, .img = img, .a = a,
+                    .esize = dtype == PYGPU_FLOAT64   ? 8
+                             : dtype == PYGPU_FLOAT32 ? 4
+                                                      : 2,
+                    .rows = a->batch * a->channels * a->kh * a->kw};
+    j.ntasks = task_count(j.rows, a->out_h * a->out_w);
+    if (j.ntasks == 1) {
+        im2col_task(&j, 0);
+    }
+    else {
+        pygpu_parallel_run(j.ntasks, im2col_task, &j);
+    }
+}
+
+/* --------------------------------------------------------------- col2im */
+
+typedef struct {
+    void *img;
+    const void *cols;
+    const pygpu_im2col_args *a;
+    int dtype;
+    int64_t planes, ntasks;
+} col2im_job;
+
+/* One plane of float32 or float64: zeroed, then each column row added in
+ * (i, j, oh, ow) order. */
+#define COL2IM_PLANE(T, name)                                                \
+    static void name(T *img, const T *cols, const pygpu_im2col_args *a)      \
+    {                                                                        \
+        const int64_t L = a->out_h * a->out_w;                               \
+        memset(img, 0, sizeof(T) * (size_t)(a->height * a->width));          \
+        for (int64_t i = 0; i < a->kh; i++) {                                \
+            for (int64_t j = 0; j < a->kw; j++) {                            \
+                const T *row = cols + (i * a->kw + j) * L;                   \
+                int64_t off_w = j * a->dw - a->pw, lo, hi;                   \
+                valid_range(off_w, a->sw, a->width, a->out_w, &lo, &hi);     \
+                for (int64_t oh = 0; oh < a->out_h; oh++) {                  \
+                    int64_t ih = oh * a->sh - a->ph + i * a->dh;             \
+                    if (ih < 0 || ih >= a->height) {                         \
+                        continue;                                            \
+                    }                                                        \
+                    T *dst = img + ih * a->width + off_w;                    \
+                    const T *src = row + oh * a->out_w;                      \
+                    for (int64_t ow = lo; ow < hi; ow++) {                   \
+                        dst[ow * a->sw] += src[ow];                          \
+                    }                                                        \
+                }                                                            \
+            }                                                                \
+        }                                                                    \
+    }
+
+COL2IM_PLANE(float, col2im_plane_f)
+COL2IM_PLANE(double, col2im_plane_d)
+
+static inline float
+half_load(const uint16_t *p, int64_t k, int bf16)
+{
+    return bf16 ? pygpu_bf16_to_float(p[k]) : pygpu_half_to_float(p[k]);
+}
+
+/* One plane of float16 or bfloat16: each element's terms gathered in
+ * (i, j) order, summed in float and rounded once. */
+static void
+col2im_plane_half(uint16_t *img, const uint16_t *cols,
+                  const pygpu_im2col_args *a, int bf16)
+{
+    const int64_t L = a->out_h * a->out_w;
+    for (int64_t h = 0; h < a->height; h++) {
+        for (int64_t w = 0; w < a->width; w++) {
+            float sum = 0.0f;
+            for (int64_t i = 0; i < a->kh; i++) {
+                int64_t t = h + a->ph - i * a->dh;
+                if (t < 0 || t % a->sh != 0 || t / a->sh >= a->out_h) {
+                    continue;
+                }
+                for (int64_t j = 0; j < a->kw; j++) {
+                    int64_t u = w + a->pw - j * a->dw;
+                    if (u < 0 || u % a->sw != 0 || u / a->sw >= a->out_w) {
+                        continue;
+                    }
+                    sum += half_load(cols, (i * a->kw + j) * L +
+                                               t / a->sh * a->out_w +
+                                               u / a->sw, bf16);
+                }
+            }
+            img[h * a->width + w] = bf16 ? pygpu_float_to_bf16(sum)
+                                         : pygpu_float_to_half(sum);
+        }
+    }
+}
+
+static void
+col2im_task(void *ctx, int64_t task)
+{
+    const col2im_job *j = ctx;
+    const pygpu_im2col_args *a = j->a;
+    const int64_t hw = a->height * a->width;
+    const int64_t rows = a->kh * a->kw * a->out_h * a->out_w;
+    int64_t p0 = j->planes * task / j->ntasks;
+    int64_t p1 = j->planes * (task + 1) / j->ntasks;
+    for (int64_t p = p0; p < p1; p++) {
+        switch (j->dtype) {
+        case PYGPU_FLOAT32:
+            col2im_plane_f((float *)j->img + p * hw,
+                           (const float *)j->cols + p * rows, a);
+            break;
+        case PYGPU_FLOAT64:
+            col2im_plane_d((double *)j->img + p * hw,
+                           (const double *)j->cols + p * rows, a);
+            break;
+        default:
+            col2im_plane_half((uint16_t *)j->img + p * hw,
+                              (const uint16_t *)j->cols + p * rows, a,
+                              j->dtype == PYGPU_BFLOAT16);
+            break;
+        }
+    }
+}
+
+void
+pygpu_cpu_col2im(int dtype, void *img, const void *cols,
+                 const pygpu_im2col_args *a)
+{
+    col2im_job j = {.img = img, .cols = cols, .a = a, .dtype = dtype,
+                    .planes = a->batch * a->channels};
+    j.ntasks = task_count(j.planes,
+                          a->kh * a->kw * a->out_h * a->out_w +
+                              a->height * a->width);
+    if (j.ntasks == 1) {
+        col2im_task(&j, 0);
+    }
+    else {
+        pygpu_parallel_run(j.ntasks, col2im_task, &j);
+    }
+}
