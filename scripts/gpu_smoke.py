@@ -356,9 +356,25 @@ def nccl():
             dist.destroy_process_group()
 
 
+def conv():
+    F = nn.functional
+    for dt in FLOATS:
+        tol = max(RTOL[dt], 1e-6)
+        both(lambda d: F.unfold(data((2, 3, 7, 6), dt, 40, d), (3, 2),
+                                padding=1, stride=(2, 1)), 0.0,
+             f"unfold {dt}")
+        both(lambda d: F.fold(data((2, 18, 30), dt, 41, d), (5, 6), 3,
+                              padding=1), tol, f"fold {dt}")
+        both(lambda d: F.conv2d(data((2, 4, 9, 8), dt, 42, d),
+                                data((6, 2, 3, 3), dt, 43, d), None,
+                                padding=1, groups=2), tol,
+             f"conv2d {dt}")
+
+
 CUDA_ONLY = {"memory", "streams", "nccl"}
 FAMILIES = [creation, copy, elementwise, reduction, softmax, matmul, linear,
-            indexing, random, autograd, optimizer, memory, streams, nccl]
+            indexing, random, autograd, optimizer, memory, streams, nccl,
+            conv]
 
 
 def main():
