@@ -4,8 +4,7 @@
  *
  * im2col moves elements as they are (a 2-, 4- or 8-byte copy serves every
  * dtype), one column row (one (n, c, i, j)) at a time: each block row is
- * a zeroed head, the image row's elements (one memcpy at stride 1) and a
- * zeroed tail.  col2im sums each image plane (n, c) on one thread, adding
+ * a zeroed head, the image row's elements and a zeroed tail.  col2im sums each image plane (n, c) on one thread, adding
  * the column rows in (i, j, oh, ow) order, so every element's sum has
  * the same order on any number of threads (and CUDA's gather,
  * kernels/im2col.cu); float16 and bfloat16 sum in float, gathering each
@@ -71,55 +70,71 @@ typedef struct {
     int64_t esize, rows, ntasks;
 } im2col_job;
 
-/* dst[k] = src[k * s] for k < n, elements of esize bytes. */
-static void
-strided_copy(char *dst, const char *src, int64_t s, int64_t n, int64_t es)
-{
-    if (s == 1) {
-        memcpy(dst, src, (size_t)(n * es));
-        return;
+/* Column row r = ((n * C + c) * kh + i) * kw + j, elements of type T (any
+ * type of the dtype's size): each block row a zeroed head, the image row's
+ * elements from lo to hi (a plain loop, vectorized at stride 1), a zeroed
+ * tail. */
+#define IM2COL_ROW(T, name)                                                  \
+    static void name(T *dst, const T *src, const pygpu_im2col_args *a,      \
+                     int64_t r)                                              \
+    {                                                                        \
+        const int64_t j = r % a->kw, i = r / a->kw % a->kh;                  \
+        const int64_t off_w = j * a->dw - a->pw, sw = a->sw;                 \
+        const int64_t ow_n = a->out_w;                                       \
+        int64_t lo, hi;                                                      \
+        valid_range(off_w, sw, a->width, ow_n, &lo, &hi);                    \
+        for (int64_t oh = 0; oh < a->out_h; oh++, dst += ow_n) {             \
+            int64_t ih = oh * a->sh - a->ph + i * a->dh;                     \
+            if (ih < 0 || ih >= a->height || lo == hi) {                     \
+                for (int64_t ow = 0; ow < ow_n; ow++) {                      \
+                    dst[ow] = 0;                                             \
+                }                                                            \
+                continue;                                                    \
+            }                                                                \
+            const T *row = src + ih * a->width + off_w;                      \
+            for (int64_t ow = 0; ow < lo; ow++) {                            \
+                dst[ow] = 0;                                                 \
+            }                                                                \
+            if (sw == 1) {                                                   \
+                for (int64_t ow = lo; ow < hi; ow++) {                       \
+                    dst[ow] = row[ow];                                       \
+                }                                                            \
+            }                                                                \
+            else {                                                           \
+                for (int64_t ow = lo; ow < hi; ow++) {                       \
+                    dst[ow] = row[ow * sw];                                  \
+                }                                                            \
+            }                                                                \
+            for (int64_t ow = hi; ow < ow_n; ow++) {                         \
+                dst[ow] = 0;                                                 \
+            }                                                                \
+        }                                                                    \
     }
-    switch (es) {
-    case 2:
-        for (int64_t k = 0; k < n; k++) {
-            ((uint16_t *)dst)[k] = ((const uint16_t *)src)[k * s];
-        }
-        break;
-    case 4:
-        for (int64_t k = 0; k < n; k++) {
-            ((uint32_t *)dst)[k] = ((const uint32_t *)src)[k * s];
-        }
-        break;
-    default:
-        for (int64_t k = 0; k < n; k++) {
-            ((uint64_t *)dst)[k] = ((const uint64_t *)src)[k * s];
-        }
-        break;
-    }
-}
 
-/* Column row r = ((n * C + c) * kh + i) * kw + j. */
+IM2COL_ROW(uint16_t, im2col_row_2)
+IM2COL_ROW(uint32_t, im2col_row_4)
+IM2COL_ROW(uint64_t, im2col_row_8)
+
+/* Column row r of the job, the image plane it reads being r / (kh * kw). */
 static void
 im2col_row(const im2col_job *j, int64_t r)
 {
     const pygpu_im2col_args *a = j->a;
-    const int64_t es = j->esize, L = a->out_h * a->out_w;
-    int64_t jj = r % a->kw, i = r / a->kw % a->kh, plane = r / (a->kw * a->kh);
-    const char *src = j->img + plane * a->height * a->width * es;
-    char *dst = j->cols + r * L * es;
-    int64_t off_w = jj * a->dw - a->pw, lo, hi;
-    valid_range(off_w, a->sw, a->width, a->out_w, &lo, &hi);
-    for (int64_t oh = 0; oh < a->out_h; oh++, dst += a->out_w * es) {
-        int64_t ih = oh * a->sh - a->ph + i * a->dh;
-        if (ih < 0 || ih >= a->height || lo == hi) {
-            memset(dst, 0, (size_t)(a->out_w * es));
-            continue;
-        }
-        memset(dst, 0, (size_t)(lo * es));
-        strided_copy(dst + lo * es,
-                     src + (ih * a->width + lo * a->sw + off_w) * es, a->sw,
-                     hi - lo, es);
-        memset(dst + hi * es, 0, (size_t)((a->out_w - hi) * es));
+    const int64_t L = a->out_h * a->out_w, hw = a->height * a->width;
+    const int64_t plane = r / (a->kw * a->kh);
+    switch (j->esize) {
+    case 2:
+        im2col_row_2((uint16_t *)j->cols + r * L,
+                     (const uint16_t *)j->img + plane * hw, a, r);
+        break;
+    case 4:
+        im2col_row_4((uint32_t *)j->cols + r * L,
+                     (const uint32_t *)j->img + plane * hw, a, r);
+        break;
+    default:
+        im2col_row_8((uint64_t *)j->cols + r * L,
+                     (const uint64_t *)j->img + plane * hw, a, r);
+        break;
     }
 }
 
@@ -167,7 +182,7 @@ typedef struct {
 #define COL2IM_PLANE(T, name)                                                \
     static void name(T *img, const T *cols, const pygpu_im2col_args *a)      \
     {                                                                        \
-        const int64_t L = a->out_h * a->out_w;                               \
+        const int64_t L = a->out_h * a->out_w, sw = a->sw;                   \
         memset(img, 0, sizeof(T) * (size_t)(a->height * a->width));          \
         for (int64_t i = 0; i < a->kh; i++) {                                \
             for (int64_t j = 0; j < a->kw; j++) {                            \
@@ -181,8 +196,15 @@ typedef struct {
                     }                                                        \
                     T *dst = img + ih * a->width + off_w;                    \
                     const T *src = row + oh * a->out_w;                      \
-                    for (int64_t ow = lo; ow < hi; ow++) {                   \
-                        dst[ow * a->sw] += src[ow];                          \
+                    if (sw == 1) {                                       \
+                        for (int64_t ow = lo; ow < hi; ow++) {               \
+                            dst[ow] += src[ow];                              \
+                        }                                                    \
+                    }                                                        \
+                    else {                                                   \
+                        for (int64_t ow = lo; ow < hi; ow++) {               \
+                            dst[ow * sw] += src[ow];                         \
+                        }                                                    \
                     }                                                        \
                 }                                                            \
             }                                                                \
