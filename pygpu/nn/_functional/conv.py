@@ -319,13 +319,14 @@ def _conv2d(x, weight, bias, stride, padding, dilation, groups):
     k = cg * kh * kw
     if groups == 1:
         out = weight.reshape(cout, k) @ cols
+        bshape = (1, cout, 1)
     else:
         out = (weight.reshape(groups, cout // groups, k)
                @ cols.view(n, groups, k, oh * ow))
-    out = out.view(n, cout, oh, ow)
-    if bias is not None:
-        out = out + bias.view(1, cout, 1, 1)
-    return out
+        bshape = (1, groups, cout // groups, 1)
+    if bias is not None:  # in place: the product saved its inputs only
+        out.add_(bias.view(bshape))
+    return out.view(n, cout, oh, ow)
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1,
@@ -421,8 +422,8 @@ def _conv_transpose2d(x, weight, bias, stride, padding, output_padding,
     if not all(direct):
         out = pad(out, [0, 0 if direct[1] else output_padding[1],
                         0, 0 if direct[0] else output_padding[0]])
-    if bias is not None:
-        out = out + bias.view(1, cout, 1, 1)
+    if bias is not None:  # in place: fold saved nothing
+        out.add_(bias.view(1, cout, 1, 1))
     return out
 
 
