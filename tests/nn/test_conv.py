@@ -771,3 +771,47 @@ def test_against_torch(rng):
         for kw in (dict(), dict(stride=2, padding=1, groups=2, bias=False)):
             assert repr(getattr(nn, name)(*args, **kw)) == \
                 repr(getattr(torch.nn, name)(*args, **kw))
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16, F32], ids=dtype_name)
+def test_conv_backward_low_precision(device, rng, dtype):
+    """Gradients in float16, bfloat16 and float32 against float64's."""
+    x = rounded(rng.standard_normal((2, 4, 6, 5)), dtype)
+    w = rounded(rng.standard_normal((6, 2, 3, 3)), dtype)
+    b = rounded(rng.standard_normal(6), dtype)
+    g = rounded(rng.standard_normal((2, 6, 3, 3)), dtype)
+    grads = {}
+    for dt in (dtype, F64):
+        ts = [tensor(a, dt, device, grad=True) for a in (x, w, b)]
+        y = F.conv2d(*ts, stride=2, padding=1, groups=2)
+        y.backward(tensor(g, dt, device))
+        grads[dt] = [f64(t.grad) for t in ts]
+        assert all(t.grad.dtype is dt for t in ts)
+    for got, ref in zip(grads[dtype], grads[F64]):
+        assert rel_err(got, ref) <= 10 * TOL[dtype]
+    wt = rounded(rng.standard_normal((4, 3, 2, 2)), dtype)
+    grads = {}
+    for dt in (dtype, F64):
+        ts = [tensor(a, dt, device, grad=True) for a in (x, wt)]
+        y = F.conv_transpose2d(*ts, stride=2)
+        y.backward(tensor(np.ones(tuple(y.shape)), dt, device))
+        grads[dt] = [f64(t.grad) for t in ts]
+    for got, ref in zip(grads[dtype], grads[F64]):
+        assert rel_err(got, ref) <= 10 * TOL[dtype]
+
+
+def test_conv_bias_only_gradient(device, rng):
+    """Only the bias requires grad: the in-place bias add records it."""
+    x = tensor(rng.standard_normal((2, 3, 5, 5)), F32, device)
+    w = tensor(rng.standard_normal((4, 3, 3, 3)), F32, device)
+    b = tensor(rng.standard_normal(4), F32, device, grad=True)
+    y = F.conv2d(x, w, b)
+    assert y.requires_grad
+    y.sum().backward()
+    assert np.array_equal(f64(b.grad), np.full(4, 18.0))
+    wt = tensor(rng.standard_normal((3, 4, 3, 3)), F32, device)
+    b.grad = None
+    F.conv_transpose2d(x, wt, b, stride=2).sum().backward()
+    assert np.array_equal(f64(b.grad), np.full(4, 242.0))
+    with pygpu.no_grad():
+        assert not F.conv2d(x, w, b).requires_grad
