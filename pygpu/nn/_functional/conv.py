@@ -20,7 +20,7 @@ __all__ = ["unfold", "fold", "pad", "conv1d", "conv2d", "conv_transpose1d",
            "conv_transpose2d"]
 
 
-def _pair_of(name, value, what):
+def _pair_of(name, value):
     """torch's int-or-pair argument as a 2-tuple of ints."""
     if isinstance(value, int):
         return (value, value)
@@ -34,10 +34,10 @@ def _pair_of(name, value, what):
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """The sliding blocks of a (N, C, H, W) or (C, H, W) input as columns
     (N, C * kh * kw, L), block l's elements in column l (torch's unfold)."""
-    k = _pair_of("kernel_size", kernel_size, "unfold")
-    d = _pair_of("dilation", dilation, "unfold")
-    p = _pair_of("padding", padding, "unfold")
-    s = _pair_of("stride", stride, "unfold")
+    k = _pair_of("kernel_size", kernel_size)
+    d = _pair_of("dilation", dilation)
+    p = _pair_of("padding", padding)
+    s = _pair_of("stride", stride)
     return _C._im2col(input, *k, *d, *p, *s)
 
 
@@ -45,11 +45,11 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Columns (N, C * kh * kw, L) or (C * kh * kw, L) summed into an image
     of output_size: each block's elements added at its place, overlaps
     summed (torch's fold, unfold's adjoint)."""
-    o = _pair_of("output_size", output_size, "fold")
-    k = _pair_of("kernel_size", kernel_size, "fold")
-    d = _pair_of("dilation", dilation, "fold")
-    p = _pair_of("padding", padding, "fold")
-    s = _pair_of("stride", stride, "fold")
+    o = _pair_of("output_size", output_size)
+    k = _pair_of("kernel_size", kernel_size)
+    d = _pair_of("dilation", dilation)
+    p = _pair_of("padding", padding)
+    s = _pair_of("stride", stride)
     return _C._col2im(input, *o, *k, *d, *p, *s)
 
 
@@ -177,7 +177,7 @@ def pad(input, pad, mode="constant", value=None):
 
 # ---------------------------------------------------------- convolutions
 
-def _tuple_arg(name, value, nd, conv_name=None):
+def _tuple_arg(name, value, nd):
     """An int or a list of nd ints, as torch's convolutions take them."""
     if isinstance(value, int):
         return (value,) * nd
