@@ -1,10 +1,12 @@
-/* ops_norm.c - layer norm and RMS norm over the last dims as one op: the
- * front end of the NORM kind (kernels/norm.h).  x is read as rows of n
- * contiguous elements; the parameters are converted to the compute type
- * (float32, or float64 for float64), so a float16 input with float32
- * parameters (torch's mixed form) and one with float16 parameters take
- * the same loop.  The forward keeps each row's mean and 1/std for the
- * backward rule (autograd_norm.c), which calls pygpu_op_row_norm_backward. */
+/* ops_norm.c - layer norm and RMS norm over the last dims, and batch
+ * norm's training step over the channels, as one op each: the front end
+ * of the NORM kind (kernels/norm.h).  x is read as rows of n contiguous
+ * elements (or as [outer, C, inner]); the parameters are converted to the
+ * compute type (float32, or float64 for float64), so a float16 input with
+ * float32 parameters (torch's mixed form) and one with float16 parameters
+ * take the same loop.  The forward keeps each row's (channel's) mean and
+ * 1/std for the backward rule (autograd_norm.c), which calls
+ * pygpu_op_row_norm_backward. */
 #include "ops/norm.h"
 #include "ops/reduce.h"
 #include "kernels/norm.h"

@@ -1,7 +1,8 @@
-/* tensor_norm.c - the Python entry of layer norm and RMS norm as one op
- * (pygpu.nn.functional.layer_norm and rms_norm call it after torch's
- * checks): it checks what the op relies on and calls autograd's wrapper
- * (autograd_norm.c), which calls ops/ops_norm.c. */
+/* tensor_norm.c - the Python entries of layer norm and RMS norm (_norm)
+ * and of batch norm's training step (_batch_norm_train) as one op each
+ * (pygpu.nn.functional's layer_norm, rms_norm, group_norm and batch_norm
+ * call them after torch's checks): they check what the op relies on and
+ * call autograd's wrappers (autograd_norm.c), which call ops/ops_norm.c. */
 #include "tensor/tensor.h"
 #include "autograd/autograd.h"
 #include "ops/norm.h"
