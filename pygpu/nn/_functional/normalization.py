@@ -4,9 +4,10 @@ normalisation, normalize.
 Layer norm, RMS norm and group norm (as layer norm over the rows of
 (sample, group)) run as one op, _C._norm, and batch norm's training step as
 _C._batch_norm_train: a pass for the statistics, one to apply them, and a
-fused backward; the rest (evaluation, instance norm, the affine step of
-group norm, empty inputs) is composed from pygpu's differentiable ops
-(mean, sub, mul, rsqrt, reshape).  float16 and bfloat16 inputs are
+fused backward; instance norm takes the latter over the (sample, channel)
+planes.  The rest (evaluation, the affine steps of group and instance
+norm, empty inputs) is composed from pygpu's differentiable ops (mean,
+sub, mul, rsqrt, reshape).  float16 and bfloat16 inputs are
 normalised in float32 (statistics and the affine step) and the result is
 cast back, as torch does; float32 and float64 compute in their own type.
 Argument checks and messages follow torch's."""
@@ -124,7 +125,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,
     _check_params(input, weight, bias, running_mean, running_var)
     ct = _opmath(input.dtype)
     shape = (1, c) + (1,) * (input.dim() - 2)
-    x = _up(input, ct)
     if training and input.numel() > 0:
         # one op: each channel's statistics, the output, a fused backward
         y, mean, var = _C._batch_norm_train(input, weight, bias, float(eps))
@@ -134,6 +134,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,
                 _update_running(running_mean, mean, momentum)
                 _update_running(running_var, var * (n / (n - 1)), momentum)
         return y
+    x = _up(input, ct)
     if training:
         dims = (0,) + tuple(range(2, input.dim()))
         mean, xc, var = _stats(x, dims)
@@ -197,11 +198,18 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None,
     _check_params(input, weight, bias, running_mean, running_var)
     ct = _opmath(input.dtype)
     shape = (1, c) + (1,) * (input.dim() - 2)
-    x = _up(input, ct)
+    x = input if use_input_stats else _up(input, ct)
     if use_input_stats:
-        dims = tuple(range(2, input.dim()))
-        mean, xc, var = _stats(x, dims)
         m = input.numel() // (n * c) if n * c else 0
+        if m > 0:
+            # each (sample, channel) plane is a channel of batch norm
+            y, mean, var = _C._batch_norm_train(
+                input.reshape(1, n * c, m), None, None, float(eps))
+            y = _up(y.reshape(tuple(input.shape)), ct)
+            mean, var = mean.reshape(n, c), var.reshape(n, c)
+        else:
+            mean, xc, var = _stats(_up(x, ct), tuple(range(2, input.dim())))
+            y = xc * (var + eps).rsqrt()
         if running_mean is not None and m > 0:
             with no_grad():
                 _update_running(running_mean, mean.detach().mean(0),
@@ -209,7 +217,6 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None,
                 _update_running(running_var,
                                 var.detach().mean(0) * (m / (m - 1)),
                                 momentum)
-        y = xc * (var + eps).rsqrt()
     else:
         y = (x - _up(running_mean, ct).reshape(shape)) * \
             (_up(running_var, ct) + eps).rsqrt().reshape(shape)
