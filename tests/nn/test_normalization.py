@@ -769,3 +769,37 @@ def test_fused_grad_fns_and_fallbacks(device, rng):
     h.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace"):
         y.sum().backward()
+
+
+def test_fused_ops_do_not_leak(device):
+    """Forward and backward of the fused ops, and their error paths, leave
+    reference counts, Python blocks, the resident set (and CUDA's
+    allocated bytes) as they were."""
+    from conftest import CYCLES, WARMUP, assert_no_leak, raising
+    x = pygpu.randn(6, 4, 5, device=device, requires_grad=True)
+    w = pygpu.randn(5, device=device, requires_grad=True)
+    wc = pygpu.randn(4, device=device, requires_grad=True)
+    bad = pygpu.ones(3, device=device)
+    errors = [raising(RuntimeError, pygpu._C._norm, x, bad, None, 5, 1e-5,
+                      False),
+              raising(RuntimeError, pygpu._C._norm, x, None, None, 7, 1e-5,
+                      False),
+              raising(RuntimeError, pygpu._C._batch_norm_train, x, bad, None,
+                      1e-5)]
+
+    def cycle():
+        F.layer_norm(x, (5,), w, w).sum().backward()
+        F.rms_norm(x, (5,), w).sum().backward()
+        F.group_norm(x, 2, wc).sum().backward()
+        F.batch_norm(x, None, None, wc, None, True).sum().backward()
+        F.instance_norm(x.detach())
+        for e in errors:
+            e()
+    if device == "cuda":
+        pygpu.cuda.synchronize()
+        base = pygpu.cuda.memory_allocated()
+    assert_no_leak(cycle, CYCLES // 8, WARMUP // 8)
+    x.grad = w.grad = wc.grad = None
+    if device == "cuda":
+        pygpu.cuda.synchronize()
+        assert pygpu.cuda.memory_allocated() == base
