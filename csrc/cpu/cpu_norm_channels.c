@@ -3,7 +3,8 @@
  * ops (kernels/norm.h).  Channel c holds outer runs of inner contiguous
  * elements, inner apart by C * inner.
  *
- * A channel is one task of the thread pool.  Forward reads it three
+ * A channel is one task of the thread pool (inputs under
+ * PYGPU_NORM_PART_WORK elements run on the calling thread).  Forward reads it three
  * times: its sum, the sum of squared deviations from the mean (then mean,
  * biased variance and 1/std are written), the output; backward twice: the
  * sums of dy and dy * xhat (which are also db and dw), then dx.  Sums run
@@ -175,7 +176,14 @@ void
 pygpu_cpu_norm_channels(int op, int dtype, const pygpu_norm_args *a)
 {
     channel_job j = {.op = op, .dtype = dtype, .a = a};
-    if (a->rows > 0 && a->n > 0) {
-        pygpu_parallel_run(a->rows, channel_task, &j);
+    if (a->rows == 0 || a->n == 0) {
+        return;
     }
+    if (a->rows * a->n < PYGPU_NORM_PART_WORK) { /* small: not worth a job */
+        for (int64_t c = 0; c < a->rows; c++) {
+            channel_task(&j, c);
+        }
+        return;
+    }
+    pygpu_parallel_run(a->rows, channel_task, &j);
 }
