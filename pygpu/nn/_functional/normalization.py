@@ -203,8 +203,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None,
         m = input.numel() // (n * c) if n * c else 0
         if m > 0:
             # each (sample, channel) plane is a channel of batch norm
+            xin = input if weight is None and bias is None else \
+                _up(input, ct)
             y, mean, var = _C._batch_norm_train(
-                input.reshape(1, n * c, m), None, None, float(eps))
+                xin.reshape(1, n * c, m), None, None, float(eps))
             y = _up(y.reshape(tuple(input.shape)), ct)
             mean, var = mean.reshape(n, c), var.reshape(n, c)
         else:
@@ -331,7 +333,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     shape = (1, c) + (1,) * (input.dim() - 2)
     if input.numel() > 0:
         # each (sample, group) is a row of layer norm without parameters
-        y = _C._norm(input.reshape(n * num_groups, -1), None, None,
+        # (in float32 when an affine step follows: one rounding, as torch)
+        xin = input if weight is None and bias is None else _up(input, ct)
+        y = _C._norm(xin.reshape(n * num_groups, -1), None, None,
                      input.numel() // (n * num_groups), float(eps), False)
         y = _up(y.reshape(tuple(input.shape)), ct)
         if weight is not None:
