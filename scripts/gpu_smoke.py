@@ -371,10 +371,30 @@ def conv():
              f"conv2d {dt}")
 
 
+def normalization():
+    def run(d, dt, shape):
+        x = data(shape, dt, 80, d).requires_grad_(True)
+        c, pdt = shape[1], "float64" if dt == "float64" else "float32"
+        w = data((c,), pdt, 81, d).requires_grad_(True)
+        g = data(shape, dt, 82, d)
+        ys = [nn.functional.batch_norm(x, None, None, w, None, True),
+              nn.functional.group_norm(x, 2, w),
+              nn.functional.layer_norm(x, shape[-1:],
+                                       data(shape[-1:], pdt, 83, d)),
+              nn.functional.rms_norm(x, shape[-1:])]
+        sum(y * g for y in ys).sum().backward()
+        return ys + [x.grad, w.grad]
+    for dt in ["float16", "bfloat16", "float32", "float64"]:
+        for shape in [(6, 4, 40), (3, 4, 1500)]:   # a warp / a block a row
+            both(lambda d: run(d, dt, shape), max(RTOL[dt], 1e-5) * 10,
+                 f"normalization {dt} {shape}")
+
+
 CUDA_ONLY = {"memory", "streams", "nccl"}
 FAMILIES = [creation, copy, elementwise, reduction, softmax, matmul, linear,
             indexing, random, autograd, optimizer, memory, streams, nccl,
             conv]
+FAMILIES += [normalization]
 
 
 def main():

@@ -334,6 +334,17 @@ int pygpu_ag_run_hooks(PyObject *hooks, TensorObject **g);
 /* Runs leaf's post-accumulate-grad hooks.  0 or -1. */
 int pygpu_ag_run_post_hooks(TensorObject *leaf);
 
+/* Layer norm (rms 0) or RMS norm over the last dims of x holding n
+ * elements, recorded when x, w or b requires grad (autograd_norm.c; the
+ * op and its contract: ops/norm.h). */
+PyObject *pygpu_ag_row_norm(TensorObject *x, TensorObject *w,
+                            TensorObject *b, int64_t n, double eps, int rms);
+/* Batch norm's training step over the channels of x, recorded the same
+ * way; the channels' mean and biased variance into *mean and *var. */
+PyObject *pygpu_ag_channel_norm(TensorObject *x, TensorObject *w,
+                                TensorObject *b, double eps,
+                                TensorObject **mean, TensorObject **var);
+
 /* ------------------------------- Tensor attributes (tensor_autograd.c) */
 PyObject *pygpu_t_get_requires_grad(PyObject *op, void *c);
 int pygpu_t_set_requires_grad(PyObject *op, PyObject *value, void *c);

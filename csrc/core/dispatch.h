@@ -67,6 +67,9 @@ enum pygpu_kind {
     PYGPU_K_IM2COL,        /* out = the columns of in[0] (flag 0) or the
                               image summed from them (flag 1), shapes in
                               *im2col (kernels.h) */
+    PYGPU_K_NORM,          /* layer / RMS norm over contiguous rows,
+                              forward or backward (op: enum
+                              pygpu_norm_op) over *norm (kernels/norm.h) */
     /* Kinds past here take tensors and raise themselves (0 or -1). */
     PYGPU_K_MATMUL,        /* t[0] = t[1] @ t[2]; t[3], t[4]: them as
                               batches of matrices over mm.bshape */
@@ -99,6 +102,7 @@ typedef struct pygpu_kargs {
     const pygpu_xent_args *xent; /* XENT */
     const struct pygpu_optim_step *optim; /* OPTIM */
     const pygpu_im2col_args *im2col; /* IM2COL */
+    const struct pygpu_norm_args *norm; /* NORM */
     struct {
         int nb;                /* batch dims */
         const int64_t *bshape; /* batch shape */
@@ -165,6 +169,7 @@ typedef struct pygpu_backend {
         [PYGPU_K_OPTIM] = PYGPU_FLOAT_DTYPES(optim),                         \
         [PYGPU_K_SORT] = PYGPU_ALL_DTYPES(sort_rows),                        \
         [PYGPU_K_IM2COL] = PYGPU_FLOAT_DTYPES(im2col),                       \
+        [PYGPU_K_NORM] = PYGPU_FLOAT_DTYPES(norm),                           \
         [PYGPU_K_MATMUL] = PYGPU_ALL_DTYPES(matmul),                         \
         [PYGPU_K_LINEAR] = PYGPU_ALL_DTYPES(linear),                         \
     }

@@ -13,6 +13,7 @@
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_split.h"
 #include "kernels/optim.h"
+#include "kernels/norm.h"
 
 /* Loops of this much work or more run without the GIL, and of the second
  * amount on the thread pool.  Work is counted in elements of a cheap loop
@@ -176,6 +177,20 @@ static int
 xent(pygpu_kargs *k)
 {
     k->ix.failed = pygpu_cpu_xent(k->op, k->dtype, k->xent, &k->ix.bad);
+    return 0;
+}
+
+/* Layer / RMS norm over rows; the loop splits its parts over the pool
+ * itself (cpu_norm.c). */
+static int
+norm(pygpu_kargs *k)
+{
+    if (k->op >= PYGPU_NORM_CHANNELS_FORWARD) {
+        pygpu_cpu_norm_channels(k->op, k->dtype, k->norm);
+    }
+    else {
+        pygpu_cpu_norm(k->op, k->dtype, k->norm);
+    }
     return 0;
 }
 
@@ -357,7 +372,8 @@ run_sized(int kind, pygpu_kernel_fn fn, pygpu_kargs *k)
     if (kind == PYGPU_K_RANDOM) {
         work *= k->flag ? CPU_NORMAL_WORK : CPU_UNIFORM_WORK;
     }
-    else if (kind == PYGPU_K_SOFTMAX || kind == PYGPU_K_XENT) {
+    else if (kind == PYGPU_K_SOFTMAX || kind == PYGPU_K_XENT ||
+             kind == PYGPU_K_NORM) {
         work *= CPU_LINE_WORK;
     }
     if (work >= CPU_NOGIL_THRESHOLD) {

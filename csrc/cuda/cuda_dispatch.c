@@ -6,6 +6,7 @@
 #include "cuda/blas.h"
 #include "cuda/cuda_runtime.h"
 #include "kernels/optim.h"
+#include "kernels/norm.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -180,6 +181,16 @@ optim(pygpu_kargs *k)
 {
     return pygpu_cuda_optim(k->op, k->dtype, k->optim, k->workspace,
                             k->stream);
+}
+
+/* Layer / RMS norm over rows (kernels/norm.cu). */
+static int
+norm(pygpu_kargs *k)
+{
+    if (k->op >= PYGPU_NORM_CHANNELS_FORWARD) {
+        return pygpu_cuda_norm_channels(k->op, k->dtype, k->norm, k->stream);
+    }
+    return pygpu_cuda_norm(k->op, k->dtype, k->norm, k->stream);
 }
 
 /* A gather's kernel records an index out of range in its workspace

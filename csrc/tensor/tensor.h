@@ -18,6 +18,7 @@ extern PyMethodDef pygpu_matmul_functions[];  /* tensor_matmul.c */
 extern PyMethodDef pygpu_linear_functions[];  /* tensor_matmul.c */
 extern PyMethodDef pygpu_where_functions[];   /* tensor_where.c */
 extern PyMethodDef pygpu_strided_functions[]; /* tensor_strided.c */
+extern PyMethodDef pygpu_row_norm_functions[];    /* tensor_norm.c */
 /* Tensor methods, getset and number slots (tensor_methods.c). */
 extern PyMethodDef pygpu_tensor_methods[];
 extern PyGetSetDef pygpu_tensor_getset[];

@@ -617,3 +617,189 @@ def test_modules_match_torch(rng):
         for k, v in theirs.state_dict().items():
             got = host(ours.state_dict()[k])
             assert rel_err(got, v.numpy()) < 1e-5, (ours, k)
+
+
+# --------------------------------------------- the fused ops (_C._norm, ...)
+
+def np_layer_norm_grads(a, w, g, eps, rms=False):
+    """(dx, dw, db) of sum(layer_norm(a) * g) over the last dim, float64."""
+    n = a.shape[-1]
+    m = 0 if rms else a.mean(-1, keepdims=True)
+    xc = a - m
+    rs = 1 / np.sqrt((xc * xc).mean(-1, keepdims=True) + eps)
+    xh = xc * rs
+    gw = g * w
+    dx = rs * (gw - (0 if rms else gw.mean(-1, keepdims=True)) -
+               xh * (gw * xh).mean(-1, keepdims=True))
+    del n
+    return dx, (g * xh).reshape(-1, a.shape[-1]).sum(0), \
+        g.reshape(-1, a.shape[-1]).sum(0)
+
+
+@pytest.mark.parametrize("shape", [(300, 700), (5, 1500), (7, 33), (3, 1)])
+@pytest.mark.parametrize("rms", [False, True])
+def test_fused_rows_against_formula(device, rng, shape, rms):
+    """Rows in several parts (the parameters' sums by part), rows longer
+    than a warp's share (a block per row on CUDA), lengths that are no
+    multiple of the vector lanes."""
+    n = shape[-1]
+    a, x = tensor(rng, shape, F64, device)
+    wa = rng.standard_normal(n)
+    ga = rng.standard_normal(shape)
+    xt = x.clone().requires_grad_(True)
+    w = pygpu.tensor(wa, device=device, requires_grad=True)
+    if rms:
+        y = F.rms_norm(xt, (n,), w, eps=1e-5)
+        ref = np_rms_norm(a, 1, wa, 1e-5)
+    else:
+        b = pygpu.tensor(rng.standard_normal(n), device=device,
+                         requires_grad=True)
+        y = F.layer_norm(xt, (n,), w, b, eps=1e-5)
+        ref = np_layer_norm(a, 1, wa, host(b), 1e-5)
+    check(y, ref, F64)
+    y.backward(pygpu.tensor(ga, device=device))
+    dx, dw, db = np_layer_norm_grads(a, wa, ga, 1e-5, rms)
+    assert rel_err(host(xt.grad), dx) < 1e-10
+    assert rel_err(host(w.grad), dw) < 1e-10
+    if not rms:
+        assert rel_err(host(b.grad), db) < 1e-10
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_name)
+def test_fused_rows_low_precision_grads(device, rng, dtype):
+    shape = (200, 520)
+    a, x = tensor(rng, shape, dtype, device)
+    x.requires_grad_(True)
+    pdt = F32 if dtype in (F16, BF16) else dtype
+    w = pygpu.tensor(rng.standard_normal(520), dtype=pdt, device=device,
+                     requires_grad=True)
+    b = pygpu.tensor(rng.standard_normal(520), dtype=pdt, device=device,
+                     requires_grad=True)
+    ga = host(pygpu.tensor(rng.standard_normal(shape), dtype=dtype))
+    F.layer_norm(x, (520,), w, b).backward(
+        pygpu.tensor(ga, dtype=dtype, device=device))
+    dx, dw, db = np_layer_norm_grads(a, host(w).astype(np.float64),
+                                     ga.astype(np.float64), 1e-5)
+    assert x.grad.dtype is dtype and w.grad.dtype is pdt
+    tol = 1e-4 if dtype is F32 else 3 * TOL[dtype]
+    assert rel_err(host(x.grad), dx) < tol
+    assert rel_err(host(w.grad), dw) < tol
+    assert rel_err(host(b.grad), db) < tol
+
+
+@pytest.mark.parametrize("shape", [(64, 8, 9, 7), (300, 5), (2, 3, 1000)])
+def test_fused_batch_norm_against_formula(device, rng, shape):
+    c = shape[1]
+    a, x = tensor(rng, shape, F64, device)
+    x.requires_grad_(True)
+    wa, ba = rng.standard_normal(c), rng.standard_normal(c)
+    w = pygpu.tensor(wa, device=device, requires_grad=True)
+    b = pygpu.tensor(ba, device=device, requires_grad=True)
+    y = F.batch_norm(x, None, None, w, b, training=True)
+    check(y, np_batch_norm(a, None, None, wa, ba, True, 0.1, 1e-5)[0], F64)
+    ga = rng.standard_normal(shape)
+    y.backward(pygpu.tensor(ga, device=device))
+    dims = (0,) + tuple(range(2, len(shape)))
+    bshape = (1, c) + (1,) * (len(shape) - 2)
+    mean = a.mean(dims, keepdims=True)
+    rs = 1 / np.sqrt(a.var(dims, keepdims=True) + 1e-5)
+    xh = (a - mean) * rs
+    dx = rs * wa.reshape(bshape) * (
+        ga - ga.mean(dims, keepdims=True) -
+        xh * (ga * xh).mean(dims, keepdims=True))
+    assert rel_err(host(x.grad), dx) < 1e-10
+    assert rel_err(host(w.grad), (ga * xh).sum(dims)) < 1e-10
+    assert rel_err(host(b.grad), ga.sum(dims)) < 1e-10
+
+
+def test_fused_results_do_not_depend_on_threads(rng):
+    """The same bits with one thread as with several."""
+    a = rng.standard_normal((400, 300)).astype(np.float32)
+    g = pygpu.tensor(rng.standard_normal((400, 300)).astype(np.float32))
+
+    def run():
+        x = pygpu.tensor(a, requires_grad=True)
+        m = nn.LayerNorm(300)
+        y = m(x)
+        y.backward(g)
+        bx = pygpu.tensor(a.reshape(40, 10, 300), requires_grad=True)
+        bn = nn.BatchNorm1d(10)
+        z = bn(bx)
+        z.backward(g.reshape(40, 10, 300))
+        return [host(t) for t in (y, x.grad, m.weight.grad, m.bias.grad, z,
+                                  bx.grad, bn.weight.grad, bn.running_var)]
+    old = pygpu.get_num_threads()
+    try:
+        pygpu.set_num_threads(1)
+        one = run()
+        pygpu.set_num_threads(max(2, old))
+        many = run()
+    finally:
+        pygpu.set_num_threads(old)
+    for p, q in zip(one, many):
+        np.testing.assert_array_equal(p, q)
+
+
+def test_fused_grad_fns_and_fallbacks(device, rng):
+    x = pygpu.randn(4, 6, device=device, requires_grad=True)
+    w = pygpu.ones(6, device=device, requires_grad=True)
+    assert F.layer_norm(x, (6,), w).grad_fn.name() == \
+        "NativeLayerNormBackward0"
+    assert F.rms_norm(x, (6,), w).grad_fn.name() == "FusedRmsNormBackward0"
+    assert F.batch_norm(x, None, None, w, None, True).grad_fn.name() == \
+        "NativeBatchNormBackward0"
+    # a bias alone; gradients only for what requires them
+    a, xt = tensor(rng, (5, 6), device=device)
+    b = pygpu.tensor(rng.standard_normal(6), dtype=F32, device=device,
+                     requires_grad=True)
+    y = F.layer_norm(xt, (6,), None, b)
+    check(y, np_layer_norm(a, 1, None, host(b), 1e-5), F32)
+    y.sum().backward()
+    np.testing.assert_allclose(host(b.grad), np.full(6, 5.0))
+    # rms_norm of a float64 input with a float32 weight: torch's promotion
+    a, x64 = tensor(rng, (3, 6), F64, device)
+    w32 = pygpu.tensor(rng.standard_normal(6), dtype=F32, device=device)
+    check(F.rms_norm(x64, (6,), w32),
+          np_rms_norm(a, 1, host(w32).astype(np.float64),
+                      np.finfo(np.float64).eps), F64)
+    # modified in place after the forward: torch's error at backward
+    x2 = pygpu.randn(3, 6, device=device, requires_grad=True)
+    h = x2 * 1.0
+    y = F.layer_norm(h, (6,))
+    h.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace"):
+        y.sum().backward()
+
+
+def test_fused_ops_do_not_leak(device):
+    """Forward and backward of the fused ops, and their error paths, leave
+    reference counts, Python blocks, the resident set (and CUDA's
+    allocated bytes) as they were."""
+    from conftest import CYCLES, WARMUP, assert_no_leak, raising
+    x = pygpu.randn(6, 4, 5, device=device, requires_grad=True)
+    w = pygpu.randn(5, device=device, requires_grad=True)
+    wc = pygpu.randn(4, device=device, requires_grad=True)
+    bad = pygpu.ones(3, device=device)
+    errors = [raising(RuntimeError, pygpu._C._norm, x, bad, None, 5, 1e-5,
+                      False),
+              raising(RuntimeError, pygpu._C._norm, x, None, None, 7, 1e-5,
+                      False),
+              raising(RuntimeError, pygpu._C._batch_norm_train, x, bad, None,
+                      1e-5)]
+
+    def cycle():
+        F.layer_norm(x, (5,), w, w).sum().backward()
+        F.rms_norm(x, (5,), w).sum().backward()
+        F.group_norm(x, 2, wc).sum().backward()
+        F.batch_norm(x, None, None, wc, None, True).sum().backward()
+        F.instance_norm(x.detach())
+        for e in errors:
+            e()
+    if device == "cuda":
+        pygpu.cuda.synchronize()
+        base = pygpu.cuda.memory_allocated()
+    assert_no_leak(cycle, CYCLES // 8, WARMUP // 8)
+    x.grad = w.grad = wc.grad = None
+    if device == "cuda":
+        pygpu.cuda.synchronize()
+        assert pygpu.cuda.memory_allocated() == base

@@ -1,8 +1,13 @@
 """pygpu.nn.functional: batch, instance, layer, group and RMS
 normalisation, normalize.
 
-Composed from pygpu's differentiable ops (mean, sub, mul, rsqrt, reshape),
-so autograd needs no rule of its own.  float16 and bfloat16 inputs are
+Layer norm, RMS norm and group norm (as layer norm over the rows of
+(sample, group)) run as one op, _C._norm, and batch norm's training step as
+_C._batch_norm_train: a pass for the statistics, one to apply them, and a
+fused backward; instance norm takes the latter over the (sample, channel)
+planes.  The rest (evaluation, the affine steps of group and instance
+norm, empty inputs) is composed from pygpu's differentiable ops (mean,
+sub, mul, rsqrt, reshape).  float16 and bfloat16 inputs are
 normalised in float32 (statistics and the affine step) and the result is
 cast back, as torch does; float32 and float64 compute in their own type.
 Argument checks and messages follow torch's."""
@@ -56,6 +61,13 @@ def _shape_tuple(fname, normalized_shape):
                         f"(position 2) must be tuple of ints, not "
                         f"{type(normalized_shape).__name__}")
     return tuple(int(s) for s in normalized_shape)
+
+
+def _prod(shape):
+    p = 1
+    for s in shape:
+        p *= s
+    return p
 
 
 def _verify_batch_size(size):
@@ -113,6 +125,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,
     _check_params(input, weight, bias, running_mean, running_var)
     ct = _opmath(input.dtype)
     shape = (1, c) + (1,) * (input.dim() - 2)
+    if training and input.numel() > 0:
+        # one op: each channel's statistics, the output, a fused backward
+        y, mean, var = _C._batch_norm_train(input, weight, bias, float(eps))
+        if running_mean is not None:
+            n = input.numel() // c
+            with no_grad():
+                _update_running(running_mean, mean, momentum)
+                _update_running(running_var, var * (n / (n - 1)), momentum)
+        return y
     x = _up(input, ct)
     if training:
         dims = (0,) + tuple(range(2, input.dim()))
@@ -177,11 +198,20 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None,
     _check_params(input, weight, bias, running_mean, running_var)
     ct = _opmath(input.dtype)
     shape = (1, c) + (1,) * (input.dim() - 2)
-    x = _up(input, ct)
+    x = input if use_input_stats else _up(input, ct)
     if use_input_stats:
-        dims = tuple(range(2, input.dim()))
-        mean, xc, var = _stats(x, dims)
         m = input.numel() // (n * c) if n * c else 0
+        if m > 0:
+            # each (sample, channel) plane is a channel of batch norm
+            xin = input if weight is None and bias is None else \
+                _up(input, ct)
+            y, mean, var = _C._batch_norm_train(
+                xin.reshape(1, n * c, m), None, None, float(eps))
+            y = _up(y.reshape(tuple(input.shape)), ct)
+            mean, var = mean.reshape(n, c), var.reshape(n, c)
+        else:
+            mean, xc, var = _stats(_up(x, ct), tuple(range(2, input.dim())))
+            y = xc * (var + eps).rsqrt()
         if running_mean is not None and m > 0:
             with no_grad():
                 _update_running(running_mean, mean.detach().mean(0),
@@ -189,7 +219,6 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None,
                 _update_running(running_var,
                                 var.detach().mean(0) * (m / (m - 1)),
                                 momentum)
-        y = xc * (var + eps).rsqrt()
     else:
         y = (x - _up(running_mean, ct).reshape(shape)) * \
             (_up(running_var, ct) + eps).rsqrt().reshape(shape)
@@ -234,6 +263,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     _check_affine(shape, "bias", bias)
     _check_float(input, "LayerNormKernelImpl")
     _check_params(input, weight, bias)
+    n = _prod(shape)
+    if n > 0 and input.numel() > 0:
+        return _C._norm(input, weight, bias, n, float(eps), False)
     ct = _opmath(input.dtype)
     _, xc, var = _stats(_up(input, ct), tuple(range(-len(shape), 0)))
     y = xc * (var + eps).rsqrt()
@@ -256,6 +288,11 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if eps is None:
         from ... import finfo
         eps = finfo(ct).eps
+    n = _prod(shape)
+    if n > 0 and input.numel() > 0 and (
+            weight is None or weight.dtype is input.dtype or
+            (input.dtype in _HALF and weight.dtype is _C.float32)):
+        return _C._norm(input, weight, None, n, float(eps), True)
     x = _up(input, ct)
     y = x * ((x * x).mean(tuple(range(-len(shape), 0)), keepdim=True)
              + eps).rsqrt()
@@ -294,6 +331,18 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     _check_params(input, weight, bias)
     ct = _opmath(input.dtype)
     shape = (1, c) + (1,) * (input.dim() - 2)
+    if input.numel() > 0:
+        # each (sample, group) is a row of layer norm without parameters
+        # (in float32 when an affine step follows: one rounding, as torch)
+        xin = input if weight is None and bias is None else _up(input, ct)
+        y = _C._norm(xin.reshape(n * num_groups, -1), None, None,
+                     input.numel() // (n * num_groups), float(eps), False)
+        y = _up(y.reshape(tuple(input.shape)), ct)
+        if weight is not None:
+            y = y * _up(weight, ct).reshape(shape)
+        if bias is not None:
+            y = y + _up(bias, ct).reshape(shape)
+        return _up(y, input.dtype)
     x = _up(input, ct).reshape(n, num_groups, -1)
     _, xc, var = _stats(x, (2,))
     y = (xc * (var + eps).rsqrt()).reshape(tuple(input.shape))
