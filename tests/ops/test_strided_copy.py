@@ -131,13 +131,20 @@ def test_copy_into_transposed_view(device, rng, name):
         assert_exact(base2, v)
 
 
-def test_copy_into_strided_view_with_conversion(device, rng):
-    v = values(rng, (40, 30), "float64")
+@pytest.mark.parametrize("src", ["float64", "float16"])
+def test_copy_into_strided_view(device, rng, src):
+    """A stepped output from a transposed source, with a conversion and
+    without (tiles whose output rows are not contiguous)."""
+    v = values(rng, (40, 30), src)
     out = pygpu.zeros(30, 80, dtype=pygpu.float16, device=device)
-    out[:, ::2].copy_(make(v, "float64", device).t())
+    out[:, ::2].copy_(make(v, src, device).t())
     ref = np.zeros((30, 80), np.float16)
     ref[:, ::2] = v.T
     assert_exact(out, ref)
+    # A stepped source along the tiles' short side.
+    w = values(rng, (50, 90), src)
+    got = make(w, src, device)[:, ::2].t().contiguous()
+    assert_exact(got, np.ascontiguousarray(w[:, ::2].T))
 
 
 def test_reshape_of_non_viewable(device, rng):
