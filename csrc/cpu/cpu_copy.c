@@ -10,7 +10,8 @@
  * dims and the blocks.  P is the dim before L, except for a transpose-like
  * copy (the source's L stride spans a cache line or more and some dim has
  * a smaller source stride): P is then that dim, and blocks are tiles of
- * 64x64 elements, staged through a buffer in the cache (TILE_LOOP).
+ * 64x64 elements, moved by 8x8 sub-blocks or through a buffer in the
+ * cache (TILE_LOOP).
  *
  * A block's rows are, by the L strides: contiguous on both sides (memcpy,
  * streamed past the caches for large copies; memmove where the two
@@ -20,12 +21,11 @@
  * by cpu_half.c); other source rows are first gathered, a block of at most
  * BUF_ELEMS elements at a time, into a buffer on the stack.  The split over
  * the pool (cpu_split.c) cuts the geometry in the same output order, into
- * boxes of whole output blocks; a copy is exact, so the bits never depend
- * on the cut.
+ * boxes of its leading dims; a copy is exact, so the bits never depend on
+ * the cut.
  */
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #if defined(__SSE2__)
