@@ -1,5 +1,6 @@
 /* cpu_convert.c - CPU loops of dtype conversion (copy between any two of
- * the eight dtypes, and same-dtype copies) and fill.
+ * the eight dtypes, and same-dtype rows) and fill: the rows that the
+ * strided copy (cpu_copy.c), masked copies and mixed-dtype ops call.
  *
  * A conversion loads the source's natural value and stores it with the
  * destination's rule (PYGPU_CONVERT, cpu_arith.h): float -> bool is
@@ -11,10 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "cpu/cpu_arith.h"
 #include "cpu/cpu_half.h"
@@ -101,60 +98,17 @@ static const inner_loop copy_loops[PYGPU_NDTYPES][PYGPU_NDTYPES] = {
     [PYGPU_INT32] = FROM_ALL(i32),   [PYGPU_BFLOAT16] = FROM_ALL(bf16),
 };
 
-/* Copies of at least this many bytes in all (split over threads or not)
- * are made with streaming stores: they do not fit the caches anyway, and
- * writing around them (no read of the destination's lines first) took
- * 3.6 ms instead of memmove's 6.2 for 64 MiB on one thread of the 2-core
- * test machine (equal at 16 MiB; at 4 MiB, which the caches hold,
- * streaming took twice memmove's time). */
-#define STREAM_BYTES ((size_t)16 << 20)
-
-/* n bytes from src to dst, not overlapping; streamed or not. */
-static void copy_bytes(char *dst, const char *src, size_t n, int stream)
-{
-#if defined(__SSE2__)
-    if (stream && n >= 64) {
-        size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
-        memcpy(dst, src, head);
-        dst += head;
-        src += head;
-        n -= head;
-        size_t body = n & ~(size_t)63;
-        for (size_t i = 0; i < body; i += 64) {
-            __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
-            __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
-            __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
-            __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
-            _mm_stream_si128((__m128i *)(dst + i), a);
-            _mm_stream_si128((__m128i *)(dst + i + 16), b);
-            _mm_stream_si128((__m128i *)(dst + i + 32), c);
-            _mm_stream_si128((__m128i *)(dst + i + 48), d);
-        }
-        _mm_sfence(); /* the stores ordered before anything after */
-        dst += body;
-        src += body;
-        n -= body;
-    }
-#endif
-    memcpy(dst, src, n);
-}
-
 /* Same dtype: the element's bytes, by size (memmove where the two
- * overlap).  ctx: NULL, or an int that is nonzero to stream. */
+ * overlap). */
 #define SAME_LOOP(NAME, T)                                                   \
     static void NAME(char *const *p, const int64_t *s, int64_t n,            \
                      const void *ctx)                                        \
     {                                                                        \
         T *o = (T *)p[0];                                                    \
         const T *a = (const T *)p[1];                                        \
+        (void)ctx;                                                           \
         if (s[0] == 1 && s[1] == 1) {                                        \
-            if (o + n <= a || a + n <= o) {                                  \
-                copy_bytes((char *)o, (const char *)a,                       \
-                           (size_t)n * sizeof(T),                            \
-                           ctx != NULL && *(const int *)ctx);                \
-            } else {                                                         \
-                memmove(o, a, (size_t)n * sizeof(T));                        \
-            }                                                                \
+            memmove(o, a, (size_t)n * sizeof(T));                            \
         } else {                                                             \
             for (int64_t i = 0; i < n; i++) {                                \
                 o[i * s[0]] = a[i * s[1]];                                   \
@@ -166,11 +120,6 @@ SAME_LOOP(same_1, uint8_t)
 SAME_LOOP(same_2, uint16_t)
 SAME_LOOP(same_4, uint32_t)
 SAME_LOOP(same_8, uint64_t)
-
-static int valid_dtype(int dtype)
-{
-    return dtype >= 0 && dtype < PYGPU_NDTYPES;
-}
 
 inner_loop pygpu_cpu_copy_loop(int out_dtype, int in_dtype)
 {
@@ -187,20 +136,6 @@ inner_loop pygpu_cpu_copy_loop(int out_dtype, int in_dtype)
         }
     }
     return copy_loops[out_dtype][in_dtype];
-}
-
-void pygpu_cpu_copy(int out_dtype, void *out, int in_dtype, const void *a,
-                    const pygpu_geom *g, int64_t whole)
-{
-    if (!valid_dtype(out_dtype) || !valid_dtype(in_dtype)) {
-        return;
-    }
-    char *base[3] = {(char *)out, (char *)a, NULL};
-    size_t esize[3] = {pygpu_cpu_dtype_size[out_dtype],
-                       pygpu_cpu_dtype_size[in_dtype], 0};
-    int stream = (size_t)whole * esize[0] >= STREAM_BYTES;
-    pygpu_cpu_for_each_row(g, 2, base, esize,
-                           pygpu_cpu_copy_loop(out_dtype, in_dtype), &stream);
 }
 
 /* ----------------------------------------------------------------- fill */

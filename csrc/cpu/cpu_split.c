@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "memory/memory.h"
+#include "cpu/cpu_copy.h"
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_split.h"
 #include "kernels/optim.h"
@@ -99,6 +100,21 @@ split_geom(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, int64_t parts)
     }
     if (g == NULL || g->ndim == 0) {
         return -1;
+    }
+    /* A copy is cut in the output's memory order (cpu_copy.c), so that
+     * each task writes whole stretches of the output. */
+    pygpu_geom ordered;
+    pygpu_kargs local;
+    if (kind == PYGPU_K_COPY) {
+        ordered = *g;
+        pygpu_cpu_copy_order(&ordered);
+        if (ordered.ndim == 0) {
+            return -1;
+        }
+        local = *k;
+        local.g = &ordered;
+        g = &ordered;
+        j.k = &local;
     }
     /* The first dim d with lead * shape[d] >= parts, lead being the
      * product of the dims before it. */
