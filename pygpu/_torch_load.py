@@ -288,8 +288,20 @@ def load_zip(f, map_location, weights_only, mmap_path):
     if not reader.has("data.pkl"):
         raise bad_archive("no data.pkl record")
     pkl = reader.read("data.pkl")
-    return _Unpickler(_Bounded(io.BytesIO(pkl)), storage_of, map_location,
-                      weights_only).load()
+    return _unpickle(_Bounded(io.BytesIO(pkl)), storage_of, map_location,
+                     weights_only)
+
+
+def _unpickle(f, storage_of=None, map_location=None, weights_only=True):
+    """One object from f.  The memo is cleared after, as it holds the
+    unpickler's own bound methods (the rebuild functions find_class
+    returns): a cycle CPython 3.10's collector does not see through, which
+    would keep every loaded tensor alive."""
+    up = _Unpickler(f, storage_of, map_location, weights_only)
+    try:
+        return up.load()
+    finally:
+        up.memo.clear()
 
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -310,9 +322,9 @@ def load_legacy(f, size, map_location, weights_only):
     keys, then each storage as a little-endian int64 count and its raw
     little-endian bytes."""
     try:
-        magic = _Unpickler(_Bounded(f), None, None, True).load()
-        proto = _Unpickler(_Bounded(f), None, None, True).load()
-        info = _Unpickler(_Bounded(f), None, None, True).load()
+        magic = _unpickle(_Bounded(f))
+        proto = _unpickle(_Bounded(f))
+        info = _unpickle(_Bounded(f))
     except pickle.UnpicklingError:
         raise
     except Exception as e:
@@ -333,9 +345,8 @@ def load_legacy(f, size, map_location, weights_only):
         wanted[key] = (st, nbytes)
         return st
 
-    obj = _Unpickler(_Bounded(f), storage_of, map_location,
-                     weights_only).load()
-    keys = _Unpickler(_Bounded(f), None, None, True).load()
+    obj = _unpickle(_Bounded(f), storage_of, map_location, weights_only)
+    keys = _unpickle(_Bounded(f))
     if not isinstance(keys, list) or \
             any(type(k) is not str for k in keys):
         raise malformed("the storage key list is not a list of str")
