@@ -6,7 +6,9 @@ import math
 import os
 import sys
 
-from conftest import ROOT
+import pytest
+
+from conftest import ROOT, SANITIZED
 
 spec = importlib.util.spec_from_file_location(
     "train_char_transformer",
@@ -22,6 +24,8 @@ def test_text_is_the_zen():
     assert "Beautiful is better than ugly." in text
 
 
+@pytest.mark.skipif(SANITIZED, reason="a training run, too slow under the "
+                    "sanitizers; its ops run there op by op")
 def test_loss_falls(device):
     losses, seconds, sample = example.train(device, steps=40, quiet=True,
                                             sample_chars=20)

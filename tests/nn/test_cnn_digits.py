@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, SANITIZED
 
 pytest.importorskip("sklearn", reason="scikit-learn (the test extra) "
                     "provides the digits data")
@@ -18,6 +18,8 @@ sys.modules["train_cnn_digits"] = train_cnn_digits
 spec.loader.exec_module(train_cnn_digits)
 
 
+@pytest.mark.skipif(SANITIZED, reason="a training run, too slow under the "
+                    "sanitizers; its ops run there op by op")
 @pytest.mark.parametrize("amp", [False, True])
 def test_cnn_reaches_98_percent(device, amp):
     acc, seconds, losses = train_cnn_digits.train(device, amp=amp,

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, SANITIZED
 
 pytest.importorskip("sklearn", reason="scikit-learn (the test extra) "
                     "provides the digits data")
@@ -18,6 +18,8 @@ sys.modules["train_digits"] = train_digits
 spec.loader.exec_module(train_digits)
 
 
+@pytest.mark.skipif(SANITIZED, reason="a training run, too slow under the "
+                    "sanitizers; its ops run there op by op")
 @pytest.mark.parametrize("amp", [False, True])
 def test_digits_reach_95_percent(device, amp):
     acc, seconds, losses = train_digits.train(device, epochs=8, amp=amp,
