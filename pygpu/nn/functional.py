@@ -122,9 +122,10 @@ __all__ += ["dropout", "dropout1d", "dropout2d", "alpha_dropout"]
 from ._functional import (activation as _activation,  # noqa: E402
                           attention as _attention, conv as _conv,
                           normalization as _normalization,
-                          pooling as _pooling, sparse as _sparse)
-for _family in (_conv, _pooling, _normalization, _activation, _sparse,
-                _attention):
+                          pooling as _pooling, sparse as _sparse,
+                          upsampling as _upsampling)
+for _family in (_conv, _pooling, _upsampling, _normalization, _activation,
+                _sparse, _attention):
     globals().update({_n: getattr(_family, _n) for _n in _family.__all__})
     __all__ += _family.__all__
 del _family

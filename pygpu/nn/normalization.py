@@ -15,6 +15,19 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d",
            "RMSNorm"]
 
 
+
+def _affine_parameters(module, shape, affine, bias, kw):
+    """weight (and bias, unless bias=False) of the given shape, or None
+    for both without affine; registered on module, uninitialised."""
+    if affine:
+        module.weight = Parameter(_C.empty(shape, **kw))
+        if bias:
+            module.bias = Parameter(_C.empty(shape, **kw))
+            return
+    else:
+        module.register_parameter("weight", None)
+    module.register_parameter("bias", None)
+
 class _NormBase(Module):
     """What batch and instance norm share: the per-channel weight and bias,
     the running statistics and their reset."""
@@ -29,15 +42,7 @@ class _NormBase(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         kw = {"device": device, "dtype": dtype}
-        if affine:
-            self.weight = Parameter(_C.empty(num_features, **kw))
-            if bias:
-                self.bias = Parameter(_C.empty(num_features, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_features, affine, bias, kw)
         if track_running_stats:
             self.register_buffer("running_mean", _C.zeros(num_features, **kw))
             self.register_buffer("running_var", _C.ones(num_features, **kw))
@@ -181,15 +186,8 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         kw = {"device": device, "dtype": dtype}
-        if elementwise_affine:
-            self.weight = Parameter(_C.empty(self.normalized_shape, **kw))
-            if bias:
-                self.bias = Parameter(_C.empty(self.normalized_shape, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine,
+                           bias, kw)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -224,15 +222,7 @@ class GroupNorm(Module):
         self.eps = eps
         self.affine = affine
         kw = {"device": device, "dtype": dtype}
-        if affine:
-            self.weight = Parameter(_C.empty(num_channels, **kw))
-            if bias:
-                self.bias = Parameter(_C.empty(num_channels, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_channels, affine, bias, kw)
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -2,6 +2,7 @@
 module over its functional form (pygpu/nn/_functional/pooling.py), with
 torch's arguments, defaults and extra_repr."""
 from ._functional import pooling as F
+from ._functional import upsampling as _up
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
@@ -176,7 +177,7 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input):
-        return F.interpolate(
+        return _up.interpolate(
             input, self.size, self.scale_factor, self.mode,
             self.align_corners,
             recompute_scale_factor=self.recompute_scale_factor)
@@ -213,7 +214,7 @@ class PixelShuffle(Module):
         self.upscale_factor = upscale_factor
 
     def forward(self, input):
-        return F.pixel_shuffle(input, self.upscale_factor)
+        return _up.pixel_shuffle(input, self.upscale_factor)
 
     def extra_repr(self):
         return f"upscale_factor={self.upscale_factor}"
@@ -228,7 +229,7 @@ class PixelUnshuffle(Module):
         self.downscale_factor = downscale_factor
 
     def forward(self, input):
-        return F.pixel_unshuffle(input, self.downscale_factor)
+        return _up.pixel_unshuffle(input, self.downscale_factor)
 
     def extra_repr(self):
         return f"downscale_factor={self.downscale_factor}"
