@@ -18,21 +18,13 @@
 #include <string.h>
 
 #include "cpu/cpu_parallel.h"
+#include "cpu/cpu_norm.h"
 #include "cpu/half.h"
 #include "cpu/simd.h"
 #include "kernels/bfloat16.h"
 #include "kernels/kernels.h"
 #include "kernels/norm.h"
 
-#define LANES 16
-
-#define LD_SAME(v) (v)
-#define ST_F32(v) ((float)(v))
-#define ST_F64(v) ((double)(v))
-#define LD_F16(v) pygpu_half_to_float(v)
-#define ST_F16(v) pygpu_float_to_half(v)
-#define LD_BF16(v) pygpu_bf16_to_float(v)
-#define ST_BF16(v) pygpu_float_to_bf16(v)
 
 /* The lanes of a sum, added up in double in a fixed order. */
 #define LANES_TOTAL(lane, total)                                             \
