@@ -20,12 +20,17 @@
 # and wheel already in DIR instead of building them.
 #
 # Usage: scripts/check_wheel.sh [PYTHON]   (default: python3; needs root for
-# the mount namespace, or it says so and stops)
+# the mount namespace, or it says so and stops).  PYGPU_TEST_WORKERS=N
+# (N > 1) runs the suite over N pytest-xdist processes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TREE=$(pwd -P)
 PY=${1:-python3}
 NUMPY_OLDEST=${PYGPU_NUMPY_OLDEST:-1.26.4}
+WORKERS=""
+if [ "${PYGPU_TEST_WORKERS:-1}" -gt 1 ]; then
+    WORKERS="-n $PYGPU_TEST_WORKERS"
+fi
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 T0=$(date +%s)
@@ -142,5 +147,5 @@ EOF
 cd "$WORK/run"
 env -u CUDA_HOME -u CUDA_PATH -u LD_LIBRARY_PATH \
     unshare -m --propagation private sh -c \
-    "$MOUNTS \"$V\" \"$WORK/driver_only.py\" && \"$V\" -m pytest -q -p no:cacheprovider \"$SRC/tests\""
+    "$MOUNTS \"$V\" \"$WORK/driver_only.py\" && \"$V\" -m pytest -q -p no:cacheprovider $WORKERS \"$SRC/tests\""
 echo "== wheel: OK, $(( $(date +%s) - T0 )) s =="

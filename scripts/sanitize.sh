@@ -20,12 +20,17 @@
 # overflow.
 #
 # Usage: scripts/sanitize.sh [pytest arguments]   (given: those tests, with
-# leak checks; default: the two passes below)
+# leak checks; default: the two passes below).  PYGPU_TEST_WORKERS=N (N > 1)
+# spreads each pass over N pytest-xdist processes, each sanitized alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TREE=$(pwd -P)
 
 T0=$(date +%s)
+WORKERS=()
+if [ "${PYGPU_TEST_WORKERS:-1}" -gt 1 ]; then
+    WORKERS=(-n "$PYGPU_TEST_WORKERS")
+fi
 LOGS=$(mktemp -d)
 SUPP=$(mktemp)
 # What to reinstall afterwards: the flavour installed now (1: CUDA, 0:
@@ -78,7 +83,8 @@ sanitized() {  # sanitized LEAKS ASAN_EXTRA pytest-args...
         ASAN_OPTIONS="detect_leaks=$leaks:$extra:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1:strict_init_order=1:log_path=$LOGS/asan" \
         LSAN_OPTIONS="suppressions=$SUPP:print_suppressions=0" \
         UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$LOGS/ubsan" \
-        python -m pytest -q -p no:cacheprovider --capture=sys "$@"
+        python -m pytest -q -p no:cacheprovider --capture=sys \
+        ${WORKERS[@]+"${WORKERS[@]}"} "$@"
 }
 status=0
 if [ $# -gt 0 ]; then
