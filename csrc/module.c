@@ -182,7 +182,8 @@ pygpu_exec(PyObject *m)
         PyModule_AddFunctions(m, pygpu_autograd_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_cpu_blas_functions) < 0 ||
         PyModule_AddFunctions(m, pygpu_im2col_functions) < 0 ||
-        PyModule_AddFunctions(m, pygpu_row_norm_functions) < 0) {
+        PyModule_AddFunctions(m, pygpu_row_norm_functions) < 0 ||
+        PyModule_AddFunctions(m, pygpu_checksum_functions) < 0) {
         goto fail;
     }
     if (PyModule_AddStringConstant(m, "__version__", PYGPU_VERSION) < 0 ||

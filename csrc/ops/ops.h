@@ -22,6 +22,7 @@ extern PyMethodDef pygpu_compare_functions[]; /* ops_compare.c */
 extern PyMethodDef pygpu_logical_functions[]; /* ops_logical.c */
 extern PyMethodDef pygpu_optim_functions[];   /* ops_optim.c */
 extern PyMethodDef pygpu_sort_functions[];    /* ops_sort.c */
+extern PyMethodDef pygpu_checksum_functions[]; /* ops_checksum.c */
 /* Tensor methods of ops never recorded, added by pygpu_tensor_register. */
 extern PyMethodDef pygpu_compare_methods[];   /* ops_compare.c */
 extern PyMethodDef pygpu_logical_methods[];   /* ops_logical.c */

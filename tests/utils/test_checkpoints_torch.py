@@ -12,6 +12,7 @@ import os
 import pickle
 import struct
 import zipfile
+import zlib
 
 import numpy as np
 import pytest
@@ -642,6 +643,54 @@ def test_crc32_options(tmp_path):
     assert pygpu.load(tmp_path / "n.pt")["x"].tolist() == x.tolist()
     pygpu.save({"x": x}, tmp_path / "c.pt")
     assert zipfile.ZipFile(tmp_path / "c.pt").testzip() is None
+
+
+@pytest.mark.parametrize("start", [0, 1, 0xFFFFFFFF, 0x1234ABCD])
+def test_crc32_matches_zlib(start, rng):
+    # the carry-less multiply's folding (64 bytes and more) and the bit
+    # loop (tails, short inputs, CPUs without it) against zlib's, at every
+    # length around the 16- and 64-byte steps and at unaligned starts
+    data = rng.integers(0, 256, 5000, dtype=np.uint8).tobytes()
+    for n in list(range(0, 200)) + [255, 256, 257, 1023, 1024, 4095, 4999]:
+        for off in (0, 1, 7):
+            chunk = data[off:off + n]
+            assert pygpu._C._crc32(chunk, start) == zlib.crc32(chunk, start)
+    assert pygpu._C._crc32(data) == zlib.crc32(data)
+    # continuing over pieces gives the whole's CRC
+    crc = 0
+    for i in range(0, len(data), 333):
+        crc = pygpu._C._crc32(memoryview(data)[i:i + 333], crc)
+    assert crc == zlib.crc32(data)
+
+
+def test_crc32_inputs(rng):
+    big = rng.standard_normal(1 << 18).astype(np.float32)  # GIL released
+    assert pygpu._C._crc32(big) == zlib.crc32(big)
+    assert pygpu._C._crc32(bytearray(b"pygpu")) == zlib.crc32(b"pygpu")
+    assert pygpu._C._crc32(b"x", -1) == zlib.crc32(b"x", 0xFFFFFFFF)
+    assert isinstance(pygpu._C._crc32_fast(), bool)
+    with pytest.raises(TypeError):
+        pygpu._C._crc32("text")
+    with pytest.raises(TypeError):
+        pygpu._C._crc32()
+    with pytest.raises(TypeError):
+        pygpu._C._crc32(b"", 0, 0)
+    with pytest.raises((BufferError, TypeError, ValueError)):
+        pygpu._C._crc32(memoryview(big)[::2])
+
+
+def test_crc32_of_records_across_steps(tmp_path, rng):
+    # records shorter than, equal to and longer than the writer's step
+    step = pygpu._torch_zip._CRC_STEP
+    sd = {f"t{n}": pygpu.from_numpy(
+        rng.integers(0, 256, n, dtype=np.uint8)) for n in
+        (0, 1, 63, 64, step - 1, step, step + 1, 2 * step + 5)}
+    pygpu.save(sd, tmp_path / "s.pt")
+    z = zipfile.ZipFile(tmp_path / "s.pt")
+    assert z.testzip() is None
+    back = pygpu.load(tmp_path / "s.pt")
+    for k, v in sd.items():
+        assert np.array_equal(back[k].numpy(), v.numpy())
 
 
 def test_rebuild_tensor_v3_over_untyped_storage():
