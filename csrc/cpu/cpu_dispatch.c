@@ -8,6 +8,7 @@
 #include "core/dispatch.h"
 #include "cpu/cpu_dispatch.h"
 #include "cpu/cpu_blas.h"
+#include "cpu/cpu_malloc.h"
 #include "cpu/cpu_matmul_small.h"
 #include "cpu/simd.h"
 #include "cpu/cpu_parallel.h"
@@ -417,5 +418,6 @@ pygpu_cpu_init(void)
                      "not '%s'", bad);
         return -1;
     }
+    pygpu_cpu_malloc_init();
     return pygpu_dispatch_register(PYGPU_CPU, &cpu_backend);
 }
