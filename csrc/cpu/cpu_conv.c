@@ -50,6 +50,10 @@ typedef struct {
         const pygpu_im2col_args *a, int64_t cg, int64_t oh, int64_t ow0)     \
     {                                                                        \
         const int64_t hw = a->height * a->width, sw = a->sw;                 \
+        const int64_t iw0 = ow0 * sw - a->pw;                                \
+        /* every tap's vector inside the row: plain loads, no checks */      \
+        const int inner = sw == 1 && iw0 >= 0 &&                             \
+                          iw0 + (a->kw - 1) * a->dw + LANES <= a->width;     \
         for (int64_t c = 0; c < cg; c++) {                                   \
             for (int64_t i = 0; i < a->kh; i++) {                            \
                 const int64_t ih = oh * a->sh - a->ph + i * a->dh;           \
@@ -58,6 +62,18 @@ typedef struct {
                 }                                                            \
                 const T *row = img + c * hw + ih * a->width;                 \
                 const T *wk = wp + (c * a->kh + i) * a->kw * CONV_CB;        \
+                if (inner) {                                                 \
+                    const T *xp = row + iw0;                                 \
+                    for (int64_t j = 0; j < a->kw;                           \
+                         j++, wk += CONV_CB, xp += a->dw) {                  \
+                        VT x;                                                \
+                        memcpy(&x, xp, sizeof(x));                           \
+                        for (int cb = 0; cb < CONV_CB; cb++) {               \
+                            acc[cb] += wk[cb] * x;                           \
+                        }                                                    \
+                    }                                                        \
+                    continue;                                                \
+                }                                                            \
                 for (int64_t j = 0; j < a->kw; j++, wk += CONV_CB) {         \
                     const int64_t iw = ow0 * sw + j * a->dw - a->pw;         \
                     VT x;                                                    \
