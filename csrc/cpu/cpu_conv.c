@@ -5,13 +5,14 @@
  * A task makes one output row (n, oh) of up to CONV_CB output channels
  * of one group, a vector of output columns at a time: CONV_CB vector
  * sums, each step adding one weight element (broadcast from the weight
- * packed first into a->work, the block's channels side by side) times the image
- * row's elements under the vector (one unaligned load), over the
- * group's channels c, the kernel rows i and columns j in that order.  A
- * vector that reaches past the image row (padding, or the last vector of
- * a row), or a column stride above 1, loads its elements one by one,
+ * packed first into a->work, the block's channels side by side) times
+ * the image row's elements under the vector (one unaligned load), over
+ * the group's channels c, the kernel rows i and columns j in that order.
+ * A vector whose every tap lies inside the image row loads without
+ * checks; one that reaches past it (padding, or the last vector of a
+ * row), or a column stride above 1, loads its elements one by one,
  * with zeros outside the image; a block of fewer channels than CONV_CB
- * repeats its last channel's weights and stores only its own.  Every
+ * has zero weights past them (the packing) and stores only its own.  Every
  * output element is summed by one task in that fixed order, starting
  * from its bias (or 0): the bits do not depend on the thread count.  The
  * wide clones fuse the products into FMAs (cpu/simd.h).
