@@ -27,8 +27,8 @@
 /* Output channels a task sums at once (kernels.h, which sizes the
  * packed weight). */
 #define CONV_CB PYGPU_CONV_CB
-/* Multiply-adds a task at least (about 20 us), so rows of small images
- * go several to a task. */
+/* Multiply-adds a task at least (a few microseconds), so rows of small
+ * images go several to a task. */
 #define CONV_TASK_MACS (1 << 16)
 #define CONV_MAX_TASKS 1024
 
