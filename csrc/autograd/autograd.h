@@ -367,5 +367,11 @@ PyObject *pygpu_t_backward(PyObject *op, PyObject *const *args,
 PyObject *pygpu_ag_im2col(TensorObject *t, const int64_t p[8]);
 PyObject *pygpu_ag_col2im(TensorObject *t, const int64_t out_hw[2],
                           const int64_t p[8]);
+/* pygpu_op_conv2d_direct where nothing is recorded (no grad mode, or no
+ * input that requires grad); a RuntimeError where it would be: the
+ * convolution's gradients come from the columns' ops. */
+PyObject *pygpu_ag_conv2d_direct(TensorObject *x, TensorObject *w,
+                                 TensorObject *bias, const int64_t p[8],
+                                 int64_t groups);
 
 #endif /* PYGPU_AUTOGRAD_H */

@@ -3,7 +3,8 @@
  * gradient (each image element gets the sum of the column elements that
  * copied it) and the gradient of col2im is im2col of the gradient.  The
  * Node keeps the eight parameters in perm[0..8) and the image's height
- * and width in perm[8..10).
+ * and width in perm[8..10).  The direct convolution has no gradient of
+ * its own: it refuses a call that would be recorded.
  */
 #include "autograd/autograd.h"
 
@@ -81,4 +82,18 @@ pygpu_ag_col2im(TensorObject *t, const int64_t out_hw[2], const int64_t p[8])
 {
     return record("Col2ImBackward0", col2im_backward, t, out_hw, p,
                   pygpu_op_col2im(t, out_hw, p));
+}
+
+PyObject *
+pygpu_ag_conv2d_direct(TensorObject *x, TensorObject *w, TensorObject *bias,
+                       const int64_t p[8], int64_t groups)
+{
+    TensorObject *in[3] = {x, w, bias};
+    if (pygpu_ag_wanted(3, in)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "_conv2d_direct records no gradient: call it under "
+                        "no_grad or on tensors that do not require grad");
+        return NULL;
+    }
+    return pygpu_op_conv2d_direct(x, w, bias, p, groups);
 }

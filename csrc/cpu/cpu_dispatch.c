@@ -8,6 +8,7 @@
 #include "core/dispatch.h"
 #include "cpu/cpu_dispatch.h"
 #include "cpu/cpu_blas.h"
+#include "cpu/cpu_malloc.h"
 #include "cpu/cpu_matmul_small.h"
 #include "cpu/simd.h"
 #include "cpu/cpu_parallel.h"
@@ -212,11 +213,15 @@ sort_rows(pygpu_kargs *k)
 }
 
 /* The columns of an image batch, or the image summed from them
- * (cpu_im2col.c, which splits over the pool itself). */
+ * (cpu_im2col.c), or the direct convolution (flag 2, cpu_conv.c); each
+ * splits over the pool itself. */
 static int
 im2col(pygpu_kargs *k)
 {
-    if (k->flag) {
+    if (k->flag == 2) {
+        pygpu_cpu_conv2d(k->dtype, k->out, k->in[0], k->in[1], k->im2col);
+    }
+    else if (k->flag) {
         pygpu_cpu_col2im(k->dtype, k->out, k->in[0], k->im2col);
     }
     else {
@@ -417,5 +422,6 @@ pygpu_cpu_init(void)
                      "not '%s'", bad);
         return -1;
     }
+    pygpu_cpu_malloc_init();
     return pygpu_dispatch_register(PYGPU_CPU, &cpu_backend);
 }

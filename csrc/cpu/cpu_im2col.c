@@ -75,8 +75,8 @@ typedef struct {
  * elements from lo to hi (a plain loop, vectorized at stride 1), a zeroed
  * tail. */
 #define IM2COL_ROW(T, name)                                                  \
-    static void name(T *dst, const T *src, const pygpu_im2col_args *a,      \
-                     int64_t r)                                              \
+    static void name(T *restrict dst, const T *restrict src,                \
+                     const pygpu_im2col_args *a, int64_t r)                  \
     {                                                                        \
         const int64_t j = r % a->kw, i = r / a->kw % a->kh;                  \
         const int64_t off_w = j * a->dw - a->pw, sw = a->sw;                 \
@@ -91,7 +91,7 @@ typedef struct {
                 }                                                            \
                 continue;                                                    \
             }                                                                \
-            const T *row = src + ih * a->width + off_w;                      \
+            const T *restrict row = src + ih * a->width + off_w;             \
             for (int64_t ow = 0; ow < lo; ow++) {                            \
                 dst[ow] = 0;                                                 \
             }                                                                \
@@ -194,8 +194,8 @@ typedef struct {
                     if (ih < 0 || ih >= a->height) {                         \
                         continue;                                            \
                     }                                                        \
-                    T *dst = img + ih * a->width + off_w;                    \
-                    const T *src = row + oh * a->out_w;                      \
+                    T *restrict dst = img + ih * a->width + off_w;           \
+                    const T *restrict src = row + oh * a->out_w;             \
                     if (sw == 1) {                                       \
                         for (int64_t ow = lo; ow < hi; ow++) {               \
                             dst[ow] += src[ow];                              \

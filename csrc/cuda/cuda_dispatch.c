@@ -149,6 +149,10 @@ xent(pygpu_kargs *k)
 static int
 im2col(pygpu_kargs *k)
 {
+    if (k->flag == 2) {
+        return pygpu_cuda_conv2d(k->dtype, k->out, k->in[0], k->in[1],
+                                 k->im2col, k->stream);
+    }
     if (k->flag) {
         return pygpu_cuda_col2im(k->dtype, k->out, k->in[0], k->im2col,
                                  k->stream);

@@ -414,6 +414,12 @@ typedef struct pygpu_im2col_args {
     int64_t batch, channels, height, width;
     int64_t kh, kw, dh, dw, ph, pw, sh, sw;
     int64_t out_h, out_w;
+    /* The direct convolution (the kind's flag 2) only: its output
+     * channels and groups, and the bias (out_channels elements, or
+     * NULL). */
+    int64_t out_channels, groups;
+    const void *bias;
+    void *work; /* the CPU's: pygpu_cpu_conv2d_work elements */
 } pygpu_im2col_args;
 /* cols = the columns of img (elements moved as they are: every dtype of
  * that size); split over the thread pool when large (cpu_im2col.c). */
@@ -424,6 +430,25 @@ void pygpu_cpu_im2col(int dtype, void *cols, const void *img,
  * once); each image plane is summed by one thread in a fixed order. */
 void pygpu_cpu_col2im(int dtype, void *img, const void *cols,
                       const pygpu_im2col_args *a);
+/* out [batch, out_channels, out_h, out_w] = the convolution of img with
+ * weight [out_channels, channels / groups, kh, kw] plus a->bias,
+ * without columns (cpu_conv.c; float32 and float64 only; vector loads at
+ * sw == 1);
+ * every output element summed by one thread in (c, i, j) order from its
+ * bias. */
+void pygpu_cpu_conv2d(int dtype, void *out, const void *img,
+                      const void *weight, const pygpu_im2col_args *a);
+/* Output channels the CPU loop sums at once, and the elements of the
+ * dtype it needs at a->work: the weight in its order, each group's
+ * channels padded to a multiple of PYGPU_CONV_CB. */
+#define PYGPU_CONV_CB 8
+static inline int64_t
+pygpu_cpu_conv2d_work(const pygpu_im2col_args *a)
+{
+    const int64_t cog = a->out_channels / a->groups;
+    return a->groups * ((cog + PYGPU_CONV_CB - 1) / PYGPU_CONV_CB) *
+           PYGPU_CONV_CB * (a->channels / a->groups) * a->kh * a->kw;
+}
 
 /* ----------------------------------------------------------------- CUDA */
 #ifdef PYGPU_WITH_CUDA
@@ -535,6 +560,13 @@ cudaError_t pygpu_cuda_im2col(int dtype, void *cols, const void *img,
                               const pygpu_im2col_args *a,
                               cudaStream_t stream);
 cudaError_t pygpu_cuda_col2im(int dtype, void *img, const void *cols,
+                              const pygpu_im2col_args *a,
+                              cudaStream_t stream);
+/* pygpu_cpu_conv2d on the GPU (kernels/conv.cu), any float dtype and
+ * column stride: one thread per output element, summed in the compute
+ * type in (c, i, j) order from its bias, rounded once. */
+cudaError_t pygpu_cuda_conv2d(int dtype, void *out, const void *img,
+                              const void *weight,
                               const pygpu_im2col_args *a,
                               cudaStream_t stream);
 #endif

@@ -384,5 +384,13 @@ int pygpu_check_write(const TensorObject *out, const TensorObject *in1,
 PyObject *pygpu_op_im2col(TensorObject *t, const int64_t p[8]);
 PyObject *pygpu_op_col2im(TensorObject *t, const int64_t out_hw[2],
                           const int64_t p[8]);
+/* The convolution of x (N, C, H, W) with weight (Cout, C / groups, kh,
+ * kw) plus bias (Cout, or NULL) without columns, into a new (N, Cout, oh,
+ * ow) tensor; p = (kh, kw, dh, dw, ph, pw, sh, sw), its kernel size
+ * taken from the weight.  Float dtypes (float32 and float64 on the CPU).
+ * Never records.  New reference or NULL. */
+PyObject *pygpu_op_conv2d_direct(TensorObject *x, TensorObject *w,
+                                 TensorObject *bias, const int64_t p[8],
+                                 int64_t groups);
 
 #endif /* PYGPU_OPS_H */

@@ -1,7 +1,8 @@
 /* tensor_im2col.c - _C._im2col and _C._col2im, the entries of
  * pygpu.nn.functional's unfold and fold (pygpu/nn/_functional/conv.py,
- * which turns torch's int-or-pair arguments into the eight ints): they
- * call autograd's wrappers (autograd_im2col.c), which call the ops of
+ * which turns torch's int-or-pair arguments into the eight ints), and
+ * _C._conv2d_direct, conv2d's path when nothing is recorded: they call
+ * autograd's wrappers (autograd_im2col.c), which call the ops of
  * ops/ops_im2col.c. */
 #include "tensor/tensor.h"
 
@@ -52,6 +53,30 @@ col2im_py(PyObject *m, PyObject *args)
     return pygpu_ag_col2im((TensorObject *)t, out_hw, q);
 }
 
+/* _conv2d_direct(input, weight, bias, dh, dw, ph, pw, sh, sw, groups) */
+static PyObject *
+conv2d_direct_py(PyObject *m, PyObject *args)
+{
+    PyObject *x, *w, *b;
+    long long p[6], groups;
+    if (!PyArg_ParseTuple(args, "OOOLLLLLLL:_conv2d_direct", &x, &w, &b,
+                          &p[0], &p[1], &p[2], &p[3], &p[4], &p[5],
+                          &groups)) {
+        return NULL;
+    }
+    if (!Tensor_Check(x) || !Tensor_Check(w) ||
+        (b != Py_None && !Tensor_Check(b))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_conv2d_direct(): input and weight must be Tensors "
+                        "and bias a Tensor or None");
+        return NULL;
+    }
+    int64_t q[8] = {0, 0, p[0], p[1], p[2], p[3], p[4], p[5]};
+    return pygpu_ag_conv2d_direct(
+        (TensorObject *)x, (TensorObject *)w,
+        b == Py_None ? NULL : (TensorObject *)b, q, groups);
+}
+
 PyMethodDef pygpu_im2col_functions[] = {
     {"_im2col", im2col_py, METH_VARARGS,
      "_im2col($module, input, kh, kw, dh, dw, ph, pw, sh, sw, /)\n--\n\n"
@@ -62,5 +87,10 @@ PyMethodDef pygpu_im2col_functions[] = {
      "--\n\n"
      "Columns (N, C * kh * kw, L) summed into a (N, C, oh, ow) image:\n"
      "torch.nn.functional.fold."},
+    {"_conv2d_direct", conv2d_direct_py, METH_VARARGS,
+     "_conv2d_direct($module, input, weight, bias, dh, dw, ph, pw, sh, sw,\n"
+     "               groups, /)\n--\n\n"
+     "conv2d of a (N, C, H, W) input without columns, where nothing is\n"
+     "recorded (float32 and float64 on the CPU)."},
     {NULL},
 };

@@ -223,6 +223,21 @@ def _binary_math_out():
     raising(RuntimeError, i.__floordiv__, 0)()
 
 
+def _convolutions():
+    x = pygpu.ones(2, 3, 6, 6)
+    w = pygpu.ones(4, 3, 3, 3)
+    b = pygpu.ones(4)
+    with pygpu.no_grad():
+        pygpu.nn.functional.conv2d(x, w, b, padding=1)  # the direct loop
+    pygpu._C._conv2d_direct(x.double(), w.double(), None, 1, 1, 0, 0, 1, 1,
+                            1)
+    pygpu.nn.functional.conv2d(x, w.requires_grad_(True), b).sum().backward()
+    raising(RuntimeError, pygpu._C._conv2d_direct, x, w, b, 1, 1, 0, 0, 1,
+            1, 1)()
+    raising(NotImplementedError, pygpu._C._conv2d_direct, x.half(),
+            w.detach().half(), None, 1, 1, 0, 0, 1, 1, 1)()
+
+
 FAMILIES = {
     "factories": _factories, "views": _views, "indexing": _indexing,
     "elementwise": _elementwise, "in_place": _in_place,
@@ -231,10 +246,11 @@ FAMILIES = {
     "repr": _repr, "save_load": _save_load,
     "masks_and_dtypes": _masks_and_dtypes,
     "binary_math_out": _binary_math_out,
+    "convolutions": _convolutions,
 }
 # The slow ones (Python-level work per cycle) run fewer cycles.
 FEWER = {"repr": 5, "save_load": 10, "factories": 2, "products": 2,
-         "binary_math_out": 4}
+         "binary_math_out": 4, "convolutions": 4}
 # Unpickling a storage and a view over it (a few dozen objects) moves
 # CPython's block count by up to ~110 over 200 cycles with nothing staying
 # behind (it comes back down over later cycles, and does as much for a
