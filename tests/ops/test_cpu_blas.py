@@ -235,6 +235,27 @@ def test_thread_counts(rng, restore_threads):
     assert out[0] == out[1]
 
 
+@pytest.mark.parametrize("rows,cols,k", [(1280, 32, 256), (2600, 16, 256),
+                                         (24, 2600, 256)])
+def test_thread_counts_wide_blocks(rng, restore_threads, rows, cols, k):
+    """Products whose long dim is cut into a few wide blocks (four of 320,
+    five of 528 with a short last one, by rows and by columns): right
+    results, with bias and relu, and the same bits on 1 and 2 threads."""
+    x, w = rand(rng, (rows, k), np.float32), rand(rng, (cols, k), np.float32)
+    bias = rand(rng, (cols,), np.float32)
+    ref = x.astype(np.float64) @ w.T.astype(np.float64) + bias
+    out = []
+    for n in (1, 2):
+        pygpu.set_num_threads(n)
+        y = F.linear_relu(pygpu.tensor(x), pygpu.tensor(w),
+                          pygpu.tensor(bias))
+        r = pygpu.tensor(x) @ pygpu.tensor(w).mT
+        check(y, np.maximum(ref, 0), 1e-5)
+        check(r, ref - bias, 1e-5)
+        out.append((y.numpy().tobytes(), r.numpy().tobytes()))
+    assert out[0] == out[1]
+
+
 def test_library_threads_kept(rng, restore_threads):
     """The BLAS's own count, which NumPy's products use, is the same after
     pygpu's products, also when two Python threads run them at once."""
