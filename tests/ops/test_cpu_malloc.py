@@ -6,6 +6,8 @@ every step faults ~1200 pages in again."""
 import os
 import platform
 import resource
+import subprocess
+import sys
 
 import pytest
 
@@ -37,3 +39,40 @@ def test_training_steps_do_not_fault_pages_in_again():
         step()
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
     assert faults < 20 * 100, faults
+
+
+# Where a fresh 2 MiB NumPy array lies after `import pygpu`: in the heap
+# with pygpu's thresholds (glibc's first mmap threshold is 128 KiB, so
+# without them such a block is mapped on its own).
+_WHERE = """
+import numpy as np
+import pygpu
+p = np.empty(1 << 18).ctypes.data
+where = "mapped"
+with open("/proc/self/maps") as f:
+    for line in f:
+        if line.rstrip().endswith("[heap]"):
+            s, e = (int(v, 16) for v in line.split()[0].split("-"))
+            if s <= p < e:
+                where = "heap"
+print(where)
+"""
+
+
+def _where(**env):
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
+                          "GLIBC_TUNABLES")}
+    out = subprocess.run([sys.executable, "-c", _WHERE], env={**clean, **env},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+@pytest.mark.skipif(not GLIBC or os.environ.get("PYGPU_SANITIZED"),
+                    reason="glibc's malloc only")
+def test_thresholds_set_at_import_unless_the_environment_sets_them():
+    assert _where() == "heap"
+    # a program's own settings win, whichever variable carries them
+    assert _where(MALLOC_MMAP_THRESHOLD_="131072") == "mapped"
+    assert _where(GLIBC_TUNABLES="glibc.malloc.perturb=0") == "mapped"
