@@ -80,6 +80,8 @@ static atomic_int enabled = 1;
  * they ran, the count to put back at the next product (0: none). */
 static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 static int guard_depth, guard_saved, guard_child;
+/* 1 until the first bracket after load or fork has run warm_up. */
+static int guard_cold = 1;
 
 static void *
 sym(void *h, const char *prefix, const char *name, const char *suffix,
@@ -189,10 +191,36 @@ static void
 after_fork_child(void)
 {
     pthread_mutex_init(&guard_lock, NULL);
+    guard_cold = 1;
     if (guard_depth > 0) {
         guard_child = guard_saved;
         guard_depth = 0;
     }
+}
+
+/* One float32 product of 512 x 32 by 32 x 512 zeros, on one BLAS thread,
+ * the first time pygpu's products need the BLAS (and again in a forked
+ * child).  OpenBLAS's sgemm (Haswell kernels, NumPy's wheel) ran 3-4x
+ * slower in a new process, and in a forked child, until its first
+ * product with many rows and columns of the result: a 256^3 product took
+ * 3.3-3.5 ms before one such product and 0.8-0.9 ms after, in the same
+ * process, on the 2-core test machine; a 32 x 784 x 256 linear layer
+ * 580 us against 400.  Smaller products (300^3, 400 x 8 x 400) do not
+ * end that state.  This one costs 1-2 ms once.  Called by the first
+ * pygpu_cpu_blas_enter after load or fork (under guard_lock, with the
+ * BLAS on one thread). */
+static void
+warm_up(void)
+{
+    enum { W_ROWS = 512, W_K = 32 };
+    float *buf = calloc(2 * W_ROWS * W_K + W_ROWS * W_ROWS, sizeof(float));
+    if (buf == NULL) {
+        return;
+    }
+    pygpu_cpu_blas_gemm(PYGPU_FLOAT32, 0, 0, W_ROWS, W_ROWS, W_K, buf, W_K,
+                        buf + W_ROWS * W_K, W_ROWS, 0,
+                        buf + 2 * W_ROWS * W_K, W_ROWS);
+    free(buf);
 }
 
 static void
@@ -231,6 +259,10 @@ pygpu_cpu_blas_enter(void)
         guard_child = 0;
         if (guard_saved != 1) {
             lib.set_threads(1);
+        }
+        if (guard_cold) {
+            guard_cold = 0;
+            warm_up();
         }
     }
     pthread_mutex_unlock(&guard_lock);

@@ -106,6 +106,36 @@ def test_matmul_layouts(rng, path, dt, m, k, n):
             assert err <= tol, (na, nb_, err)
 
 
+# Products the BLAS runs as C^T = B^T A^T, transposed back block by block
+# (cpu_gemm.c's swap_worth: fewer rows than columns, at most 64 rows, sums
+# of 256 terms or more), beside shapes just outside that rule.
+SWAP_SHAPES = [((1, 256), (256, 3)), ((64, 256), (256, 65)),
+               ((65, 256), (256, 300)), ((20, 255), (255, 90)),
+               ((2, 3, 20, 300), (3, 300, 90)), ((5, 1, 260), (260, 7))]
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("sa,sb", SWAP_SHAPES)
+def test_transposed_products(rng, dt, sa, sb):
+    """matmul in every layout of both operands, and linear with a bias
+    and relu, on both sides of the rule."""
+    _, npdt, tol = DTYPES[dt]
+    for na, a, ta in layouts(rng, sa, npdt):
+        for nb_, b, tb in layouts(rng, sb, npdt):
+            ref = np.matmul(a.astype(np.float64), b.astype(np.float64))
+            got = ta @ tb
+            assert got.shape == ref.shape
+            err = rel_err(got.numpy(), ref)
+            assert err <= tol, (na, nb_, err)
+    x = rand(rng, sa, npdt)
+    w = rand(rng, (sb[-1], sa[-1]), npdt)
+    bias = rand(rng, (sb[-1],), npdt)
+    ref = np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + bias, 0)
+    got = F.linear_relu(pygpu.tensor(x), pygpu.tensor(w), pygpu.tensor(bias))
+    assert (got.numpy() == 0).any() or ref.min() > 0
+    check(got, ref, tol)
+
+
 @pytest.mark.parametrize("dt", DTYPES)
 def test_bmm_transposed(rng, path, dt):
     pdt, npdt, tol = DTYPES[dt]
