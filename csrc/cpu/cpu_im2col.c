@@ -40,7 +40,8 @@ static inline void
 valid_range(int64_t off, int64_t s, int64_t n, int64_t count, int64_t *lo,
             int64_t *hi)
 {
-    int64_t a = ceil_div(-off, s), b = floor_div(n - 1 - off, s) + 1;
+    int64_t a = s == 1 ? -off : ceil_div(-off, s);
+    int64_t b = s == 1 ? n - off : floor_div(n - 1 - off, s) + 1;
     *lo = a < 0 ? 0 : a > count ? count : a;
     *hi = b < *lo ? *lo : b > count ? count : b;
 }
@@ -70,33 +71,56 @@ typedef struct {
     int64_t esize, rows, ntasks;
 } im2col_job;
 
-/* Column row r = ((n * C + c) * kh + i) * kw + j, elements of type T (any
+/* Column row ((n * C + c) * kh + i) * kw + j, elements of type T (any
  * type of the dtype's size): each block row a zeroed head, the image row's
- * elements from lo to hi (a plain loop, vectorized at stride 1), a zeroed
- * tail. */
+ * elements from lo to hi (at stride 1 by 8 at a time, as one fixed-size
+ * copy, then one by one), a zeroed tail. */
 #define IM2COL_ROW(T, name)                                                  \
     static void name(T *restrict dst, const T *restrict src,                \
-                     const pygpu_im2col_args *a, int64_t r)                  \
+                     const pygpu_im2col_args *a, int64_t i, int64_t j)       \
     {                                                                        \
-        const int64_t j = r % a->kw, i = r / a->kw % a->kh;                  \
+        /* the arguments in locals: stores through dst may alias them */     \
         const int64_t off_w = j * a->dw - a->pw, sw = a->sw;                 \
-        const int64_t ow_n = a->out_w;                                       \
+        const int64_t ow_n = a->out_w, oh_n = a->out_h, sh = a->sh;          \
+        const int64_t ih0 = i * a->dh - a->ph;                               \
+        const int64_t height = a->height, width = a->width;                  \
         int64_t lo, hi;                                                      \
-        valid_range(off_w, sw, a->width, ow_n, &lo, &hi);                    \
-        for (int64_t oh = 0; oh < a->out_h; oh++, dst += ow_n) {             \
-            int64_t ih = oh * a->sh - a->ph + i * a->dh;                     \
-            if (ih < 0 || ih >= a->height || lo == hi) {                     \
+        valid_range(off_w, sw, width, ow_n, &lo, &hi);                       \
+        if (sw == 1 && lo == 0 && hi == ow_n && ih0 >= 0 &&                  \
+            (oh_n - 1) * sh + ih0 < height) {                                \
+            /* no padding on this row: a block copy */                       \
+            const T *restrict row = src + ih0 * width + off_w;               \
+            for (int64_t oh = 0; oh < oh_n; oh++) {                          \
+                int64_t ow = 0;                                              \
+                for (; ow + 8 <= ow_n; ow += 8) {                            \
+                    memcpy(dst + ow, row + ow, 8 * sizeof(T));               \
+                }                                                            \
+                for (; ow < ow_n; ow++) {                                    \
+                    dst[ow] = row[ow];                                       \
+                }                                                            \
+                dst += ow_n;                                                 \
+                row += sh * width;                                           \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
+        for (int64_t oh = 0; oh < oh_n; oh++, dst += ow_n) {                 \
+            int64_t ih = oh * sh + ih0;                                      \
+            if (ih < 0 || ih >= height || lo == hi) {                        \
                 for (int64_t ow = 0; ow < ow_n; ow++) {                      \
                     dst[ow] = 0;                                             \
                 }                                                            \
                 continue;                                                    \
             }                                                                \
-            const T *restrict row = src + ih * a->width + off_w;             \
+            const T *restrict row = src + ih * width + off_w;                \
             for (int64_t ow = 0; ow < lo; ow++) {                            \
                 dst[ow] = 0;                                                 \
             }                                                                \
             if (sw == 1) {                                                   \
-                for (int64_t ow = lo; ow < hi; ow++) {                       \
+                int64_t ow = lo;                                             \
+                for (; ow + 8 <= hi; ow += 8) {                              \
+                    memcpy(dst + ow, row + ow, 8 * sizeof(T));               \
+                }                                                            \
+                for (; ow < hi; ow++) {                                      \
                     dst[ow] = row[ow];                                       \
                 }                                                            \
             }                                                                \
@@ -115,37 +139,40 @@ IM2COL_ROW(uint16_t, im2col_row_2)
 IM2COL_ROW(uint32_t, im2col_row_4)
 IM2COL_ROW(uint64_t, im2col_row_8)
 
-/* Column row r of the job, the image plane it reads being r / (kh * kw). */
-static void
-im2col_row(const im2col_job *j, int64_t r)
-{
-    const pygpu_im2col_args *a = j->a;
-    const int64_t L = a->out_h * a->out_w, hw = a->height * a->width;
-    const int64_t plane = r / (a->kw * a->kh);
-    switch (j->esize) {
-    case 2:
-        im2col_row_2((uint16_t *)j->cols + r * L,
-                     (const uint16_t *)j->img + plane * hw, a, r);
-        break;
-    case 4:
-        im2col_row_4((uint32_t *)j->cols + r * L,
-                     (const uint32_t *)j->img + plane * hw, a, r);
-        break;
-    default:
-        im2col_row_8((uint64_t *)j->cols + r * L,
-                     (const uint64_t *)j->img + plane * hw, a, r);
-        break;
-    }
-}
-
+/* Column row r of the job, (plane, i, j) = (r / (kh * kw), r / kw % kh,
+ * r % kw), counted along rather than divided out for each row. */
 static void
 im2col_task(void *ctx, int64_t task)
 {
-    const im2col_job *j = ctx;
-    int64_t r0 = j->rows * task / j->ntasks;
-    int64_t r1 = j->rows * (task + 1) / j->ntasks;
+    const im2col_job *jb = ctx;
+    const pygpu_im2col_args *a = jb->a;
+    const int64_t L = a->out_h * a->out_w, hw = a->height * a->width;
+    int64_t r0 = jb->rows * task / jb->ntasks;
+    int64_t r1 = jb->rows * (task + 1) / jb->ntasks;
+    int64_t j = r0 % a->kw, i = r0 / a->kw % a->kh;
+    int64_t plane = r0 / (a->kw * a->kh);
     for (int64_t r = r0; r < r1; r++) {
-        im2col_row(j, r);
+        switch (jb->esize) {
+        case 2:
+            im2col_row_2((uint16_t *)jb->cols + r * L,
+                         (const uint16_t *)jb->img + plane * hw, a, i, j);
+            break;
+        case 4:
+            im2col_row_4((uint32_t *)jb->cols + r * L,
+                         (const uint32_t *)jb->img + plane * hw, a, i, j);
+            break;
+        default:
+            im2col_row_8((uint64_t *)jb->cols + r * L,
+                         (const uint64_t *)jb->img + plane * hw, a, i, j);
+            break;
+        }
+        if (++j == a->kw) {
+            j = 0;
+            if (++i == a->kh) {
+                i = 0;
+                plane++;
+            }
+        }
     }
 }
 
@@ -178,25 +205,29 @@ typedef struct {
 } col2im_job;
 
 /* One plane of float32 or float64: zeroed, then each column row added in
- * (i, j, oh, ow) order. */
+ * (i, j, oh, ow) order.  The arguments are read into locals first: stores
+ * through img may alias them, which would reload each in the loops. */
 #define COL2IM_PLANE(T, name)                                                \
     static void name(T *img, const T *cols, const pygpu_im2col_args *a)      \
     {                                                                        \
-        const int64_t L = a->out_h * a->out_w, sw = a->sw;                   \
-        memset(img, 0, sizeof(T) * (size_t)(a->height * a->width));          \
-        for (int64_t i = 0; i < a->kh; i++) {                                \
-            for (int64_t j = 0; j < a->kw; j++) {                            \
-                const T *row = cols + (i * a->kw + j) * L;                   \
+        const int64_t oh_n = a->out_h, ow_n = a->out_w, L = oh_n * ow_n;     \
+        const int64_t sw = a->sw, sh = a->sh, kh = a->kh, kw = a->kw;        \
+        const int64_t height = a->height, width = a->width;                  \
+        memset(img, 0, sizeof(T) * (size_t)(height * width));                \
+        for (int64_t i = 0; i < kh; i++) {                                   \
+            const int64_t ih0 = i * a->dh - a->ph;                           \
+            for (int64_t j = 0; j < kw; j++) {                               \
+                const T *row = cols + (i * kw + j) * L;                      \
                 int64_t off_w = j * a->dw - a->pw, lo, hi;                   \
-                valid_range(off_w, a->sw, a->width, a->out_w, &lo, &hi);     \
-                for (int64_t oh = 0; oh < a->out_h; oh++) {                  \
-                    int64_t ih = oh * a->sh - a->ph + i * a->dh;             \
-                    if (ih < 0 || ih >= a->height) {                         \
+                valid_range(off_w, sw, width, ow_n, &lo, &hi);               \
+                for (int64_t oh = 0; oh < oh_n; oh++) {                      \
+                    int64_t ih = oh * sh + ih0;                              \
+                    if (ih < 0 || ih >= height) {                            \
                         continue;                                            \
                     }                                                        \
-                    T *restrict dst = img + ih * a->width + off_w;           \
-                    const T *restrict src = row + oh * a->out_w;             \
-                    if (sw == 1) {                                       \
+                    T *restrict dst = img + ih * width + off_w;              \
+                    const T *restrict src = row + oh * ow_n;                 \
+                    if (sw == 1) {                                           \
                         for (int64_t ow = lo; ow < hi; ow++) {               \
                             dst[ow] += src[ow];                              \
                         }                                                    \

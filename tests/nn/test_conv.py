@@ -151,6 +151,27 @@ def test_unfold_matches_numpy(device, rng, dtype, case):
     assert nn.Unfold(**kw)(tensor(x, dtype, device)).shape == ref.shape
 
 
+# Rows of 19 and more blocks: the CPU copies 8 elements at a time, then
+# the rest; rows without padding as one block, others element by element.
+WIDE_CASES = [dict(kernel_size=3), dict(kernel_size=(2, 3), stride=(2, 1)),
+              dict(kernel_size=3, padding=(0, 1)),
+              dict(kernel_size=3, dilation=(1, 2)),
+              dict(kernel_size=(3, 1), padding=(1, 0))]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=dtype_name)
+@pytest.mark.parametrize("case", range(len(WIDE_CASES)))
+def test_unfold_fold_wide_rows(device, rng, dtype, case):
+    kw = WIDE_CASES[case]
+    x = rounded(rng.standard_normal((2, 3, 7, 21)), dtype)
+    got = F.unfold(tensor(x, dtype, device), **kw)
+    ref = ref_unfold(x, **kw)
+    assert rel_err(f64(got), ref) == 0
+    cols = rounded(rng.standard_normal(ref.shape), dtype)
+    back = F.fold(tensor(cols, dtype, device), (7, 21), **kw)
+    assert rel_err(f64(back), ref_fold(cols, (7, 21), **kw)) <= TOL[dtype]
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=dtype_name)
 @pytest.mark.parametrize("case", range(len(UNFOLD_CASES)))
 def test_fold_matches_numpy(device, rng, dtype, case):
