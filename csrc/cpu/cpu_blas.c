@@ -26,10 +26,12 @@
 #include <link.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cpu/cpu_blas.h"
 #include "cpu/cpu_parallel.h"
@@ -80,8 +82,8 @@ static atomic_int enabled = 1;
  * they ran, the count to put back at the next product (0: none). */
 static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 static int guard_depth, guard_saved, guard_child;
-/* 1 until the first bracket after load or fork has run warm_up. */
-static int guard_cold = 1;
+/* Threads whose products warm_up has run (0 after load or fork). */
+static int guard_warm;
 
 static void *
 sym(void *h, const char *prefix, const char *name, const char *suffix,
@@ -191,28 +193,54 @@ static void
 after_fork_child(void)
 {
     pthread_mutex_init(&guard_lock, NULL);
-    guard_cold = 1;
+    guard_warm = 0;
     if (guard_depth > 0) {
         guard_child = guard_saved;
         guard_depth = 0;
     }
 }
 
-/* One float32 product of 512 x 32 by 32 x 512 zeros, on one BLAS thread,
- * the first time pygpu's products need the BLAS (and again in a forked
- * child).  OpenBLAS's sgemm (Haswell kernels, NumPy's wheel) ran 3-4x
- * slower in a new process, and in a forked child, until its first
- * product with many rows and columns of the result: a 256^3 product took
- * 3.3-3.5 ms before one such product and 0.8-0.9 ms after, in the same
- * process, on the 2-core test machine; a 32 x 784 x 256 linear layer
- * 580 us against 400.  Smaller products (300^3, 400 x 8 x 400) do not
- * end that state.  This one costs 1-2 ms once.  Called by the first
- * pygpu_cpu_blas_enter after load or fork (under guard_lock, with the
- * BLAS on one thread). */
+/* One float32 product of 512 x 32 by 32 x 512 zeros on each of pygpu's
+ * threads at once, the first time pygpu's products need the BLAS, again
+ * when the thread count has grown, and in a forked child.
+ *
+ * OpenBLAS's single-threaded sgemm (Haswell kernels, NumPy's wheel) ran
+ * 3-4x slower with each new buffer it took (a new process, a forked
+ * child, a second thread's product running at the same time, which takes
+ * a buffer of its own) until a product with many columns of the result
+ * (col-major rows: 330 or more) had used that buffer.  On the 2-core test
+ * machine: a 256^3 product took 3.3-3.5 ms before and 0.8-0.9 ms after,
+ * in the same process; a 32 x 784 x 256 linear layer 580 us against 400;
+ * two 128 x 256 x 256 products at once on two threads 1.7 ms each
+ * against 0.5; pygpu's 256^3 matmul on two threads 1.75 ms, twice its
+ * time on one.  Products of 300^3 or 400 x 8 x 400 did not end that
+ * state.  The cause was not found: the time is spent inside the kernel,
+ * and neither page faults nor huge pages differed.  OpenBLAS's own
+ * threads' buffers did not show it.  Each thread waits up to 50 ms for
+ * the others before its product, so that the products overlap and each
+ * takes a buffer of its own.  The cost: 1-2 ms, once. */
+typedef struct {
+    atomic_int arrived;
+    int n;
+} warm_job;
+
 static void
-warm_up(void)
+warm_task(void *ctx, int64_t task)
 {
+    (void)task;
+    warm_job *w = ctx;
     enum { W_ROWS = 512, W_K = 32 };
+    struct timespec t0, t;
+    atomic_fetch_add(&w->arrived, 1);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (atomic_load(&w->arrived) < w->n) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) >
+            50000000L) {
+            break;
+        }
+        sched_yield();
+    }
     float *buf = calloc(2 * W_ROWS * W_K + W_ROWS * W_ROWS, sizeof(float));
     if (buf == NULL) {
         return;
@@ -221,6 +249,15 @@ warm_up(void)
                         buf + W_ROWS * W_K, W_ROWS, 0,
                         buf + 2 * W_ROWS * W_K, W_ROWS);
     free(buf);
+}
+
+/* Under guard_lock, with the BLAS on one thread. */
+static void
+warm_up(int nthreads)
+{
+    warm_job w = {.n = nthreads};
+    atomic_init(&w.arrived, 0);
+    pygpu_parallel_run(nthreads, warm_task, &w);
 }
 
 static void
@@ -260,9 +297,10 @@ pygpu_cpu_blas_enter(void)
         if (guard_saved != 1) {
             lib.set_threads(1);
         }
-        if (guard_cold) {
-            guard_cold = 0;
-            warm_up();
+        int nthreads = pygpu_get_num_threads();
+        if (guard_warm < nthreads) {
+            guard_warm = nthreads;
+            warm_up(nthreads);
         }
     }
     pthread_mutex_unlock(&guard_lock);
