@@ -342,6 +342,30 @@ def test_conv2d_matches_numpy(device, rng, dtype, case, bias):
     assert rel_err(f64(got), ref) <= TOL[dtype]
 
 
+@pytest.mark.parametrize("dtype", [F32, F64], ids=dtype_name)
+@pytest.mark.parametrize("case", [0, 2, 5, 7])
+def test_conv2d_columns_by_chunks(rng, monkeypatch, dtype, case):
+    """On the CPU with nothing recorded, columns over _CHUNK_BYTES are made
+    a few images at a time (one image, two, all but a short last chunk):
+    the same values as the reference, and the same bits as all at once."""
+    from pygpu.nn._functional import conv
+    kw = CONV2D_CASES[case]
+    groups = kw.get("groups", 1)
+    x = rounded(rng.standard_normal((5, 4, 9, 8)), dtype)
+    w = rounded(rng.standard_normal((6, 4 // groups, 3, 2)), dtype)
+    b = rounded(rng.standard_normal(6), dtype)
+    args = (tensor(x, dtype), tensor(w, dtype), tensor(b, dtype))
+    monkeypatch.setattr(conv, "_DIRECT_MACS", 0)  # columns, not direct
+    whole = F.conv2d(*args, **kw).numpy()
+    per_image = conv2d_ref(x[:1], w, None, kw).shape[2:]
+    per_image = 4 * 3 * 2 * per_image[0] * per_image[1] * x.itemsize
+    for chunk in (1, 2):
+        monkeypatch.setattr(conv, "_CHUNK_BYTES", chunk * per_image)
+        got = F.conv2d(*args, **kw)
+        assert rel_err(f64(got), conv2d_ref(x, w, b, kw)) <= TOL[dtype]
+        assert np.array_equal(got.numpy(), whole)
+
+
 @pytest.mark.parametrize("dtype", [F32, F16], ids=dtype_name)
 def test_conv2d_depthwise_1x1_unbatched(device, rng, dtype):
     x = rounded(rng.standard_normal((3, 4, 7, 6)), dtype)

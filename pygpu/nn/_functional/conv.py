@@ -12,6 +12,9 @@ composed from ops that have gradients already:
   of 1 and a small weight (_DIRECT_MACS multiply-adds per output position
   and group at most) runs the direct loop instead (_C._conv2d_direct,
   csrc/cpu/cpu_conv.c): no columns, each output row summed in registers.
+  Other CPU convolutions that record nothing make columns of more than
+  _CHUNK_BYTES a few images at a time, each chunk's product written into
+  its part of the result.
 - conv_transpose2d: the weight's transpose times the input, then fold.
 - conv1d and conv_transpose1d: the 2-D forms with a height of 1.
 - pad: cat with constant blocks ('constant'), index_select with an index
@@ -322,15 +325,28 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
 _DIRECT_MACS = 4096
 
 
+# Columns of more bytes than this, on the CPU with nothing recorded, are
+# made a few images at a time, each batch's product written into its part
+# of the result: the columns stay in the cache and their memory is reused
+# instead of mapped afresh.  A ResNet block (32x64x56x56, 3x3): 231 MB of
+# columns at once, 330 ms on one thread; 7 MB at a time, 294 ms.
+_CHUNK_BYTES = 8 << 20
+
+
+def _recording(x, weight, bias):
+    """Whether autograd records this convolution."""
+    return _C._is_grad_enabled() and (
+        x.requires_grad or weight.requires_grad
+        or (bias is not None and bias.requires_grad))
+
+
 def _direct(x, weight, bias, stride, groups):
     """Whether conv2d runs the direct loop: on the CPU in float32 or
     float64, at column stride 1, a small weight, nothing recorded."""
     if (x.device.type != "cpu" or stride[1] != 1
             or x.dtype not in (_C.float32, _C.float64)):
         return False
-    if _C._is_grad_enabled() and (
-            x.requires_grad or weight.requires_grad
-            or (bias is not None and bias.requires_grad)):
+    if _recording(x, weight, bias):
         return False
     cout, cg, kh, kw = weight.shape
     return cg * kh * kw * (cout // groups) <= _DIRECT_MACS
@@ -353,11 +369,19 @@ def _conv2d(x, weight, bias, stride, padding, dilation, groups):
     if _direct(x, weight, bias, stride, groups):
         return _C._conv2d_direct(x, weight, bias, *dilation, *padding,
                                  *stride, groups)
-    if (kh, kw) == (1, 1) and stride == (1, 1) and padding == (0, 0):
+    k = cg * kh * kw
+    one_by_one = (kh, kw) == (1, 1) and stride == (1, 1) and padding == (0, 0)
+    per_image = k * groups * oh * ow * x.element_size()
+    if (not one_by_one and x.device.type == "cpu" and n > 1
+            and n * per_image > _CHUNK_BYTES
+            and not _recording(x, weight, bias)):
+        return _conv2d_chunked(x, weight, bias, stride, padding, dilation,
+                               groups, (oh, ow),
+                               max(1, _CHUNK_BYTES // per_image))
+    if one_by_one:
         cols = x.reshape(n, c, h * w)
     else:
         cols = _C._im2col(x, kh, kw, *dilation, *padding, *stride)
-    k = cg * kh * kw
     if groups == 1:
         out = weight.reshape(cout, k) @ cols
         bshape = (1, cout, 1)
@@ -368,6 +392,31 @@ def _conv2d(x, weight, bias, stride, padding, dilation, groups):
     if bias is not None:  # in place: the product saved its inputs only
         out.add_(bias.view(bshape))
     return out.view(n, cout, oh, ow)
+
+
+def _conv2d_chunked(x, weight, bias, stride, padding, dilation, groups,
+                    out_hw, chunk):
+    """_conv2d's product, `chunk` images' columns at a time, each written
+    into its part of the result (nothing recorded)."""
+    n = x.shape[0]
+    cout, cg, kh, kw = weight.shape
+    k, L = cg * kh * kw, out_hw[0] * out_hw[1]
+    out = _C.empty((n, cout, L), dtype=x.dtype, device=x.device)
+    if groups == 1:
+        wm = weight.reshape(cout, k)
+    else:
+        wm = weight.reshape(groups, cout // groups, k)
+    for s in range(0, n, chunk):
+        e = min(n, s + chunk)
+        cols = _C._im2col(x[s:e], kh, kw, *dilation, *padding, *stride)
+        if groups == 1:
+            _C.matmul(wm, cols, out=out[s:e])
+        else:
+            _C.matmul(wm, cols.view(e - s, groups, k, L),
+                      out=out[s:e].view(e - s, groups, cout // groups, L))
+    if bias is not None:
+        out.add_(bias.view(1, cout, 1))
+    return out.view(n, cout, *out_hw)
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1,
