@@ -82,7 +82,7 @@ static atomic_int enabled = 1;
  * they ran, the count to put back at the next product (0: none). */
 static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 static int guard_depth, guard_saved, guard_child;
-/* Threads whose products warm_up has run (0 after load or fork). */
+/* Threads whose products warm_up has run (0 after load or a fork). */
 static int guard_warm;
 
 static void *
@@ -186,6 +186,7 @@ before_fork(void)
 static void
 after_fork_parent(void)
 {
+    guard_warm = 0; /* OpenBLAS takes new buffers in the parent too */
     pthread_mutex_unlock(&guard_lock);
 }
 
@@ -202,11 +203,11 @@ after_fork_child(void)
 
 /* One float32 product of 512 x 32 by 32 x 512 zeros on each of pygpu's
  * threads at once, the first time pygpu's products need the BLAS, again
- * when the thread count has grown, and in a forked child.
+ * when the thread count has grown, and after a fork (parent and child).
  *
  * OpenBLAS's single-threaded sgemm (Haswell kernels, NumPy's wheel) ran
- * 3-4x slower with each new buffer it took (a new process, a forked
- * child, a second thread's product running at the same time, which takes
+ * 3-4x slower with each new buffer it took (a new process, both sides of
+ * a fork, a second thread's product running at the same time, which takes
  * a buffer of its own) until a product with many columns of the result
  * (col-major rows: 330 or more) had used that buffer.  On the 2-core test
  * machine: a 256^3 product took 3.3-3.5 ms before and 0.8-0.9 ms after,
