@@ -69,6 +69,7 @@ static struct {
     char sgemm_name[64];
     int int_bits;
     void *sgemm, *dgemm;
+    char core[32]; /* openblas_get_corename's answer, or "" */
     void (*set_threads)(int);
     int (*get_threads)(void);
 } lib;
@@ -122,6 +123,11 @@ try_library(const char *path)
             lib.int_bits = interfaces[i].int_bits;
             snprintf(lib.sgemm_name, sizeof(lib.sgemm_name),
                      "%scblas_sgemm%s", p, s);
+            const char *(*core)(void) = NULL;
+            *(void **)&core =
+                sym(h, p, "openblas_get_corename", s, name, sizeof(name));
+            snprintf(lib.core, sizeof(lib.core), "%s",
+                     core != NULL && core() != NULL ? core() : "");
             if (realpath(path, lib.path) == NULL) {
                 snprintf(lib.path, sizeof(lib.path), "%s", path);
             }
@@ -283,6 +289,12 @@ pygpu_cpu_blas_ready(void)
 }
 
 int
+pygpu_cpu_blas_haswell(void)
+{
+    return strcmp(lib.core, "Haswell") == 0 || strcmp(lib.core, "Zen") == 0;
+}
+
+int
 pygpu_cpu_blas_fits(int64_t v)
 {
     return lib.int_bits == 64 || v <= INT_MAX;
@@ -361,9 +373,10 @@ blas_info(PyObject *m, PyObject *unused)
         pthread_mutex_unlock(&guard_lock);
     }
     return Py_BuildValue(
-        "{s:O,s:s,s:s,s:i,s:i,s:i,s:i}", "enabled",
+        "{s:O,s:s,s:s,s:s,s:i,s:i,s:i,s:i}", "enabled",
         on ? Py_True : Py_False, "library",
         found ? lib.path : "", "sgemm", found ? lib.sgemm_name : "",
+        "core", found ? lib.core : "",
         "int_bits", found ? lib.int_bits : 0, "threads",
         pygpu_get_num_threads(), "threads_per_call", 1, "library_threads",
         lib_threads);

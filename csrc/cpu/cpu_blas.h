@@ -18,6 +18,11 @@
  * the direct path is on.  Finds the library on its first call. */
 int pygpu_cpu_blas_ready(void);
 
+/* 1 when the library's kernels are OpenBLAS's Haswell ones (its core
+ * "Haswell", or "Zen", which runs them), on which cpu_gemm.c's choices
+ * were measured.  After pygpu_cpu_blas_ready. */
+int pygpu_cpu_blas_haswell(void);
+
 /* 1 when every one of m, n, k and the leading dims fits the library's
  * integers (always with a 64-bit interface). */
 int pygpu_cpu_blas_fits(int64_t v);

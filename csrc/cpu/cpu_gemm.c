@@ -295,7 +295,9 @@ gemm_task(void *ctx, int64_t task)
 static int
 swap_worth(int64_t m, int64_t n, int64_t k)
 {
-    return m < n && m <= GEMM_SWAP_ROWS && k >= GEMM_SWAP_K;
+    /* measured on the Haswell kernels only: others keep the plain order */
+    return m < n && m <= GEMM_SWAP_ROWS && k >= GEMM_SWAP_K &&
+           pygpu_cpu_blas_haswell();
 }
 
 /* The blocks of each matrix, or the matrices of each task; the number of

@@ -54,6 +54,9 @@ def test_info():
     assert info["threads"] == pygpu.get_num_threads()
     assert info["threads_per_call"] == 1
     assert info["library_threads"] >= 1
+    # OpenBLAS names its kernels' core (NumPy's wheels: "Haswell",
+    # "SkylakeX", "Zen", ...); another BLAS gives ""
+    assert isinstance(info["core"], str)
 
 
 # (a's shape, b's shape): 1x1, 0-sized (m, k, n), vectors, non-square,
