@@ -120,12 +120,13 @@ __all__ += ["dropout", "dropout1d", "dropout2d", "alpha_dropout"]
 
 # the layer families' functional forms, one file each (pygpu/nn/_functional/)
 from ._functional import (activation as _activation,  # noqa: E402
+                          adaptive_pooling as _adaptive_pooling,
                           attention as _attention, conv as _conv,
                           normalization as _normalization,
                           pooling as _pooling, sparse as _sparse,
                           upsampling as _upsampling)
-for _family in (_conv, _pooling, _upsampling, _normalization, _activation,
-                _sparse, _attention):
+for _family in (_conv, _pooling, _adaptive_pooling, _upsampling,
+                _normalization, _activation, _sparse, _attention):
     globals().update({_n: getattr(_family, _n) for _n in _family.__all__})
     __all__ += _family.__all__
 del _family

@@ -1,6 +1,8 @@
 """pygpu.nn: Pooling, upsampling and pixel-shuffle layers, each a thin
-module over its functional form (pygpu/nn/_functional/pooling.py), with
-torch's arguments, defaults and extra_repr."""
+module over its functional form (pygpu/nn/_functional/pooling.py,
+adaptive_pooling.py and upsampling.py), with torch's arguments, defaults
+and extra_repr."""
+from ._functional import adaptive_pooling as _adaptive
 from ._functional import pooling as F
 from ._functional import upsampling as _up
 from .module import Module
@@ -120,7 +122,7 @@ class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """F.adaptive_max_pool1d over (N, C, L) or (C, L) inputs."""
 
     def forward(self, input):
-        return F.adaptive_max_pool1d(input, self.output_size,
+        return _adaptive.adaptive_max_pool1d(input, self.output_size,
                                      self.return_indices)
 
 
@@ -128,7 +130,7 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """F.adaptive_max_pool2d over (N, C, H, W) or (C, H, W) inputs."""
 
     def forward(self, input):
-        return F.adaptive_max_pool2d(input, self.output_size,
+        return _adaptive.adaptive_max_pool2d(input, self.output_size,
                                      self.return_indices)
 
 
@@ -147,14 +149,14 @@ class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     """F.adaptive_avg_pool1d over (N, C, L) or (C, L) inputs."""
 
     def forward(self, input):
-        return F.adaptive_avg_pool1d(input, self.output_size)
+        return _adaptive.adaptive_avg_pool1d(input, self.output_size)
 
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """F.adaptive_avg_pool2d over (N, C, H, W) or (C, H, W) inputs."""
 
     def forward(self, input):
-        return F.adaptive_avg_pool2d(input, self.output_size)
+        return _adaptive.adaptive_avg_pool2d(input, self.output_size)
 
 
 class Upsample(Module):

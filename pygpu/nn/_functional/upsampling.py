@@ -8,7 +8,8 @@ sizes, defaults, checks and messages follow torch's."""
 import numpy as np
 
 from ... import _C
-from .pooling import _float_only, adaptive_avg_pool1d, adaptive_avg_pool2d
+from .adaptive_pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+from .pooling import _float_only
 
 __all__ = ["interpolate", "upsample", "upsample_nearest",
            "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle"]
