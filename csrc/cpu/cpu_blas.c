@@ -85,6 +85,8 @@ static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 static int guard_depth, guard_saved, guard_child;
 /* Threads whose products warm_up has run (0 after load or a fork). */
 static int guard_warm;
+/* The program's own OpenBLAS thread count at that warm-up. */
+static int guard_warm_lib;
 
 static void *
 sym(void *h, const char *prefix, const char *name, const char *suffix,
@@ -209,7 +211,10 @@ after_fork_child(void)
 
 /* One float32 product of 512 x 32 by 32 x 512 zeros on each of pygpu's
  * threads at once, the first time pygpu's products need the BLAS, again
- * when the thread count has grown, and after a fork (parent and child).
+ * when pygpu's thread count has grown or the program's OpenBLAS thread
+ * count has changed (OpenBLAS frees and takes its threads' buffers from
+ * the same table as its calls' when that count changes, so pygpu's calls
+ * may be handed other buffers), and after a fork (parent and child).
  *
  * OpenBLAS's single-threaded sgemm (Haswell kernels, NumPy's wheel) ran
  * 3-4x slower with each new buffer it took (a new process, both sides of
@@ -311,8 +316,9 @@ pygpu_cpu_blas_enter(void)
             lib.set_threads(1);
         }
         int nthreads = pygpu_get_num_threads();
-        if (guard_warm < nthreads) {
+        if (guard_warm < nthreads || guard_warm_lib != guard_saved) {
             guard_warm = nthreads;
+            guard_warm_lib = guard_saved;
             warm_up(nthreads);
         }
     }
