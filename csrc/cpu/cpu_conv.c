@@ -68,6 +68,19 @@ typedef struct {
             (*x)[q] = w >= 0 && w < width ? row[w] : 0;                      \
         }                                                                    \
     }                                                                        \
+    /* One image row's taps into one row's sums, loads checked. */         \
+    static inline __attribute__((always_inline)) void conv_row_##SFX(        \
+        VT acc[CONV_CH], const T *row, const T *wk,                          \
+        const pygpu_im2col_args *a, int64_t iw0)                             \
+    {                                                                        \
+        for (int64_t j = 0; j < a->kw; j++) {                                \
+            VT x;                                                            \
+            conv_load_##SFX(&x, row, iw0 + j * a->dw, a->sw, a->width);      \
+            for (int cb = 0; cb < CONV_CH; cb++) {                           \
+                acc[cb] += wk[j * CONV_CB + cb] * x;                         \
+            }                                                                \
+        }                                                                    \
+    }                                                                        \
     static inline __attribute__((always_inline)) void conv_vec_##SFX(        \
         VT acc0[CONV_CH], VT acc1[CONV_CH], const T *img, const T *wp,       \
         const pygpu_im2col_args *a, int64_t cg, int64_t oh, int has1,        \
@@ -104,24 +117,10 @@ typedef struct {
                     continue;                                                \
                 }                                                            \
                 if (v0) {                                                    \
-                    const T *row = plane + ih0 * width;                      \
-                    for (int64_t j = 0; j < kw; j++) {                       \
-                        VT x;                                                \
-                        conv_load_##SFX(&x, row, iw0 + j * dw, sw, width);   \
-                        for (int cb = 0; cb < CONV_CH; cb++) {               \
-                            acc0[cb] += wk[j * CONV_CB + cb] * x;            \
-                        }                                                    \
-                    }                                                        \
+                    conv_row_##SFX(acc0, plane + ih0 * width, wk, a, iw0);   \
                 }                                                            \
                 if (v1) {                                                    \
-                    const T *row = plane + ih1 * width;                      \
-                    for (int64_t j = 0; j < kw; j++) {                       \
-                        VT x;                                                \
-                        conv_load_##SFX(&x, row, iw0 + j * dw, sw, width);   \
-                        for (int cb = 0; cb < CONV_CH; cb++) {               \
-                            acc1[cb] += wk[j * CONV_CB + cb] * x;            \
-                        }                                                    \
-                    }                                                        \
+                    conv_row_##SFX(acc1, plane + ih1 * width, wk, a, iw0);   \
                 }                                                            \
             }                                                                \
         }                                                                    \

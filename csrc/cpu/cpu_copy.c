@@ -328,6 +328,21 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+void pygpu_cpu_transpose(char *dst, int64_t ldd, const char *src,
+                         int64_t lds, int64_t rows, int64_t cols,
+                         size_t size)
+{
+    block_fn tile = loop_of_size(size, 1);
+    const int64_t st[4] = {ldd, 1, 1, lds}; /* out P, out L, in P, in L */
+    for (int64_t c0 = 0; c0 < cols; c0 += TILE) {
+        for (int64_t r0 = 0; r0 < rows; r0 += TILE) {
+            tile(dst + (c0 * ldd + r0) * (int64_t)size,
+                 src + (r0 * lds + c0) * (int64_t)size,
+                 min64(TILE, cols - c0), min64(TILE, rows - r0), st, 0);
+        }
+    }
+}
+
 /* The dim the blocks pair with L (the last): the one before it, or, for a
  * transpose-like copy, the dim of smallest nonzero source stride (at
  * least 8 long).  *tile is set when the blocks are tiles. */

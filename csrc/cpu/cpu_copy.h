@@ -13,4 +13,12 @@
  * the output's memory in order. */
 void pygpu_cpu_copy_order(pygpu_geom *g);
 
+/* dst[c * ldd + r] = src[r * lds + c] for a rows x cols matrix of
+ * elements of `size` bytes (1, 2, 4 or 8): the transpose-like copy's
+ * tiles (8 x 8 blocks through registers), for callers with plain
+ * pointers (cpu_gemm.c's transposed products). */
+void pygpu_cpu_transpose(char *dst, int64_t ldd, const char *src,
+                         int64_t lds, int64_t rows, int64_t cols,
+                         size_t size);
+
 #endif /* PYGPU_CPU_COPY_H */

@@ -30,6 +30,7 @@
 
 #include "memory/memory.h"
 #include "cpu/cpu_blas.h"
+#include "cpu/cpu_copy.h"
 #include "cpu/cpu_parallel.h"
 #include "kernels/kernels.h"
 
@@ -179,41 +180,6 @@ fill_row(char *dst, const char *v, int64_t count, int64_t isz)
     }
 }
 
-/* dst[c * ldd + r] = src[r * lds + c] for a rows x cols block, elements of
- * isz (4 or 8) bytes; by tiles of 8 x 8, which stay in cache. */
-#define TRANSPOSE_BLOCK(T, name)                                             \
-    static void name(T *restrict dst, int64_t ldd, const T *restrict src,   \
-                     int64_t lds, int64_t rows, int64_t cols)               \
-    {                                                                        \
-        for (int64_t r0 = 0; r0 < rows; r0 += 8) {                           \
-            int64_t r1 = r0 + 8 < rows ? r0 + 8 : rows;                      \
-            for (int64_t c0 = 0; c0 < cols; c0 += 8) {                       \
-                int64_t c1 = c0 + 8 < cols ? c0 + 8 : cols;                  \
-                for (int64_t c = c0; c < c1; c++) {                          \
-                    for (int64_t r = r0; r < r1; r++) {                      \
-                        dst[c * ldd + r] = src[r * lds + c];                 \
-                    }                                                        \
-                }                                                            \
-            }                                                                \
-        }                                                                    \
-    }
-
-TRANSPOSE_BLOCK(float, transpose_f)
-TRANSPOSE_BLOCK(double, transpose_d)
-
-static void
-transpose_block(char *dst, int64_t ldd, const char *src, int64_t lds,
-                int64_t rows, int64_t cols, int64_t isz)
-{
-    if (isz == 4) {
-        transpose_f((float *)dst, ldd, (const float *)src, lds, rows, cols);
-    }
-    else {
-        transpose_d((double *)dst, ldd, (const double *)src, lds, rows,
-                    cols);
-    }
-}
-
 /* Rows r0 .. r1 - 1 and columns c0 .. c1 - 1 of matrix i of the result. */
 static void
 gemm_block(const gemm_job *j, int64_t i, int64_t r0, int64_t r1, int64_t c0,
@@ -254,8 +220,8 @@ gemm_block(const gemm_job *j, int64_t i, int64_t r0, int64_t r1, int64_t c0,
         }
     }
     if (j->dst) {
-        transpose_block(j->dst + ((i * n + c0) * j->m + r0) * isz, j->m, pc,
-                        n, rows, cols, isz);
+        pygpu_cpu_transpose(j->dst + ((i * n + c0) * j->m + r0) * isz, j->m,
+                            pc, n, rows, cols, (size_t)isz);
     }
 }
 

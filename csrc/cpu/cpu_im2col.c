@@ -76,6 +76,19 @@ typedef struct {
  * elements from lo to hi (at stride 1 by 8 at a time, as one fixed-size
  * copy, then one by one), a zeroed tail. */
 #define IM2COL_ROW(T, name)                                                  \
+    /* dst[0 .. n) = src[0 .. n): 8 at a time as one fixed-size copy, then  \
+     * one by one. */                                                        \
+    static inline void name##_run(T *restrict dst, const T *restrict src,   \
+                                  int64_t n)                                 \
+    {                                                                        \
+        int64_t i = 0;                                                       \
+        for (; i + 8 <= n; i += 8) {                                         \
+            memcpy(dst + i, src + i, 8 * sizeof(T));                         \
+        }                                                                    \
+        for (; i < n; i++) {                                                 \
+            dst[i] = src[i];                                                 \
+        }                                                                    \
+    }                                                                        \
     static void name(T *restrict dst, const T *restrict src,                \
                      const pygpu_im2col_args *a, int64_t i, int64_t j)       \
     {                                                                        \
@@ -91,13 +104,7 @@ typedef struct {
             /* no padding on this row: a block copy */                       \
             const T *restrict row = src + ih0 * width + off_w;               \
             for (int64_t oh = 0; oh < oh_n; oh++) {                          \
-                int64_t ow = 0;                                              \
-                for (; ow + 8 <= ow_n; ow += 8) {                            \
-                    memcpy(dst + ow, row + ow, 8 * sizeof(T));               \
-                }                                                            \
-                for (; ow < ow_n; ow++) {                                    \
-                    dst[ow] = row[ow];                                       \
-                }                                                            \
+                name##_run(dst, row, ow_n);                                  \
                 dst += ow_n;                                                 \
                 row += sh * width;                                           \
             }                                                                \
@@ -116,13 +123,7 @@ typedef struct {
                 dst[ow] = 0;                                                 \
             }                                                                \
             if (sw == 1) {                                                   \
-                int64_t ow = lo;                                             \
-                for (; ow + 8 <= hi; ow += 8) {                              \
-                    memcpy(dst + ow, row + ow, 8 * sizeof(T));               \
-                }                                                            \
-                for (; ow < hi; ow++) {                                      \
-                    dst[ow] = row[ow];                                       \
-                }                                                            \
+                name##_run(dst + lo, row + lo, hi - lo);                     \
             }                                                                \
             else {                                                           \
                 for (int64_t ow = lo; ow < hi; ow++) {                       \

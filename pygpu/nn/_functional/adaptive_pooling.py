@@ -8,8 +8,8 @@ of tensor ops with gradients, like pooling.py."""
 import numpy as np
 
 from ... import _C
-from .pooling import (_batched, _float_only, _max_windows, _unbatch,
-                      avg_pool2d)
+from .pooling import (_batched, _check_1d_input, _float_only, _max_windows,
+                      _one_int, _unbatch, avg_pool2d)
 
 __all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d",
            "adaptive_max_pool1d_with_indices",
@@ -96,16 +96,8 @@ def adaptive_avg_pool2d(input, output_size):
 def _adaptive_1d_size(name, input, output_size):
     """The int output size of a 1-d adaptive pool of an (N, C, L) or
     (C, L) input, checked in torch's words."""
-    if input.dim() not in (2, 3):
-        raise RuntimeError(f"Expected 2 to 3 dimensions, but got "
-                           f"{input.dim()}-dimensional tensor for argument "
-                           f"#1 'self' (while checking arguments for {name})")
-    if isinstance(output_size, (list, tuple)):
-        if len(output_size) != 1:
-            raise RuntimeError(f"{name}() argument 'output_size' should "
-                               f"contain one int (got {len(output_size)})")
-        output_size = output_size[0]
-    return output_size
+    _check_1d_input(input, name)
+    return _one_int(output_size, name, "output_size")
 
 
 def adaptive_avg_pool1d(input, output_size):

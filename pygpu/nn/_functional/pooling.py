@@ -417,29 +417,36 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     return _unbatch(sums / divisor, added)
 
 
+def _check_1d_input(input, fn):
+    """torch's check of a 1-D pool's (N, C, L) or (C, L) input, for the
+    pools whose checks go through its argument checker (fn's name)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got "
+                           f"{input.dim()}-dimensional tensor for argument "
+                           f"#1 'self' (while checking arguments for {fn})")
+
+
+def _one_int(value, fn, name):
+    """An argument given as a value or a sequence of one, in torch's words
+    for fn()."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != 1:
+            raise RuntimeError(f"{fn}() argument '{name}' should contain "
+                               f"one int (got {len(value)})")
+        value = value[0]
+    return value
+
+
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
     """avg_pool2d's rule along the last dim of an (N, C, L) or (C, L)
     input."""
-    if input.dim() not in (2, 3):
-        raise RuntimeError(f"Expected 2 to 3 dimensions, but got "
-                           f"{input.dim()}-dimensional tensor for argument "
-                           "#1 'self' (while checking arguments for "
-                           "avg_pool1d)")
-
-    def one(value, name):
-        if isinstance(value, (list, tuple)):
-            if len(value) != 1:
-                raise RuntimeError(f"avg_pool1d() argument '{name}' should "
-                                   f"contain one int (got {len(value)})")
-            value = value[0]
-        return value
-
-    kernel = one(kernel_size, "kernel_size")
+    _check_1d_input(input, "avg_pool1d")
+    kernel = _one_int(kernel_size, "avg_pool1d", "kernel_size")
     stride = kernel if stride is None or (isinstance(stride, (list, tuple))
                                           and len(stride) == 0) \
-        else one(stride, "stride")
-    padding = one(padding, "padding")
+        else _one_int(stride, "avg_pool1d", "stride")
+    padding = _one_int(padding, "avg_pool1d", "padding")
     return avg_pool2d(input.unsqueeze(-2), (1, kernel), (1, stride),
                       (0, padding), ceil_mode,
                       count_include_pad).squeeze(-2)
