@@ -101,6 +101,31 @@ guard_pinned(TensorObject *pinned, int device)
                                     device);
 }
 
+/* The bytes of contiguous `staged` into contiguous `dst` of the same
+ * shape and dtype on another device, on the current stream of the GPU
+ * side.  Without `sync` the copy is only queued when the page-locked side
+ * could be guarded (guard_pinned); else it is waited for. */
+static int
+memcpy_across(TensorObject *dst, TensorObject *staged, int sync)
+{
+    size_t nbytes;
+    if (pygpu_shape_nbytes(dst->ndim, dst->shape, dst->dtype, &nbytes) < 0) {
+        return -1;
+    }
+    if (nbytes == 0) {
+        return 0;
+    }
+    int to_host = dst->device.type == PYGPU_CPU;
+    int to = to_host ? PYGPU_HOST : dst->device.index;
+    int from = staged->device.type == PYGPU_CPU ? PYGPU_HOST
+                                                : staged->device.index;
+    if (!sync) {
+        sync = !guard_pinned(to_host ? dst : staged, to_host ? from : to);
+    }
+    return pygpu_cuda_memcpy_on_stream(dst->data, to, staged->data, from,
+                                       nbytes, sync);
+}
+
 /* Across devices: convert and compact on the source side, then copy the
  * bytes on the current stream.  With non_blocking the copy is only queued
  * when the host side is page-locked (the source itself, or a pinned
@@ -133,25 +158,8 @@ to_other_device(TensorObject *src, pygpu_device dev, int dtype,
                  src->device.type == PYGPU_CPU &&
                  PyObject_TypeCheck(src->base, pygpu_state->Storage_Type));
     }
-    if (dst == NULL) {
+    if (dst == NULL || memcpy_across(dst, staged, sync) < 0) {
         goto fail;
-    }
-    size_t nbytes;
-    if (pygpu_shape_nbytes(dst->ndim, dst->shape, dst->dtype, &nbytes) < 0) {
-        goto fail;
-    }
-    if (nbytes > 0) {
-        int to = to_host ? PYGPU_HOST : dev.index;
-        int from = src->device.type == PYGPU_CPU ? PYGPU_HOST
-                                                 : src->device.index;
-        if (!sync) {
-            sync = !guard_pinned(to_host ? dst : src,
-                                 to_host ? from : to);
-        }
-        if (pygpu_cuda_memcpy_on_stream(dst->data, to, staged->data, from,
-                                        nbytes, sync) < 0) {
-            goto fail;
-        }
     }
     Py_DECREF(staged);
     return dst;
@@ -188,6 +196,18 @@ pygpu_tensor_copy_into(TensorObject *dst, TensorObject *src)
 {
     if (pygpu_device_equal(&dst->device, &src->device)) {
         return pygpu_op_copy_same_device(dst, src);
+    }
+    if (pygpu_is_contiguous(dst) && src->ndim == dst->ndim &&
+        memcmp(src->shape, dst->shape,
+               (size_t)dst->ndim * sizeof(dst->shape[0])) == 0) {
+        /* Straight into dst (a pinned dst then copies at the link's
+         * speed): convert and compact on the source side only. */
+        TensorObject *staged = src->dtype == dst->dtype &&
+                pygpu_is_contiguous(src)
+            ? (TensorObject *)Py_NewRef(src) : to_same_device(src, dst->dtype);
+        int rc = staged == NULL ? -1 : memcpy_across(dst, staged, 1);
+        Py_XDECREF(staged);
+        return rc;
     }
     TensorObject *tmp = pygpu_tensor_to(src, dst->device, dst->dtype);
     if (tmp == NULL) {

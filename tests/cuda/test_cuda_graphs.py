@@ -144,19 +144,23 @@ def to_cuda(a):
 def end_captures_left_open(monkeypatch):
     """A test that fails inside a capture leaves it open, and a global
     capture left open makes every later allocation of the process fail:
-    each graph a test began a capture on is reset after it."""
+    each graph a test began a capture on is reset after it.  The graphs
+    are held weakly: a graph that dies ends its capture itself, and a test
+    checks that it does."""
     begun = []
     begin = cuda.CUDAGraph.capture_begin
 
     @functools.wraps(begin)
     def capture_begin(self, *args, **kwargs):
-        begun.append(self)
+        begun.append(weakref.ref(self))
         return begin(self, *args, **kwargs)
     monkeypatch.setattr(cuda.CUDAGraph, "capture_begin", capture_begin)
     yield
-    for g in begun:
+    for ref in begun:
+        g = ref()
         try:
-            g.reset()
+            if g is not None:
+                g.reset()
         except RuntimeError:
             pass
 

@@ -386,6 +386,7 @@ def test_the_check_catches_leaks():
 def test_no_leak_cuda(family):
     fn = FAMILIES[family]
     pygpu.cuda.synchronize()
+    gc.collect()  # cycles an earlier test left are not this test's
     base = pygpu.cuda.memory_allocated()
 
     def on_cuda():
@@ -404,6 +405,7 @@ def test_no_leak_cuda(family):
 
 @pytest.mark.cuda
 def test_cuda_error_paths_do_not_leak():
+    gc.collect()
     base = pygpu.cuda.memory_allocated()
     c = pygpu.ones(3, device="cuda")
     cases = [

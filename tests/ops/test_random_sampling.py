@@ -618,9 +618,11 @@ def test_inplace_empty_tensors(device):
 
 
 def both(fn, seed=31):
-    """fn(device, generator) on the CPU and on CUDA, as NumPy arrays."""
-    return [np.asarray(fn(d, gen(d, seed)).cpu().numpy())
-            for d in ("cpu", "cuda")]
+    """fn(device, generator) on the CPU and on CUDA, as NumPy arrays
+    (bfloat16 widened to float32, exactly: NumPy has no bfloat16)."""
+    out = [fn(d, gen(d, seed)) for d in ("cpu", "cuda")]
+    return [np.asarray((t.float() if t.dtype == torch.bfloat16 else t)
+                       .cpu().numpy()) for t in out]
 
 
 @pytest.mark.cuda

@@ -347,6 +347,42 @@ def test_pin_memory(rng):
     np.testing.assert_array_equal(p.cuda().cpu().numpy(), a)
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("pinned", [False, True])
+def test_copy_across_devices_into_an_existing_tensor(rng, pinned):
+    """copy_ between the host (pinned or not) and CUDA, straight into the
+    destination or through a staged copy: another dtype, a transposed or
+    broadcast source, a strided destination, 0 elements."""
+    a = rng.standard_normal((33, 17)).astype(np.float32)
+    d = pygpu.from_numpy(a).cuda()
+
+    def host(shape, dtype=pygpu.float32):
+        h = pygpu.full(shape, float("nan"), dtype=dtype)
+        return h.pin_memory() if pinned else h
+
+    out = host((33, 17))
+    assert out.copy_(d) is out and out.is_pinned() == pinned
+    np.testing.assert_array_equal(out.numpy(), a)
+    out64 = host((33, 17), pygpu.float64)
+    np.testing.assert_array_equal(out64.copy_(d).numpy(), a.astype(np.float64))
+    outT = host((17, 33))
+    np.testing.assert_array_equal(outT.copy_(d.T).numpy(), a.T)
+    np.testing.assert_array_equal(host((33, 17)).copy_(d[0]).numpy(),
+                                  np.broadcast_to(a[0], (33, 17)))
+    wide = host((33, 34))
+    wide[:, ::2].copy_(d)
+    np.testing.assert_array_equal(wide.numpy()[:, ::2], a)
+    assert np.isnan(wide.numpy()[:, 1::2]).all()
+    assert host((0, 17)).copy_(d[:0]).shape == (0, 17)
+    # and back: host to an existing CUDA tensor
+    back = pygpu.full((33, 17), float("nan"), device="cuda")
+    np.testing.assert_array_equal(back.copy_(out).cpu().numpy(), a)
+    half = pygpu.full((17, 33), float("nan"), dtype=pygpu.float16,
+                      device="cuda")
+    np.testing.assert_array_equal(half.copy_(out.T).cpu().numpy(),
+                                  a.T.astype(np.float16))
+
+
 def test_pin_memory_without_cuda():
     if pygpu.cuda.is_available():
         pytest.skip("GPU present")

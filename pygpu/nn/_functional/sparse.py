@@ -78,7 +78,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     the end).  max_norm: looked-up rows with a larger norm_type-norm are
     rescaled to that norm in place first.  scale_grad_by_freq: each row's
     gradient divided by its index's count in input.  An index outside
-    [0, weight.size(0)) raises IndexError("index out of range in self").
+    [0, weight.size(0)) raises IndexError("index out of range in self") on
+    the CPU and, on CUDA, a CudaError (torch's device-side assert, though
+    the context stays usable) naming the index.
     """
     if sparse:
         raise NotImplementedError(
