@@ -2,7 +2,9 @@
  * (torch's unfold) and the columns summed back into an image (fold);
  * shapes and layout in kernels.h (pygpu_im2col_args).
  *
- * One thread per output element, grid-strided.  im2col: a column element
+ * One thread per output element, grid-strided; the index arithmetic
+ * divides by multiply and shift (fastdiv.h) when every index of the
+ * launch is below 2^31, by 64-bit division else.  im2col: a column element
  * reads its image element or writes 0.  col2im: an image element gathers
  * the column elements that hold it, in (i, j) order, summed in the
  * compute type (float for float16 and bfloat16) and rounded once: no
@@ -10,57 +12,123 @@
  * (cpu/cpu_im2col.c) order.
  */
 #include "common.cuh"
+#include "fastdiv.h"
 
 // -------------------------------------------------------------- kernels
 
-template <typename T>
+/* Division by a size of the launch: plain 64-bit, or (every index of the
+ * launch below 2^31) multiply and shift (fastdiv.h). */
+struct div_wide {
+    int64_t d;
+    __device__ __forceinline__ int64_t operator()(int64_t n) const
+    {
+        return n / d;
+    }
+};
+
+struct div_narrow {
+    pygpu_fastdiv f;
+    __device__ __forceinline__ int64_t operator()(int64_t n) const
+    {
+        return (int64_t)pygpu_fastdiv_div(f, (uint32_t)n);
+    }
+};
+
+/* The divisors the two kernels use. */
+template <typename D> struct im2col_divs {
+    D L, kw, kh, out_w; /* im2col */
+    D hw, width, sh, sw; /* col2im */
+};
+
+template <typename T, typename D>
 __global__ void im2col_kernel(T *cols, const T *img, pygpu_im2col_args a,
-                              int64_t n)
+                              im2col_divs<D> v, int64_t n)
 {
     const int64_t L = a.out_h * a.out_w;
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
          e += step) {
-        const int64_t l = e % L, r = e / L;
-        const int64_t j = r % a.kw, i = r / a.kw % a.kh;
-        const int64_t plane = r / (a.kw * a.kh);
-        const int64_t ih = l / a.out_w * a.sh - a.ph + i * a.dh;
-        const int64_t iw = l % a.out_w * a.sw - a.pw + j * a.dw;
-        T v = convert<T>(0.0f);
+        const int64_t r = v.L(e), l = e - r * L;
+        const int64_t rk = v.kw(r), j = r - rk * a.kw;
+        const int64_t plane = v.kh(rk), i = rk - plane * a.kh;
+        const int64_t oh = v.out_w(l), ow = l - oh * a.out_w;
+        const int64_t ih = oh * a.sh - a.ph + i * a.dh;
+        const int64_t iw = ow * a.sw - a.pw + j * a.dw;
+        T val = convert<T>(0.0f);
         if (ih >= 0 && ih < a.height && iw >= 0 && iw < a.width) {
-            v = img[(plane * a.height + ih) * a.width + iw];
+            val = img[(plane * a.height + ih) * a.width + iw];
         }
-        cols[e] = v;
+        cols[e] = val;
     }
 }
 
-template <typename T>
+template <typename T, typename D>
 __global__ void col2im_kernel(T *img, const T *cols, pygpu_im2col_args a,
-                              int64_t n)
+                              im2col_divs<D> v, int64_t n)
 {
     using A = acc_t<T>;
     const int64_t L = a.out_h * a.out_w, hw = a.height * a.width;
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
          e += step) {
-        const int64_t plane = e / hw, h = e % hw / a.width, w = e % a.width;
+        const int64_t plane = v.hw(e), at = e - plane * hw;
+        const int64_t h = v.width(at), w = at - h * a.width;
         const T *base = cols + plane * a.kh * a.kw * L;
         A sum = A(0);
         for (int64_t i = 0; i < a.kh; i++) {
             const int64_t t = h + a.ph - i * a.dh;
-            if (t < 0 || t % a.sh != 0 || t / a.sh >= a.out_h) {
+            if (t < 0) {
+                continue;
+            }
+            const int64_t th = v.sh(t);
+            if (th * a.sh != t || th >= a.out_h) {
                 continue;
             }
             for (int64_t j = 0; j < a.kw; j++) {
                 const int64_t u = w + a.pw - j * a.dw;
-                if (u < 0 || u % a.sw != 0 || u / a.sw >= a.out_w) {
+                if (u < 0) {
                     continue;
                 }
-                sum += convert<A>(
-                    base[(i * a.kw + j) * L + t / a.sh * a.out_w + u / a.sw]);
+                const int64_t uw = v.sw(u);
+                if (uw * a.sw != u || uw >= a.out_w) {
+                    continue;
+                }
+                sum += convert<A>(base[(i * a.kw + j) * L + th * a.out_w + uw]);
             }
         }
         img[e] = convert<T>(sum);
+    }
+}
+
+template <typename D> static D divisor(int64_t d);
+template <> div_wide divisor<div_wide>(int64_t d)
+{
+    return div_wide{d};
+}
+template <> div_narrow divisor<div_narrow>(int64_t d)
+{
+    /* a size of 0 (an empty image side) divides nothing: any divisor */
+    return div_narrow{pygpu_fastdiv_make(d < 1 ? 1u : (uint32_t)d)};
+}
+
+template <typename T, typename D>
+static void im2col_kernels(int col2im, void *img, void *cols,
+                           const pygpu_im2col_args *a, int64_t n,
+                           cudaStream_t stream)
+{
+    im2col_divs<D> v = {
+        divisor<D>(a->out_h * a->out_w), divisor<D>(a->kw),
+        divisor<D>(a->kh), divisor<D>(a->out_w),
+        divisor<D>(a->height * a->width), divisor<D>(a->width),
+        divisor<D>(a->sh), divisor<D>(a->sw)};
+    if (col2im) {
+        constexpr auto kernel = col2im_kernel<T, D>;
+        kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(
+            (T *)img, (const T *)cols, *a, v, n);
+    } else {
+        constexpr auto kernel = im2col_kernel<T, D>;
+        kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(
+            (T *)cols, (const T *)img, *a, v, n);
     }
 }
 
@@ -81,19 +149,25 @@ static cudaError_t im2col_launch(int col2im, int dtype, void *img,
     if (n == 0) {
         return cudaSuccess;
     }
+    /* Every index below 2^31 (each side's elements, and the padded
+     * positions a column reaches, bounded by them plus the padding and
+     * the kernel's reach): divide by multiply and shift. */
+    const int64_t limit = (int64_t)1 << 31;
+    const int64_t cols_n = planes * a->kh * a->kw * a->out_h * a->out_w;
+    const int64_t img_n = planes * a->height * a->width;
+    const int narrow = cols_n < limit && img_n < limit &&
+                       a->height + a->ph + a->kh * a->dh < limit &&
+                       a->width + a->pw + a->kw * a->dw < limit;
     return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
         if constexpr (std::is_integral<T>::value) {
             return cudaErrorInvalidValue; /* float rows only */
         } else {
-            if (col2im) {
-                constexpr auto kernel = col2im_kernel<T>;
-                kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(
-                    (T *)img, (const T *)cols, *a, n);
+            if (narrow) {
+                im2col_kernels<T, div_narrow>(col2im, img, cols, a, n,
+                                              stream);
             } else {
-                constexpr auto kernel = im2col_kernel<T>;
-                kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(
-                    (T *)cols, (const T *)img, *a, n);
+                im2col_kernels<T, div_wide>(col2im, img, cols, a, n, stream);
             }
             return cudaGetLastError();
         }

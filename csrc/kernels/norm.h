@@ -28,8 +28,13 @@
  * over a contiguous [outer, C, inner] x: rows is C, n is outer * inner
  * (the elements of a channel), and w, b, mean, rstd, var, dw and db have
  * one element per channel; FORWARD also writes the biased variance to var
- * when it is not NULL, and the backward's dw and db are whole sums (no
- * parts): dx = rstd * w * (dy - mean(dy) - xhat * mean(dy * xhat)).
+ * when it is not NULL, and the backward's dw and db are whole sums:
+ * dx = rstd * w * (dy - mean(dy) - xhat * mean(dy * xhat)).  Each
+ * channel's n elements are cut into `parts` slices of rows_per_part
+ * elements (the last may be shorter or empty), chosen by the front end
+ * from the sizes alone, and part_sums ([C, parts, 2], A) is the GPU's
+ * scratch for the slices' sums, merged in slice order; the CPU loops
+ * take a channel whole and leave it alone.
  */
 #ifndef PYGPU_NORM_H
 #define PYGPU_NORM_H
@@ -69,6 +74,10 @@ typedef struct pygpu_norm_args {
 
 /* Rows per part: about PYGPU_NORM_PART_WORK elements each. */
 #define PYGPU_NORM_PART_WORK (1 << 16)
+/* Batch norm's slices of a channel: about PYGPU_NORM_SLICE_WORK elements
+ * each, at most PYGPU_NORM_MAX_SLICES. */
+#define PYGPU_NORM_SLICE_WORK (1 << 13)
+#define PYGPU_NORM_MAX_SLICES 1024
 
 /* op over a on the CPU (cpu_norm.c): rows split over the thread pool. */
 void pygpu_cpu_norm(int op, int dtype, const pygpu_norm_args *a);
@@ -82,7 +91,8 @@ void pygpu_cpu_norm_channels(int op, int dtype, const pygpu_norm_args *a);
 cudaError_t pygpu_cuda_norm(int op, int dtype, const pygpu_norm_args *a,
                             cudaStream_t stream);
 /* The CHANNELS ops on the GPU (kernels/norm_channels.cu): a block per
- * channel. */
+ * slice of a channel, the slices merged per channel, then an elementwise
+ * pass. */
 cudaError_t pygpu_cuda_norm_channels(int op, int dtype,
                                      const pygpu_norm_args *a,
                                      cudaStream_t stream);

@@ -687,18 +687,29 @@ def test_fused_rows_low_precision_grads(device, rng, dtype):
     assert rel_err(host(b.grad), db) < tol
 
 
-@pytest.mark.parametrize("shape", [(64, 8, 9, 7), (300, 5), (2, 3, 1000)])
-def test_fused_batch_norm_against_formula(device, rng, shape):
+# The last three: channels of 16915 to 27000 elements, which the GPU cuts
+# into slices of about 8192 that begin and end inside a run (inner 1, 3383,
+# 7000: shorter and longer than a block of threads).
+@pytest.mark.parametrize("shape", [(64, 8, 9, 7), (300, 5), (2, 3, 1000),
+                                   (20000, 3), (3, 2, 7000),
+                                   (5, 4, 17, 199)])
+@pytest.mark.parametrize("dtype", [F64, F32], ids=dtype_name)
+def test_fused_batch_norm_against_formula(device, rng, shape, dtype):
     c = shape[1]
-    a, x = tensor(rng, shape, F64, device)
+    tol = 1e-10 if dtype == F64 else 1e-5
+    a, x = tensor(rng, shape, dtype, device)
     x.requires_grad_(True)
-    wa, ba = rng.standard_normal(c), rng.standard_normal(c)
-    w = pygpu.tensor(wa, device=device, requires_grad=True)
-    b = pygpu.tensor(ba, device=device, requires_grad=True)
+    npt = np.float64 if dtype == F64 else np.float32
+    wa, ba = (rng.standard_normal(c).astype(npt).astype(np.float64)
+              for _ in range(2))
+    w = pygpu.tensor(wa, dtype=dtype, device=device, requires_grad=True)
+    b = pygpu.tensor(ba, dtype=dtype, device=device, requires_grad=True)
     y = F.batch_norm(x, None, None, w, b, training=True)
-    check(y, np_batch_norm(a, None, None, wa, ba, True, 0.1, 1e-5)[0], F64)
+    check(y, np_batch_norm(a, None, None, wa, ba, True, 0.1, 1e-5)[0], dtype)
     ga = rng.standard_normal(shape)
-    y.backward(pygpu.tensor(ga, device=device))
+    if dtype != F64:
+        ga = ga.astype(np.float32).astype(np.float64)
+    y.backward(pygpu.tensor(ga, dtype=dtype, device=device))
     dims = (0,) + tuple(range(2, len(shape)))
     bshape = (1, c) + (1,) * (len(shape) - 2)
     mean = a.mean(dims, keepdims=True)
@@ -707,9 +718,9 @@ def test_fused_batch_norm_against_formula(device, rng, shape):
     dx = rs * wa.reshape(bshape) * (
         ga - ga.mean(dims, keepdims=True) -
         xh * (ga * xh).mean(dims, keepdims=True))
-    assert rel_err(host(x.grad), dx) < 1e-10
-    assert rel_err(host(w.grad), (ga * xh).sum(dims)) < 1e-10
-    assert rel_err(host(b.grad), ga.sum(dims)) < 1e-10
+    assert rel_err(host(x.grad), dx) < tol
+    assert rel_err(host(w.grad), (ga * xh).sum(dims)) < tol
+    assert rel_err(host(b.grad), ga.sum(dims)) < tol
 
 
 def test_fused_results_do_not_depend_on_threads(rng):

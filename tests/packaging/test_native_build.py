@@ -131,3 +131,22 @@ def test_kernel_selftest_gelu_slack(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:]
     last = out.stdout.strip().splitlines()[-1]
     assert last == "16 passed, 0 failed", out.stdout[-3000:]
+
+
+def test_fastdiv_matches_division(tmp_path):
+    """kernels/fastdiv.h (the GPU index loops' division by multiply and
+    shift) against C's / and % on the host."""
+    cc = c_compiler()
+    if cc is None:
+        pytest.skip("no C compiler")
+    exe = tmp_path / "fastdiv_check"
+    subprocess.run([cc, "-std=c99", "-O1", "-Wall", "-I",
+                    os.path.join(ROOT, "csrc"),
+                    os.path.join(NATIVE, "fastdiv_check.c"), "-o", str(exe)],
+                   check=True, env=native_env(), timeout=120)
+    out = subprocess.run([str(exe)], capture_output=True, text=True,
+                         timeout=300, env=native_env())
+    assert out.returncode == 0, out.stdout[-3000:]
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.endswith(" passed, 0 failed"), out.stdout[-3000:]
+    assert int(last.split()[0]) > 10**6
