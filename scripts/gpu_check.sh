@@ -47,7 +47,10 @@ FILE_TIMEOUT=${GPU_CHECK_FILE_TIMEOUT:-240}
 SUITE_TIMEOUT=${GPU_CHECK_SUITE_TIMEOUT:-400}
 WORKERS=${GPU_CHECK_WORKERS:-8}
 # A marker expression that narrows the suite, e.g. "cuda" for the CUDA
-# tests alone (the CPU tests run in CI as well).
+# tests alone.  Left empty, the CPU tests run too, over the host's own
+# vector loops: on an AVX-512 host (gpu_check.json's cpu_capability) the
+# only place the AVX512 builds of the CPU loops run, since CI's machines
+# stop at AVX2.
 MARK=${GPU_CHECK_MARK:-}
 SAN_FILE_TIMEOUT=${GPU_CHECK_SANITIZER_FILE_TIMEOUT:-180}
 TEST_TIMEOUT=${GPU_CHECK_TEST_TIMEOUT:-120}
@@ -133,11 +136,20 @@ for path in sorted(glob.glob(os.path.join(out, "junit", "*.xml"))):
     except Exception as e:
         counts.setdefault("unreadable", []).append(
             f"{os.path.basename(path)}: {e}")
-runtime = ""
+runtime = cpu_capability = ""
 try:
     import pygpu
+    cpu_capability = pygpu.backends.cpu.get_cpu_capability()
     v = pygpu._C._cuda_versions()["runtime"]
     runtime = f"{v // 1000}.{(v % 1000) // 10}"
+except Exception:
+    pass
+cpu_flags = []
+try:  # the vector extensions the CPU loops can use (AVX-512 included)
+    with open("/proc/cpuinfo") as f:
+        flags = next(ln for ln in f if ln.startswith("flags")).split()
+    cpu_flags = sorted(x for x in flags if x.startswith(
+        ("avx", "fma", "f16c", "amx")))
 except Exception:
     pass
 summary = {
@@ -151,6 +163,9 @@ summary = {
                  "--format=csv,noheader | head -1"),
     "cuda_runtime": runtime,
     "python": sys.version.split()[0],
+    "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
+    "cpu_capability": cpu_capability,
+    "cpu_flags": cpu_flags,
     "ok": all(s["status"] in ("ok", "skipped") for s in stages.values()),
     "stages": stages,
     "timeouts": [f"{st}/{n}" for st, d in steps.items()
