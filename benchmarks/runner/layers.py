@@ -1,10 +1,13 @@
-"""Convolution and normalisation layers, time per call in microseconds,
-float32: conv2d forward, and forward+backward (the gradient of the
-weight, the bias and, past the first layer, the input), at LeNet's sizes
-(batch 64: 1->6 channels 5x5 on 28x28, 6->16 channels 5x5 on 12x12) and a
-ResNet block's (batch 32, 64->64 channels 3x3 padded, 56x56);
+"""Convolution and normalisation layers, float32: conv2d forward, and
+forward+backward (the gradient of the weight, the bias and, past the
+first layer, the input), at LeNet's sizes (batch 64: 1->6 channels 5x5 on
+28x28, 6->16 channels 5x5 on 12x12) and a ResNet block's (batch 32,
+64->64 channels 3x3 padded, 56x56), in microseconds per call;
 BatchNorm2d (training mode) on 32x64x56x56 and LayerNorm on 4096x768,
-forward+backward; and one training step (forward, cross-entropy,
+forward+backward, in GB/s of their least traffic (five tensors: x read
+and y written forward, x and dy read and dx written backward) beside a
+copy_ of x in the same rounds (the GPU goal: 0.8 of the copy's GB/s);
+and one training step (forward, cross-entropy,
 backward, Adam) of a digits CNN at batch 32.  pygpu against torch, the
 same weights and data in each.  Each result is checked against NumPy in
 float64 (conv by im2col; the gradients by their formulas)."""
@@ -115,8 +118,17 @@ def _norm_cases(ctx, rng):
                 layer(tx).backward(tg)
                 return tx.grad
             impls[lib] = Impl(step, lib)
+        # The yardstick: copy_ of x into a tensor of its own, in the same
+        # rounds.  The layers' figure counts the least traffic of forward
+        # and backward (x read, y written; x and dy read, dx written: five
+        # tensors), a copy's two.
+        src = pygpu.tensor(x, device=dev)
+        dst = pygpu.empty(shape, device=dev)
+        impls["copy"] = Impl(lambda: dst.copy_(src), "pygpu", reference=True,
+                             ref=x, work=2 * x.nbytes)
         with _grad():
             ctx.case(f"{case} forward+backward", impls, ref=ref, rtol=RTOL,
+                     work=(5 * x.nbytes, "GB/s"),
                      size="x".join(map(str, shape)), dtype="float32",
                      note="training mode; the input's gradient checked")
 

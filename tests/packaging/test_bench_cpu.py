@@ -145,6 +145,16 @@ def test_goals_table():
     assert goals.goal_of("model", "train step b=32") == 0.5
     assert goals.goal_of("latency", "relu 1 elem") == 0.3
     assert goals.goal_of("ops", "softmax 2048x1000") == 1.0
+    # device-specific goals hold that device's rows only
+    assert goals.goal_of("layers", "conv2d resnet 3x3 forward") == 1.5
+    assert goals.goal_of("layers", "conv2d resnet 3x3 forward",
+                         "cpu") == 1.5
+    assert goals.goal_of("layers", "conv2d resnet 3x3 forward",
+                         "cuda") == 2.0
+    assert goals.goal_of("layers", "conv2d lenet conv1 forward",
+                         "cuda") == 2.0
+    assert goals.goal_of("layers", "conv2d lenet conv1 forward",
+                         "cpu") == 1.0
     ratios = [
         {"suite": "ops", "case": "exp n=2^20", "num": "pygpu",
          "den": "torch", "ratio": 1.5, "meaning": "time", "threads": "1",
