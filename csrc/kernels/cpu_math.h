@@ -18,13 +18,15 @@
  * is c times the unscaled one, bit for bit. */
 static inline float pygpu_cpu_exp_poly(float r, float c)
 {
-    float p = 1.3813756072798833e-3f * c;
-    p = p * r + 8.36912366938802e-3f * c;
-    p = p * r + 4.166842771682894e-2f * c;
-    p = p * r + 1.666651726105895e-1f * c;
-    p = p * r + 4.9999993219586e-1f * c;
-    p = p * r + c;
-    return p * r + c;
+    /* Q in Estrin's order (three deep instead of five), then the last
+     * two of Horner's steps, which keep the error of the result: the
+     * same seven multiply-adds and products, five deep instead of seven,
+     * so the vector loops wait less on one chain of latencies. */
+    float r2 = r * r;
+    float q0 = (1.666651726105895e-1f * c) * r + 4.9999993219586e-1f * c;
+    float q1 = (8.36912366938802e-3f * c) * r + 4.166842771682894e-2f * c;
+    float q = (r2 * (1.3813756072798833e-3f * c) + q1) * r2 + q0;
+    return (q * r + c) * r + c;
 }
 
 /* exp in float: x = k ln2 + r with |r| <= ln2 / 2 (ln2 in two parts,
@@ -34,26 +36,31 @@ static inline float pygpu_cpu_exp_poly(float r, float c)
  * built in the exponent bits for every k from -150 to 128 (2^k itself is
  * not one for k = 128 or k < -126): the first product is exact, the
  * second rounds once (subnormal results).  k is rounded by adding and
- * subtracting 1.5 * 2^23.  x is clamped to [-104, 88.8] first, where exp
- * rounds to 0 and overflows to inf, and a NaN (which the clamps turn into
- * -104) is given back at the end.  Within 2 ulp of exp, subnormal
- * results included. */
+ * subtracting 1.5 * 2^23, and read as an integer off the bits of the sum
+ * (no float-to-int conversion, whose result a NaN would leave undefined).
+ * x is clamped to [-104, 88.8] first, where exp rounds to 0 and overflows
+ * to inf, by comparisons that pass a NaN through (x86's max and min return
+ * their second operand then), so a NaN stays NaN at every step.  Within
+ * 2 ulp of exp, subnormal results included. */
 static inline float pygpu_cpu_expf(float x)
 {
-    float xc = x > -104.0f ? x : -104.0f;
-    xc = xc < 88.8f ? xc : 88.8f;
-    float k = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;
+    float xc = -104.0f > x ? -104.0f : x;
+    xc = 88.8f < xc ? 88.8f : xc;
+    union {
+        float f;
+        int32_t i;
+    } t = {.f = xc * 1.44269504f + 12582912.0f};
+    float k = t.f - 12582912.0f;
+    int32_t ki = t.i - 0x4b400000; /* k, read off the bits of t */
     float r = xc - k * 0.693359375f;
     r = r - k * -2.12194440e-4f;
     float p = pygpu_cpu_exp_poly(r, 1.0f);
-    int32_t ki = (int32_t)k;
     int32_t h = ki >> 1;
     union {
         int32_t i;
         float f;
     } s1 = {.i = (h + 127) * (1 << 23)}, s2 = {.i = (ki - h + 127) * (1 << 23)};
-    float e = p * s1.f * s2.f;
-    return x != x ? x : e;
+    return p * s1.f * s2.f;
 }
 
 /* log in float: x = 2^k m with m in [sqrt(1/2), sqrt(2)) taken from
