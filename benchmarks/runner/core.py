@@ -28,10 +28,6 @@ from .cpuload import LoadMeter, settle
 
 try:
     import torch
-    # Like for like: pygpu's convolutions (column products) compute in
-    # full float32, as its matrix products do by default; torch's cuDNN
-    # convolutions default to TF32, which misses the float32 check.
-    torch.backends.cudnn.allow_tf32 = False
 except ImportError:  # optional peer
     torch = None
 try:

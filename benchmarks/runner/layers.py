@@ -205,6 +205,16 @@ def _cnn_step(ctx, rng):
 
 def run(ctx):
     rng = np.random.default_rng(0)
-    _conv_cases(ctx, rng)
-    _norm_cases(ctx, rng)
-    _cnn_step(ctx, rng)
+    # Like for like: pygpu's convolutions (column products) compute in
+    # full float32, as its matrix products do by default; torch's cuDNN
+    # convolutions default to TF32, which misses the float32 check.
+    saved = torch is not None and torch.backends.cudnn.allow_tf32
+    if torch is not None:
+        torch.backends.cudnn.allow_tf32 = False
+    try:
+        _conv_cases(ctx, rng)
+        _norm_cases(ctx, rng)
+        _cnn_step(ctx, rng)
+    finally:
+        if torch is not None:
+            torch.backends.cudnn.allow_tf32 = saved

@@ -192,7 +192,8 @@ static int
 norm(pygpu_kargs *k)
 {
     if (k->op >= PYGPU_NORM_CHANNELS_FORWARD) {
-        return pygpu_cuda_norm_channels(k->op, k->dtype, k->norm, k->stream);
+        return pygpu_cuda_norm_channels(k->op, k->dtype, k->norm,
+                                        k->workspace, k->stream);
     }
     return pygpu_cuda_norm(k->op, k->dtype, k->norm, k->stream);
 }
@@ -415,9 +416,12 @@ run(int kind, pygpu_kernel_fn fn, pygpu_kargs *k, const char *what)
         k->workspace = ws->ptr;
     }
     if (kind == PYGPU_K_REDUCE || kind == PYGPU_K_SCAN ||
-        kind == PYGPU_K_OPTIM || kind == PYGPU_K_SORT) {
+        kind == PYGPU_K_OPTIM || kind == PYGPU_K_SORT ||
+        kind == PYGPU_K_NORM) {
         size_t wsize =
-            kind == PYGPU_K_SORT
+            kind == PYGPU_K_NORM
+                ? pygpu_cuda_norm_workspace(k->op, k->dtype, k->norm)
+            : kind == PYGPU_K_SORT
                 ? pygpu_cuda_sort_workspace(k->dtype, k->outer, k->n,
                                             k->inner)
             : kind == PYGPU_K_OPTIM

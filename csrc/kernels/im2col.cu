@@ -20,6 +20,7 @@
  * launch below 2^31) multiply and shift (fastdiv.h). */
 struct div_wide {
     int64_t d;
+    explicit div_wide(int64_t v) : d(v) {}
     __device__ __forceinline__ int64_t operator()(int64_t n) const
     {
         return n / d;
@@ -28,6 +29,9 @@ struct div_wide {
 
 struct div_narrow {
     pygpu_fastdiv f;
+    /* a size of 0 (an empty image side) divides nothing: any divisor */
+    explicit div_narrow(int64_t v)
+        : f(pygpu_fastdiv_make(v < 1 ? 1u : (uint32_t)v)) {}
     __device__ __forceinline__ int64_t operator()(int64_t n) const
     {
         return (int64_t)pygpu_fastdiv_div(f, (uint32_t)n);
@@ -100,27 +104,14 @@ __global__ void col2im_kernel(T *img, const T *cols, pygpu_im2col_args a,
     }
 }
 
-template <typename D> static D divisor(int64_t d);
-template <> div_wide divisor<div_wide>(int64_t d)
-{
-    return div_wide{d};
-}
-template <> div_narrow divisor<div_narrow>(int64_t d)
-{
-    /* a size of 0 (an empty image side) divides nothing: any divisor */
-    return div_narrow{pygpu_fastdiv_make(d < 1 ? 1u : (uint32_t)d)};
-}
-
 template <typename T, typename D>
 static void im2col_kernels(int col2im, void *img, void *cols,
                            const pygpu_im2col_args *a, int64_t n,
                            cudaStream_t stream)
 {
-    im2col_divs<D> v = {
-        divisor<D>(a->out_h * a->out_w), divisor<D>(a->kw),
-        divisor<D>(a->kh), divisor<D>(a->out_w),
-        divisor<D>(a->height * a->width), divisor<D>(a->width),
-        divisor<D>(a->sh), divisor<D>(a->sw)};
+    im2col_divs<D> v = {D(a->out_h * a->out_w), D(a->kw), D(a->kh),
+                        D(a->out_w), D(a->height * a->width), D(a->width),
+                        D(a->sh), D(a->sw)};
     if (col2im) {
         constexpr auto kernel = col2im_kernel<T, D>;
         kernel<<<grid_for<kernel>(n), BLOCK, 0, stream>>>(

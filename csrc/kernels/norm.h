@@ -29,12 +29,11 @@
  * (the elements of a channel), and w, b, mean, rstd, var, dw and db have
  * one element per channel; FORWARD also writes the biased variance to var
  * when it is not NULL, and the backward's dw and db are whole sums:
- * dx = rstd * w * (dy - mean(dy) - xhat * mean(dy * xhat)).  Each
- * channel's n elements are cut into `parts` slices of rows_per_part
- * elements (the last may be shorter or empty), chosen by the front end
- * from the sizes alone, and part_sums ([C, parts, 2], A) is the GPU's
- * scratch for the slices' sums, merged in slice order; the CPU loops
- * take a channel whole and leave it alone.
+ * dx = rstd * w * (dy - mean(dy) - xhat * mean(dy * xhat)).  parts,
+ * rows_per_part and part_sums are unused: the CPU loops take a channel
+ * whole, and the GPU cuts each channel into pygpu_norm_slices(n) slices
+ * whose sums it keeps in the workspace the CUDA runner allocates
+ * (pygpu_cuda_norm_workspace), merged in slice order.
  */
 #ifndef PYGPU_NORM_H
 #define PYGPU_NORM_H
@@ -74,10 +73,18 @@ typedef struct pygpu_norm_args {
 
 /* Rows per part: about PYGPU_NORM_PART_WORK elements each. */
 #define PYGPU_NORM_PART_WORK (1 << 16)
-/* Batch norm's slices of a channel: about PYGPU_NORM_SLICE_WORK elements
- * each, at most PYGPU_NORM_MAX_SLICES. */
+/* Batch norm's slices of a channel of n elements on the GPU: about
+ * PYGPU_NORM_SLICE_WORK elements each, at most PYGPU_NORM_MAX_SLICES,
+ * from the sizes alone. */
 #define PYGPU_NORM_SLICE_WORK (1 << 13)
 #define PYGPU_NORM_MAX_SLICES 1024
+static inline int64_t
+pygpu_norm_slices(int64_t n)
+{
+    int64_t parts = (n + PYGPU_NORM_SLICE_WORK - 1) / PYGPU_NORM_SLICE_WORK;
+    return parts < 1 ? 1
+           : parts > PYGPU_NORM_MAX_SLICES ? PYGPU_NORM_MAX_SLICES : parts;
+}
 
 /* op over a on the CPU (cpu_norm.c): rows split over the thread pool. */
 void pygpu_cpu_norm(int op, int dtype, const pygpu_norm_args *a);
@@ -92,10 +99,12 @@ cudaError_t pygpu_cuda_norm(int op, int dtype, const pygpu_norm_args *a,
                             cudaStream_t stream);
 /* The CHANNELS ops on the GPU (kernels/norm_channels.cu): a block per
  * slice of a channel, the slices merged per channel, then an elementwise
- * pass. */
+ * pass; workspace holds pygpu_cuda_norm_workspace(op, dtype, a) bytes. */
+size_t pygpu_cuda_norm_workspace(int op, int dtype,
+                                 const pygpu_norm_args *a);
 cudaError_t pygpu_cuda_norm_channels(int op, int dtype,
                                      const pygpu_norm_args *a,
-                                     cudaStream_t stream);
+                                     void *workspace, cudaStream_t stream);
 #endif
 
 #ifdef __cplusplus

@@ -2,13 +2,14 @@
  * contiguous [outer, C, inner] input on the GPU: the NORM kind's CHANNELS
  * ops (kernels/norm.h), as the CPU loops do them (cpu_norm_channels.c).
  *
- * Each channel's n = outer * inner elements are cut into a.parts slices of
- * a.rows_per_part elements (the front end picks them from the sizes), a
- * block per (channel, slice), so that a few channels still fill the GPU.
- * Three launches each way:
+ * Each channel's n = outer * inner elements are cut into a.parts =
+ * pygpu_norm_slices(n) slices of a.rows_per_part elements (the last may be
+ * shorter or empty), a block per (channel, slice), so that a few channels
+ * still fill the GPU.  Three launches each way:
  *   slices   a block sums its slice: forward its mean and the squared
  *            deviations from it (two passes over the slice), backward the
- *            sums of dy and dy * xhat; into part_sums [C, parts, 2];
+ *            sums of dy and dy * xhat; into a.part_sums [C, parts, 2], the
+ *            runner's workspace;
  *   merge    a thread per channel merges its slices in slice order
  *            (forward: Chan's pairwise update of count, mean and M2 in
  *            double), so the bits depend on the sizes alone;
@@ -268,8 +269,20 @@ static cudaError_t channels(int op, const pygpu_norm_args *a,
     return cudaGetLastError();
 }
 
+extern "C" size_t pygpu_cuda_norm_workspace(int op, int dtype,
+                                            const pygpu_norm_args *a)
+{
+    if (op < PYGPU_NORM_CHANNELS_FORWARD || a->rows <= 0 || a->n <= 0) {
+        return 0;
+    }
+    const size_t acc = dtype == PYGPU_FLOAT64 ? sizeof(double)
+                                              : sizeof(float);
+    return (size_t)a->rows * (size_t)pygpu_norm_slices(a->n) * 2 * acc;
+}
+
 extern "C" cudaError_t pygpu_cuda_norm_channels(int op, int dtype,
                                                 const pygpu_norm_args *a,
+                                                void *workspace,
                                                 cudaStream_t stream)
 {
     if (a->rows < 0 || a->n < 0 || a->inner < 1) {
@@ -278,16 +291,19 @@ extern "C" cudaError_t pygpu_cuda_norm_channels(int op, int dtype,
     if (a->rows == 0 || a->n == 0) {
         return cudaSuccess;
     }
-    if (a->part_sums == nullptr || a->parts < 1 ||
-        a->rows_per_part * a->parts < a->n) {
+    if (workspace == nullptr) {
         return cudaErrorInvalidValue;
     }
+    pygpu_norm_args s = *a;
+    s.parts = pygpu_norm_slices(a->n);
+    s.rows_per_part = (a->n + s.parts - 1) / s.parts;
+    s.part_sums = workspace;
     return dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
         if constexpr (std::is_integral<T>::value) {
             return cudaErrorInvalidValue; /* refused by the front end */
         } else {
-            return channels<T>(op, a, stream);
+            return channels<T>(op, &s, stream);
         }
     });
 }

@@ -65,6 +65,17 @@ to_same_device(TensorObject *src, int dtype)
     return dst;
 }
 
+/* src as the contiguous `dtype` tensor a copy across devices sends:
+ * itself, or a converted, compacted copy on its own device. */
+static TensorObject *
+staged_for(TensorObject *src, int dtype)
+{
+    if (src->dtype == dtype && pygpu_is_contiguous(src)) {
+        return (TensorObject *)Py_NewRef(src);
+    }
+    return to_same_device(src, dtype);
+}
+
 /* A new tensor for a copy to the host: with non_blocking, in page-locked
  * memory (as torch), so that the copy can be asynchronous. */
 static TensorObject *
@@ -139,14 +150,9 @@ to_other_device(TensorObject *src, pygpu_device dev, int dtype,
     TensorObject *staged = NULL, *dst = NULL;
     int to_host = dev.type == PYGPU_CPU;
     int sync = 1;
-    if (src->dtype == dtype && pygpu_is_contiguous(src)) {
-        staged = (TensorObject *)Py_NewRef(src);
-    }
-    else {
-        staged = to_same_device(src, dtype);
-        if (staged == NULL) {
-            goto fail;
-        }
+    staged = staged_for(src, dtype);
+    if (staged == NULL) {
+        goto fail;
     }
     if (to_host) {
         dst = host_destination(src, dtype, dev, non_blocking);
@@ -202,9 +208,7 @@ pygpu_tensor_copy_into(TensorObject *dst, TensorObject *src)
                (size_t)dst->ndim * sizeof(dst->shape[0])) == 0) {
         /* Straight into dst (a pinned dst then copies at the link's
          * speed): convert and compact on the source side only. */
-        TensorObject *staged = src->dtype == dst->dtype &&
-                pygpu_is_contiguous(src)
-            ? (TensorObject *)Py_NewRef(src) : to_same_device(src, dst->dtype);
+        TensorObject *staged = staged_for(src, dst->dtype);
         int rc = staged == NULL ? -1 : memcpy_across(dst, staged, 1);
         Py_XDECREF(staged);
         return rc;

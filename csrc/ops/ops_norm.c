@@ -28,24 +28,6 @@ set_parts(pygpu_norm_args *a)
     a->parts = (a->rows + a->rows_per_part - 1) / a->rows_per_part;
 }
 
-/* Batch norm's slices: each channel's n elements cut into `parts` runs of
- * rows_per_part elements (about PYGPU_NORM_SLICE_WORK), from the sizes
- * alone, and part_sums for them, [C, parts, 2] in the compute type on x's
- * device (the GPU sums each slice in a block of its own). */
-static TensorObject *
-channel_slices(pygpu_norm_args *a, TensorObject *x, int acc)
-{
-    int64_t parts = (a->n + PYGPU_NORM_SLICE_WORK - 1) / PYGPU_NORM_SLICE_WORK;
-    parts = parts < 1 ? 1
-            : parts > PYGPU_NORM_MAX_SLICES ? PYGPU_NORM_MAX_SLICES : parts;
-    a->parts = parts;
-    a->rows_per_part = (a->n + parts - 1) / parts;
-    int64_t shape[3] = {a->rows, parts, 2};
-    TensorObject *t = pygpu_tensor_empty(3, shape, acc, x->device);
-    a->part_sums = t != NULL ? t->data : NULL;
-    return t;
-}
-
 /* p in the compute type and contiguous, on x's device; NULL for NULL
  * (*ok stays 1) or with an exception (*ok = 0). */
 static TensorObject *
@@ -144,9 +126,6 @@ pygpu_op_row_norm_backward(TensorObject *dy, const pygpu_row_norm_saved *s,
     if (!chan) {
         set_parts(&a);
     }
-    else if ((parts = channel_slices(&a, x, acc)) == NULL) {
-        goto fail;
-    }
     if (want[0] && (dx = pygpu_tensor_empty(x->ndim, x->shape, x->dtype,
                                             x->device)) == NULL) {
         goto fail;
@@ -198,7 +177,7 @@ pygpu_op_channel_norm(TensorObject *x, TensorObject *w, TensorObject *b,
                       TensorObject **var_out, pygpu_row_norm_saved *saved)
 {
     TensorObject *xc = NULL, *wc = NULL, *bc = NULL, *y = NULL;
-    TensorObject *mean = NULL, *rstd = NULL, *var = NULL, *parts = NULL;
+    TensorObject *mean = NULL, *rstd = NULL, *var = NULL;
     PyObject *res = NULL;
     int acc = pygpu_row_norm_acc_dtype(x->dtype), ok = 1;
     int64_t c = x->shape[1], numel = pygpu_numel(x->ndim, x->shape);
@@ -224,9 +203,6 @@ pygpu_op_channel_norm(TensorObject *x, TensorObject *w, TensorObject *b,
         .w = wc ? wc->data : NULL, .b = bc ? bc->data : NULL, .y = y->data,
         .mean = mean->data, .rstd = rstd->data, .var = var->data,
         .inner = pygpu_numel(x->ndim - 2, x->shape + 2)};
-    if ((parts = channel_slices(&a, x, acc)) == NULL) {
-        goto fail;
-    }
     pygpu_kargs k = {.op = PYGPU_NORM_CHANNELS_FORWARD, .norm = &a,
                      .numel = numel};
     if (pygpu_dispatch(PYGPU_K_NORM, x->device, x->dtype, &k,
@@ -254,6 +230,5 @@ fail:
     Py_XDECREF(mean);
     Py_XDECREF(rstd);
     Py_XDECREF(var);
-    Py_XDECREF(parts);
     return res;
 }
