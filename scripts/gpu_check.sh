@@ -49,8 +49,8 @@ WORKERS=${GPU_CHECK_WORKERS:-8}
 # A marker expression that narrows the suite, e.g. "cuda" for the CUDA
 # tests alone.  Left empty, the CPU tests run too, over the host's own
 # vector loops: on an AVX-512 host (gpu_check.json's cpu_capability) the
-# only place the AVX512 builds of the CPU loops run, since CI's machines
-# stop at AVX2.
+# AVX512 builds of the CPU loops run on real hardware, which CI only
+# emulates (scripts/emulate_avx512).
 MARK=${GPU_CHECK_MARK:-}
 SAN_FILE_TIMEOUT=${GPU_CHECK_SANITIZER_FILE_TIMEOUT:-180}
 TEST_TIMEOUT=${GPU_CHECK_TEST_TIMEOUT:-120}

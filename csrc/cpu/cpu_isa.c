@@ -6,6 +6,7 @@
 #include "cpu/simd.h"
 
 int pygpu_cpu_isa = PYGPU_ISA_DEFAULT;
+int pygpu_cpu_isa_best = PYGPU_ISA_DEFAULT;
 
 static int
 cpu_best(void)
@@ -37,25 +38,39 @@ pygpu_cpu_isa_name(int isa)
 }
 
 int
-pygpu_cpu_isa_init(const char **bad)
+pygpu_cpu_isa_parse(const char *name)
 {
     static const char *const names[] = {"default", "avx2", "avx512"};
-    int best = cpu_best(), want = best;
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+void
+pygpu_cpu_isa_set(int want)
+{
+    /* Asking for more than the CPU has gives what it has. */
+    pygpu_cpu_isa = want < pygpu_cpu_isa_best ? want : pygpu_cpu_isa_best;
+}
+
+int
+pygpu_cpu_isa_init(const char **bad)
+{
     const char *env = getenv("PYGPU_CPU_CAPABILITY");
+    int want;
+    pygpu_cpu_isa_best = cpu_best();
+    want = pygpu_cpu_isa_best;
     *bad = NULL;
     if (env != NULL && env[0] != '\0') {
-        want = -1;
-        for (int i = 0; i < 3; i++) {
-            if (strcmp(env, names[i]) == 0) {
-                want = i;
-            }
-        }
+        want = pygpu_cpu_isa_parse(env);
         if (want < 0) {
             *bad = env;
             return -1;
         }
     }
-    /* Asking for more than the CPU has gives what it has. */
-    pygpu_cpu_isa = want < best ? want : best;
+    pygpu_cpu_isa_set(want);
     return 0;
 }

@@ -37,14 +37,24 @@
 #define PYGPU_ISA_AVX2 1    /* x86-64-v3: AVX2, FMA, F16C, BMI2 */
 #define PYGPU_ISA_AVX512 2  /* x86-64-v4: AVX-512 F, BW, CD, DQ, VL */
 
-/* The capability the loops use; set once, by pygpu_cpu_isa_init at
- * import (under the GIL, before any worker thread exists), and only read
- * after that. */
+/* The capability the loops use; set by pygpu_cpu_isa_init at import
+ * (under the GIL, before any worker thread exists), and read by each call.
+ * pygpu_cpu_isa_best is the CPU's best, the most pygpu_cpu_isa may be
+ * (an emulator raises it: scripts/emulate_avx512). */
 extern int pygpu_cpu_isa;
+extern int pygpu_cpu_isa_best;
 
 /* Picks pygpu_cpu_isa from the CPU and PYGPU_CPU_CAPABILITY.  Returns 0,
  * or -1 with *bad pointing at an unknown value of the variable. */
 int pygpu_cpu_isa_init(const char **bad);
+
+/* "default" / "avx2" / "avx512" as a capability, or -1. */
+int pygpu_cpu_isa_parse(const char *name);
+
+/* Sets pygpu_cpu_isa to `want`, or to the best when that is less: for
+ * tests that compare the versions in one process (_C._set_cpu_capability),
+ * between ops, never while one runs. */
+void pygpu_cpu_isa_set(int want);
 
 /* "DEFAULT", "AVX2" or "AVX512", as torch.backends.cpu names them. */
 const char *pygpu_cpu_isa_name(int isa);

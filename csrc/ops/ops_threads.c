@@ -45,6 +45,23 @@ cpu_capability(PyObject *m, PyObject *noargs)
     return PyUnicode_FromString(pygpu_cpu_isa_name(pygpu_cpu_isa));
 }
 
+static PyObject *
+set_cpu_capability(PyObject *m, PyObject *arg)
+{
+    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    int want = name != NULL ? pygpu_cpu_isa_parse(name) : -1;
+    if (want < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError,
+                             "the CPU capability must be default, avx2 or "
+                             "avx512");
+        }
+        return NULL;
+    }
+    pygpu_cpu_isa_set(want);
+    return PyUnicode_FromString(pygpu_cpu_isa_name(pygpu_cpu_isa));
+}
+
 PyMethodDef pygpu_thread_functions[] = {
     {"set_num_threads", set_num_threads, METH_O,
      "set_num_threads($module, num, /)\n--\n\n"
@@ -57,5 +74,10 @@ PyMethodDef pygpu_thread_functions[] = {
     {"_cpu_capability", cpu_capability, METH_NOARGS,
      "_cpu_capability($module, /)\n--\n\n"
      "The vector instructions the CPU loops use: DEFAULT, AVX2 or AVX512."},
+    {"_set_cpu_capability", set_cpu_capability, METH_O,
+     "_set_cpu_capability($module, name, /)\n--\n\n"
+     "For tests: makes the CPU loops use `name` (default, avx2, avx512),\n"
+     "or the CPU's best when that is less; returns what they use now.\n"
+     "Only between ops: a call running on other threads may see either."},
     {NULL},
 };

@@ -71,3 +71,23 @@ def test_every_version_is_within_the_bound(op):
     ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
     for got in (base, here):
         assert (np.abs(got - ref) <= 3 * ulp).all()
+
+
+def test_switching_in_process_is_clamped_to_the_cpu():
+    """_C._set_cpu_capability (for tests) never goes past what import
+    found the CPU has, and refuses other names."""
+    from pygpu import _C
+    before = pygpu.backends.cpu.get_cpu_capability()
+    best = capability(None).stdout.split()[-1]
+    try:
+        assert _C._set_cpu_capability("default") == "DEFAULT"
+        assert pygpu.backends.cpu.get_cpu_capability() == "DEFAULT"
+        got = _C._set_cpu_capability("avx512")
+        assert ORDER.index(got) <= max(ORDER.index(best),
+                                       ORDER.index(before))
+        for bad in ("sse9", 2, None):
+            with pytest.raises(ValueError, match="default, avx2 or avx512"):
+                _C._set_cpu_capability(bad)
+    finally:
+        _C._set_cpu_capability(before.lower())
+    assert pygpu.backends.cpu.get_cpu_capability() == before
