@@ -87,6 +87,10 @@ def one_thread(n):
 def pytest_configure(config):
     import pygpu
     from pygpu import _C
+    _state["status"] = 0
+    if _C._set_cpu_capability("avx512") == "AVX512":
+        _state["native"] = True     # this CPU runs them: nothing to emulate
+        return
     outdir = tempfile.mkdtemp(prefix="pygpu-avx512-")
     import_bochscpu(outdir)
     sys.path.insert(0, HERE)
@@ -118,15 +122,18 @@ def pytest_configure(config):
     got = _C._set_cpu_capability("avx512")
     if got != "AVX512":
         raise pytest.UsageError(f"pygpu runs {got}, not AVX512")
-    _state["status"] = 0
 
 
 def pytest_report_header(config):
+    if _state.get("native"):
+        return "AVX-512: this CPU has it; pygpu runs its AVX512 loops natively"
     return ("AVX-512 emulated: pygpu runs its AVX512 loops in BochsCPU "
             "(one pool thread)")
 
 
 def pytest_sessionfinish(session, exitstatus):
+    if _state.get("native"):
+        return
     emu = _state.get("emulator")
     entries = emu.entries if emu else 0
     sys.stderr.write(f"\nAVX-512 emulation: {entries} calls emulated\n")
@@ -138,6 +145,8 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
+    if _state.get("native") or "emulator" not in _state:
+        return
     # The emulator's teardown at interpreter exit is not safe (the
     # bindings' objects outlive its CPU), so the process ends here.
     sys.stdout.flush()
