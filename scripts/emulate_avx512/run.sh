@@ -13,6 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 python -m pip install -q "bochscpu-python==0.4.0"
+# The emulator on its own first: small AVX-512 functions through the trap.
+python -m pytest -q -p no:cacheprovider scripts/emulate_avx512/test_emulator.py
 if [ $# -eq 0 ] || [[ $1 == -* ]]; then
     # The files whose ops have AVX-512 clones: vector math, conversions,
     # the half loops, the softmax family, sums and max, elementwise, the
