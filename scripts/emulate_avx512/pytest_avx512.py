@@ -77,10 +77,12 @@ def avx512_ranges(table, base):
 
 
 def one_thread(n):
-    if n != 1:
+    """pygpu.set_num_threads in the emulated run: more than one thread
+    skips the test; anything else goes through (errors included)."""
+    if isinstance(n, int) and not isinstance(n, bool) and n > 1:
         pytest.skip("the AVX-512 emulation runs pygpu's pool with one "
                     "thread")
-    _state["set_num_threads"](1)
+    return _state["set_num_threads"](n)
 
 
 @pytest.hookimpl(trylast=True)
