@@ -5,15 +5,15 @@ import importlib.util
 import os
 import subprocess
 import sys
-import sysconfig
-import tempfile
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from pytest_avx512 import build  # noqa: E402
 
 CHILD = r'''
-import ctypes, mmap, sys, threading
+import ctypes, sys, threading
 import numpy as np
 sys.path.insert(0, HERE)
 import pytest_avx512 as plugin
@@ -82,11 +82,7 @@ os._exit(0)
 def test_small_avx512_functions_through_the_trap(tmp_path):
     if importlib.util.find_spec("bochscpu") is None:
         pytest.skip("bochscpu-python is not installed (run.sh installs it)")
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    lib = str(tmp_path / "selftest.so")
-    subprocess.run(cc.split()[:1] + ["-O2", "-shared", "-fPIC", "-o", lib,
-                                     os.path.join(HERE, "selftest.c")],
-                   check=True)
+    lib = build("selftest", str(tmp_path))
     code = (CHILD.replace("HERE", repr(HERE)).replace("OUTDIR", repr(
         str(tmp_path))).replace("LIB", repr(lib)))
     got = subprocess.run([sys.executable, "-c", code], capture_output=True,
